@@ -1,0 +1,1 @@
+"""perfscale's Python tools: what people run around the benchmarks (tools/perfscale)."""
