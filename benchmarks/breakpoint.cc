@@ -1,0 +1,374 @@
+// Breakpoint families: what inherited hardware breakpoints cost a threaded program.
+//
+// Seed: ../shared/seeds/000 (perf bench breakpoint, Dmitry Vyukov, 2022). On a
+// 112-thread machine, 4 inherited breakpoints made thread create+join 165x slower
+// (a global breakpoint-slot mutex, 91% osq_lock), and toggling one breakpoint that 224
+// blocked or 111 spinning threads inherited was 408-444x slower (IPIs, 79%
+// smp_call_function_single).
+//
+// BM_BreakpointThread/breakpoints:B/parallelism:P/threads:T
+//   Exactly `perf bench breakpoint thread`: B breakpoints (inherit, user-only, on bytes
+//   never touched) are opened on the benchmark thread before timing. One iteration is
+//   one perf-bench run: P workers are created, share a counter of --repeat batches, and
+//   each batch creates T threads that wait on a futex, wakes and joins them; then the
+//   workers are joined. Counters: usecs/op = time / (repeat * T) (one op = one thread
+//   create+join, perf bench's figure), usecs/op/cpu = usecs/op * P, ipis/op, sys_us/op.
+//
+// BM_BreakpointEnable/passive:N/active:M/placement:X
+//   Exactly `perf bench breakpoint enable`: one inherited breakpoint on a stack byte,
+//   then N threads blocked on a futex and M threads spinning, 10 ms to settle, then one
+//   iteration = PERF_EVENT_IOC_DISABLE + PERF_EVENT_IOC_ENABLE. usecs/op = time per
+//   iteration. Placement: `unpinned` leaves threads to the scheduler like perf bench
+//   (with one spinner the figure swings with where it lands); `same_cpu` pins the
+//   toggling thread and the spinners to one CPU; `other_cpus` pins the toggler to one
+//   CPU and the spinners to the others, so every toggle needs an IPI.
+//
+// Both time in real time: the work lands on other CPUs. Privileges: per-task user
+// breakpoints need perf_event_paranoid <= 2 (the default) and the breakpoint PMU.
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "benchmark/benchmark.h"
+#include "benchmarks/bench_support.h"
+#include "benchmarks/family.h"
+#include "lib/background_threads.h"
+#include "lib/breakpoint_slots.h"
+#include "lib/capabilities.h"
+#include "lib/cpu_set.h"
+#include "lib/errno_status.h"
+#include "lib/flags.h"
+#include "lib/kernel_cost.h"
+#include "lib/perf_attr.h"
+#include "lib/perf_event.h"
+
+namespace perfscale {
+namespace {
+
+Flag& breakpoints_flag = DefineFlag(
+    "breakpoints", "", "breakpoints held during thread churn (default: 0,1,2,4 up to the "
+                       "hardware's slots)");
+Flag& parallelism_flag = DefineFlag(
+    "parallelism", "", "workers creating threads concurrently (default: 1 and the online CPUs)");
+Flag& threads_flag = DefineFlag("threads", "20", "threads each batch creates and joins");
+Flag& repeat_flag = DefineFlag(
+    "repeat", "10", "batches per iteration of the thread family, shared by the workers "
+                    "(perf bench --repeat)");
+Flag& passive_flag = DefineFlag(
+    "passive", "", "blocked threads inheriting the toggled breakpoint (default: 0, CPUs, 4x CPUs)");
+Flag& active_flag = DefineFlag(
+    "active", "", "spinning threads inheriting the toggled breakpoint (default: 0..CPUs)");
+Flag& placement_flag = DefineFlag(
+    "placement", "unpinned,same_cpu,other_cpus",
+    "where spinning threads run: unpinned (perf bench), same_cpu, other_cpus");
+
+// One byte per possible breakpoint, never read or written, so breakpoints never fire.
+volatile char never_touched[64];
+
+struct ThreadParams {
+  int breakpoints;
+  int parallelism;
+  int threads;
+  int repeat;
+};
+
+struct EnableParams {
+  int passive;
+  int active;
+  std::string placement;
+};
+
+// Opens `count` inheritable breakpoints on the calling thread.
+absl::StatusOr<std::vector<PerfEvent>> OpenInheritedBreakpoints(int count) {
+  std::vector<PerfEvent> events;
+  for (int i = 0; i < count; ++i) {
+    BreakpointSpec spec;
+    spec.address = &never_touched[i];
+    spec.inherit = true;
+    absl::StatusOr<PerfEvent> event = PerfEvent::Open(BreakpointAttr(spec), 0, -1);
+    if (!event.ok()) return event.status();
+    events.push_back(*std::move(event));
+  }
+  return events;
+}
+
+// One perf-bench thread run: P workers draining a shared batch counter.
+class ThreadChurn {
+ public:
+  explicit ThreadChurn(const ThreadParams& params) : params_(params) {}
+
+  absl::Status Run() {
+    batches_left_.store(params_.repeat, std::memory_order_relaxed);
+    std::vector<pthread_t> workers;
+    workers.reserve(static_cast<size_t>(params_.parallelism));
+    for (int i = 0; i < params_.parallelism; ++i) {
+      pthread_t worker;
+      int err = pthread_create(&worker, nullptr, &ThreadChurn::Worker, this);
+      if (err != 0) {
+        RecordError(ErrnoStatus(err, "pthread_create (worker)"));
+        break;
+      }
+      workers.push_back(worker);
+    }
+    for (pthread_t worker : workers) pthread_join(worker, nullptr);
+    absl::MutexLock lock(&mu_);
+    return error_;
+  }
+
+ private:
+  static void* Worker(void* self) {
+    auto* churn = static_cast<ThreadChurn*>(self);
+    while (churn->batches_left_.fetch_sub(1, std::memory_order_relaxed) > 0) {
+      absl::StatusOr<std::unique_ptr<BackgroundThreads>> batch =
+          BackgroundThreads::Start(BackgroundThreads::kParked, churn->params_.threads);
+      if (!batch.ok()) {
+        churn->RecordError(batch.status());
+        break;
+      }
+      (*batch)->Stop();  // wake and join: the end of one batch
+    }
+    return nullptr;
+  }
+
+  void RecordError(absl::Status status) {
+    batches_left_.store(0, std::memory_order_relaxed);  // stop the other workers too
+    absl::MutexLock lock(&mu_);
+    if (error_.ok()) error_ = std::move(status);
+  }
+
+  const ThreadParams params_;
+  std::atomic<int> batches_left_{0};
+  absl::Mutex mu_;
+  absl::Status error_;
+};
+
+void BM_BreakpointThread(benchmark::State& state, ThreadParams params) {
+  if (SkipIfError(state, ProbeCapabilities().RequireBreakpointPmu())) return;
+  absl::StatusOr<std::vector<PerfEvent>> held = OpenInheritedBreakpoints(params.breakpoints);
+  if (SkipIfError(state, held.status())) return;
+
+  ThreadChurn churn(params);
+  KernelCostMeter meter;
+  if (!StartOrSkip(state, meter)) return;
+  auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    if (SkipIfError(state, churn.Run())) return;
+  }
+  double elapsed_us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+          .count();
+  double ops = static_cast<double>(state.iterations()) * params.repeat * params.threads;
+  state.counters["usecs/op"] = elapsed_us / ops;
+  state.counters["usecs/op/cpu"] = elapsed_us / ops * params.parallelism;
+  ReportKernelCost(state, meter, ops);
+}
+
+// The toggling thread's CPU and the spinners' CPUs for a placement; both empty when
+// unpinned.
+struct Placement {
+  std::vector<int> toggler;
+  std::vector<int> spinners;
+};
+
+absl::StatusOr<Placement> ResolvePlacement(const std::string& name) {
+  if (name == "unpinned") return Placement{};
+  absl::StatusOr<CpuMask> allowed = GetAffinity();
+  if (!allowed.ok()) return allowed.status();
+  std::vector<int> cpus = allowed->Cpus();
+  if (cpus.empty()) return absl::FailedPreconditionError("no CPU in this thread's affinity");
+  Placement placement;
+  placement.toggler = {cpus[0]};
+  if (name == "same_cpu") {
+    placement.spinners = {cpus[0]};
+  } else {
+    if (cpus.size() < 2) {
+      return absl::FailedPreconditionError(
+          "placement other_cpus needs at least 2 CPUs in this thread's affinity");
+    }
+    placement.spinners.assign(cpus.begin() + 1, cpus.end());
+  }
+  return placement;
+}
+
+void BM_BreakpointEnable(benchmark::State& state, EnableParams params) {
+  if (SkipIfError(state, ProbeCapabilities().RequireBreakpointPmu())) return;
+  absl::StatusOr<Placement> placement = ResolvePlacement(params.placement);
+  if (SkipIfError(state, placement.status())) return;
+  std::unique_ptr<ScopedAffinity> pinned;
+  if (!placement->toggler.empty()) {
+    absl::StatusOr<ScopedAffinity> pin = ScopedAffinity::PinTo(placement->toggler);
+    if (SkipIfError(state, pin.status())) return;
+    pinned = std::make_unique<ScopedAffinity>(*std::move(pin));
+  }
+
+  // A stack byte, as perf bench watches: never touched while the threads exist.
+  volatile char watched = 0;
+  BreakpointSpec spec;
+  spec.address = &watched;
+  spec.inherit = true;
+  absl::StatusOr<PerfEvent> breakpoint = PerfEvent::Open(BreakpointAttr(spec), 0, -1);
+  if (SkipIfError(state, breakpoint.status())) return;
+
+  // Created after the breakpoint so that they inherit it.
+  absl::StatusOr<std::unique_ptr<BackgroundThreads>> passive =
+      BackgroundThreads::Start(BackgroundThreads::kParked, params.passive);
+  if (SkipIfError(state, passive.status())) return;
+  absl::StatusOr<std::unique_ptr<BackgroundThreads>> active = BackgroundThreads::Start(
+      BackgroundThreads::kSpinning, params.active, placement->spinners);
+  if (SkipIfError(state, active.status())) return;
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+
+  KernelCostMeter meter;
+  if (!StartOrSkip(state, meter)) return;
+  auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    absl::Status disabled = breakpoint->Disable();
+    absl::Status enabled = breakpoint->Enable();
+    if (SkipIfError(state, disabled.ok() ? enabled : disabled)) return;
+  }
+  double elapsed_us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+          .count();
+  double ops = static_cast<double>(state.iterations());
+  state.counters["usecs/op"] = elapsed_us / ops;
+  ReportKernelCost(state, meter, ops);
+}
+
+// Values of a list flag, or `fallback` when the flag was not given.
+absl::StatusOr<std::vector<int64_t>> ListFlag(const Flag& flag, int64_t min, int64_t max,
+                                              std::vector<int64_t> fallback) {
+  if (flag.value().empty()) return fallback;
+  absl::StatusOr<std::vector<int64_t>> values = ParseIntList(flag.value(), min, max);
+  if (!values.ok()) return flag.Annotate(values.status());
+  return values;
+}
+
+// The most breakpoints a run may ask for: the hardware's slots when they can be probed;
+// otherwise (no PMU, no permission) the benchmarks will skip with the reason at run time.
+int MaxBreakpoints() {
+  absl::StatusOr<int> slots = ProbeBreakpointSlots();
+  return slots.ok() ? *slots : 64;
+}
+
+absl::Status RegisterThreadFamily(int cpus, const Capabilities& caps) {
+  int slots = MaxBreakpoints();
+  std::vector<int64_t> default_breakpoints;
+  for (int64_t b : {0, 1, 2, 4}) {
+    if (b <= slots) default_breakpoints.push_back(b);
+  }
+  absl::StatusOr<std::vector<int64_t>> breakpoints =
+      ListFlag(breakpoints_flag, 0, 64, default_breakpoints);
+  if (!breakpoints.ok()) return breakpoints.status();
+  for (int64_t b : *breakpoints) {
+    if (b > slots) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--breakpoints: ", b, " breakpoints asked for, but this machine has ", slots,
+          " hardware breakpoint slots"));
+    }
+  }
+  std::vector<int64_t> default_parallelism = {1};
+  if (cpus > 1) default_parallelism.push_back(cpus);
+  absl::StatusOr<std::vector<int64_t>> parallelism =
+      ListFlag(parallelism_flag, 1, 4096, default_parallelism);
+  if (!parallelism.ok()) return parallelism.status();
+  absl::StatusOr<int64_t> threads = ParseInt(threads_flag.value(), 1, 100000);
+  if (!threads.ok()) return threads_flag.Annotate(threads.status());
+  absl::StatusOr<int64_t> repeat = ParseInt(repeat_flag.value(), 1, 1000000);
+  if (!repeat.ok()) return repeat_flag.Annotate(repeat.status());
+
+  for (int64_t p : *parallelism) {
+    // Each worker holds up to T batch threads at once, plus itself.
+    if (absl::Status fits = caps.RequireThreads(static_cast<uint64_t>(p * (*threads + 1)));
+        !fits.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--parallelism=", p, " --threads=", *threads, ": ", fits.message()));
+    }
+  }
+  for (int64_t b : *breakpoints) {
+    for (int64_t p : *parallelism) {
+      ThreadParams params{static_cast<int>(b), static_cast<int>(p),
+                          static_cast<int>(*threads), static_cast<int>(*repeat)};
+      std::string name = absl::StrCat("BM_BreakpointThread/breakpoints:", b,
+                                      "/parallelism:", p, "/threads:", *threads);
+      benchmark::RegisterBenchmark(name.c_str(), BM_BreakpointThread, params)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RegisterEnableFamily(int cpus, const Capabilities& caps) {
+  absl::StatusOr<std::vector<int64_t>> passive =
+      ListFlag(passive_flag, 0, 1000000, {0, cpus, 4 * cpus});
+  if (!passive.ok()) return passive.status();
+  std::vector<int64_t> default_active;
+  for (int64_t a = 1; a <= cpus; ++a) default_active.push_back(a);
+  absl::StatusOr<std::vector<int64_t>> active =
+      ListFlag(active_flag, 0, 4096, default_active);
+  if (!active.ok()) return active.status();
+  absl::StatusOr<std::vector<std::string>> placements =
+      ParseChoiceList(placement_flag.value(), {"unpinned", "same_cpu", "other_cpus"});
+  if (!placements.ok()) return placement_flag.Annotate(placements.status());
+
+  // Like the seed, vary one kind of thread at a time unless both counts were given.
+  std::vector<std::pair<int64_t, int64_t>> shapes;
+  if (passive_flag.is_set() && active_flag.is_set()) {
+    for (int64_t p : *passive) {
+      for (int64_t a : *active) shapes.emplace_back(p, a);
+    }
+  } else {
+    if (!active_flag.is_set() || passive_flag.is_set()) {
+      for (int64_t p : *passive) shapes.emplace_back(p, 0);
+    }
+    if (!passive_flag.is_set()) {
+      for (int64_t a : *active) {
+        if (a > 0 || active_flag.is_set()) shapes.emplace_back(0, a);
+      }
+    }
+  }
+  for (const auto& [p, a] : shapes) {
+    if (absl::Status fits = caps.RequireThreads(static_cast<uint64_t>(p + a)); !fits.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--passive=", p, " --active=", a, ": ", fits.message()));
+    }
+    for (const std::string& placement : *placements) {
+      // Placement only moves spinners; with none, every placement is the same run.
+      if (a == 0 && placement != placements->front()) continue;
+      EnableParams params{static_cast<int>(p), static_cast<int>(a),
+                          a == 0 ? "unpinned" : placement};
+      std::string name = absl::StrCat("BM_BreakpointEnable/passive:", p, "/active:", a,
+                                      "/placement:", params.placement);
+      benchmark::RegisterBenchmark(name.c_str(), BM_BreakpointEnable, params)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RegisterBreakpointFamilies() {
+  absl::StatusOr<std::vector<int>> online = OnlineCpus();
+  int cpus = online.ok() && !online->empty() ? static_cast<int>(online->size()) : 1;
+  Capabilities caps = ProbeCapabilities();
+  if (absl::Status status = RegisterThreadFamily(cpus, caps); !status.ok()) return status;
+  return RegisterEnableFamily(cpus, caps);
+}
+
+}  // namespace
+
+PERFSCALE_FAMILY(breakpoint, RegisterBreakpointFamilies);
+
+}  // namespace perfscale

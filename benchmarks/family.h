@@ -1,0 +1,33 @@
+// How a benchmark family joins a binary. Families register their benchmarks only after
+// the command line is parsed, because their argument lists depend on flags and on the
+// machine (online CPUs, breakpoint slots). A family that rejects its flags makes the
+// binary exit non-zero before anything runs.
+//
+// Example (at namespace scope in a family's .cc):
+//   absl::Status RegisterBreakpointFamily() { ...benchmark::RegisterBenchmark(...)... }
+//   PERFSCALE_FAMILY(breakpoint, RegisterBreakpointFamily);
+#ifndef PERFSCALE_BENCHMARKS_FAMILY_H_
+#define PERFSCALE_BENCHMARKS_FAMILY_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace perfscale {
+
+struct Family {
+  std::string name;
+  absl::Status (*register_benchmarks)();
+};
+
+// Returns a dummy so it can initialize a static.
+int AddFamily(const char* name, absl::Status (*register_benchmarks)());
+const std::vector<Family>& Families();
+
+}  // namespace perfscale
+
+#define PERFSCALE_FAMILY(name, fn) \
+  [[maybe_unused]] static const int perfscale_family_##name = ::perfscale::AddFamily(#name, fn)
+
+#endif  // PERFSCALE_BENCHMARKS_FAMILY_H_

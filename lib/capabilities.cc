@@ -1,0 +1,244 @@
+#include "lib/capabilities.h"
+
+#include <dirent.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "lib/errno_status.h"
+#include "lib/file_reader.h"
+#include "lib/tracefs.h"
+
+namespace perfscale {
+namespace {
+
+std::optional<int64_t> ReadSysctl(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadTextFile(path);
+  if (!text.ok()) return std::nullopt;
+  absl::StatusOr<int64_t> value = ParseSysctlInt(*text);
+  if (!value.ok()) return std::nullopt;
+  return *value;
+}
+
+// Threads that exist system-wide: the 4th field of /proc/loadavg is "running/total".
+std::optional<int64_t> SystemThreadCount() {
+  absl::StatusOr<std::string> text = ReadTextFile("/proc/loadavg");
+  if (!text.ok()) return std::nullopt;
+  std::vector<absl::string_view> fields = absl::StrSplit(*text, ' ', absl::SkipEmpty());
+  if (fields.size() < 4) return std::nullopt;
+  std::vector<absl::string_view> ratio = absl::StrSplit(fields[3], '/');
+  int64_t total = 0;
+  if (ratio.size() != 2 || !absl::SimpleAtoi(ratio[1], &total)) return std::nullopt;
+  return total;
+}
+
+// The pids controller of our cgroup (v2), when it sets a limit.
+std::optional<int64_t> CgroupPidsHeadroom() {
+  absl::StatusOr<std::string> cgroup = ReadTextFile("/proc/self/cgroup");
+  if (!cgroup.ok()) return std::nullopt;
+  for (absl::string_view line : absl::StrSplit(*cgroup, '\n')) {
+    if (!absl::StartsWith(line, "0::")) continue;
+    std::string dir = absl::StrCat("/sys/fs/cgroup", absl::StripAsciiWhitespace(line.substr(3)));
+    absl::StatusOr<std::string> max_text = ReadTextFile(dir + "/pids.max");
+    absl::StatusOr<std::string> current_text = ReadTextFile(dir + "/pids.current");
+    if (!max_text.ok() || !current_text.ok()) return std::nullopt;
+    absl::StatusOr<int64_t> max = ParseSysctlInt(*max_text);  // "max" fails: no limit
+    absl::StatusOr<int64_t> current = ParseSysctlInt(*current_text);
+    if (!max.ok() || !current.ok()) return std::nullopt;
+    return *max - *current;
+  }
+  return std::nullopt;
+}
+
+uint64_t ThreadBudget(bool exempt_from_nproc) {
+  int64_t budget = INT64_MAX;
+  std::optional<int64_t> threads_max = ReadSysctl("/proc/sys/kernel/threads-max");
+  std::optional<int64_t> pid_max = ReadSysctl("/proc/sys/kernel/pid_max");
+  std::optional<int64_t> in_use = SystemThreadCount();
+  int64_t used = in_use.value_or(0);
+  if (threads_max) budget = std::min(budget, *threads_max - used);
+  if (pid_max) budget = std::min(budget, *pid_max - used);
+  if (std::optional<int64_t> cgroup = CgroupPidsHeadroom()) budget = std::min(budget, *cgroup);
+  rlimit nproc{};
+  if (!exempt_from_nproc && getrlimit(RLIMIT_NPROC, &nproc) == 0 &&
+      nproc.rlim_cur != RLIM_INFINITY) {
+    // RLIMIT_NPROC counts all of this user's threads; we only know the system total,
+    // so this is an upper bound on what we may create.
+    budget = std::min(budget, static_cast<int64_t>(nproc.rlim_cur));
+  }
+  return budget < 0 ? 0 : static_cast<uint64_t>(budget);
+}
+
+}  // namespace
+
+absl::StatusOr<uint64_t> ParseEffectiveCapabilities(absl::string_view proc_status) {
+  for (absl::string_view line : absl::StrSplit(proc_status, '\n')) {
+    if (!absl::StartsWith(line, "CapEff:")) continue;
+    absl::string_view hex = absl::StripAsciiWhitespace(line.substr(7));
+    uint64_t mask = 0;
+    if (hex.empty() || hex.size() > 16 || !absl::SimpleHexAtoi(hex, &mask) ||
+        !std::all_of(hex.begin(), hex.end(), absl::ascii_isxdigit)) {
+      return absl::InvalidArgumentError(absl::StrCat("bad CapEff value '", hex, "'"));
+    }
+    return mask;
+  }
+  return absl::InvalidArgumentError("no CapEff line in /proc/self/status");
+}
+
+absl::StatusOr<int64_t> ParseSysctlInt(absl::string_view text) {
+  absl::string_view body = absl::StripAsciiWhitespace(text);
+  int64_t value = 0;
+  if (body.empty() || !absl::SimpleAtoi(body, &value)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected an integer, got '", body.substr(0, 32), "'"));
+  }
+  return value;
+}
+
+bool Capabilities::CanProfileSystemWide() const {
+  return cap_perfmon || cap_sys_admin ||
+         (perf_event_paranoid.has_value() && *perf_event_paranoid <= 0);
+}
+
+absl::Status Capabilities::RequirePerfEvents() const {
+  if (!perf_event_paranoid) {
+    return absl::UnimplementedError(
+        "this kernel has no perf_event support (/proc/sys/kernel/perf_event_paranoid is "
+        "missing; CONFIG_PERF_EVENTS)");
+  }
+  if (*perf_event_paranoid > 2 && !cap_perfmon && !cap_sys_admin) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "kernel.perf_event_paranoid is ", *perf_event_paranoid,
+        ": perf events need <= 2 ('sysctl kernel.perf_event_paranoid=2'), root or CAP_PERFMON"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Capabilities::RequireBreakpointPmu() const {
+  if (absl::Status perf = RequirePerfEvents(); !perf.ok()) return perf;
+  if (!breakpoint_pmu) {
+    return absl::NotFoundError(
+        "no hardware breakpoint support: /sys/bus/event_source/devices/breakpoint is "
+        "missing (CONFIG_HAVE_HW_BREAKPOINT)");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Capabilities::RequireSystemWide() const {
+  if (absl::Status perf = RequirePerfEvents(); !perf.ok()) return perf;
+  if (!CanProfileSystemWide()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "per-CPU events need root, CAP_PERFMON or kernel.perf_event_paranoid <= 0 (it is ",
+        *perf_event_paranoid, "): 'sudo sysctl kernel.perf_event_paranoid=0' or "
+        "'sudo setcap cap_perfmon+ep BINARY'"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Capabilities::RequireTracefs() const {
+  if (!tracefs) {
+    return absl::NotFoundError(
+        "tracefs is not mounted: 'mount -t tracefs nodev /sys/kernel/tracing'");
+  }
+  if (access(tracefs->c_str(), R_OK | X_OK) != 0) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot read tracefs at ", *tracefs, ": run as root"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Capabilities::RequireFds(uint64_t needed) const {
+  if (needed > fd_hard_limit) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "needs ", needed, " file descriptors but the hard limit (RLIMIT_NOFILE) is ",
+        fd_hard_limit, ": raise it with 'ulimit -Hn ", needed + 64,
+        "' as root, or in /etc/security/limits.conf"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Capabilities::RequireThreads(uint64_t needed) const {
+  if (needed > thread_budget) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "needs ", needed, " threads but this process may create about ", thread_budget,
+        " more (kernel.threads-max, kernel.pid_max, RLIMIT_NPROC, cgroup pids.max)"));
+  }
+  return absl::OkStatus();
+}
+
+Capabilities ProbeCapabilities() {
+  Capabilities caps;
+  caps.perf_event_paranoid = ReadSysctl("/proc/sys/kernel/perf_event_paranoid");
+  caps.is_root = geteuid() == 0;
+  if (absl::StatusOr<std::string> status = ReadTextFile("/proc/self/status"); status.ok()) {
+    if (absl::StatusOr<uint64_t> mask = ParseEffectiveCapabilities(*status); mask.ok()) {
+      caps.cap_perfmon = (*mask >> kCapPerfmon) & 1;
+      caps.cap_sys_admin = (*mask >> kCapSysAdmin) & 1;
+    }
+  }
+  caps.breakpoint_pmu = access("/sys/bus/event_source/devices/breakpoint", F_OK) == 0;
+  if (absl::StatusOr<std::string> mounts = ReadTextFile("/proc/mounts"); mounts.ok()) {
+    if (absl::StatusOr<std::string> root = FindTracefsMount(*mounts); root.ok()) {
+      caps.tracefs = *root;
+    }
+  }
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0) {
+    caps.fd_soft_limit = files.rlim_cur;
+    caps.fd_hard_limit = files.rlim_max;
+  }
+  caps.thread_budget = ThreadBudget(caps.is_root);
+  return caps;
+}
+
+absl::StatusOr<ScopedFdLimit> ScopedFdLimit::Ensure(uint64_t needed) {
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) != 0) return ErrnoStatus(errno, "getrlimit(RLIMIT_NOFILE)");
+  absl::StatusOr<int> open_now = CountOpenFds();
+  uint64_t want = needed + static_cast<uint64_t>(open_now.ok() ? *open_now : 0) + 16;
+  if (want <= files.rlim_cur) return ScopedFdLimit(files.rlim_cur, false);
+  if (want > files.rlim_max) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "needs ", want, " file descriptors but the hard limit (RLIMIT_NOFILE) is ",
+        files.rlim_max, ": raise it with 'ulimit -Hn ", want,
+        "' as root, or in /etc/security/limits.conf"));
+  }
+  rlimit raised = files;
+  raised.rlim_cur = want;
+  if (setrlimit(RLIMIT_NOFILE, &raised) != 0) return ErrnoStatus(errno, "setrlimit(RLIMIT_NOFILE)");
+  return ScopedFdLimit(files.rlim_cur, true);
+}
+
+ScopedFdLimit::ScopedFdLimit(ScopedFdLimit&& other) noexcept
+    : old_soft_(other.old_soft_), changed_(other.changed_) {
+  other.changed_ = false;
+}
+
+ScopedFdLimit::~ScopedFdLimit() {
+  if (!changed_) return;
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) != 0) return;
+  files.rlim_cur = old_soft_;
+  setrlimit(RLIMIT_NOFILE, &files);
+}
+
+absl::StatusOr<int> CountOpenFds() {
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return ErrnoStatus(errno, "opendir /proc/self/fd");
+  int count = 0;
+  while (dirent* entry = readdir(dir)) {
+    if (entry->d_name[0] != '.') ++count;
+  }
+  closedir(dir);
+  return count - 1;  // the directory stream's own fd
+}
+
+}  // namespace perfscale

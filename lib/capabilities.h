@@ -1,0 +1,79 @@
+// What this process may do with perf_event and tracing on this machine: the paranoid
+// level, root / CAP_PERFMON / CAP_SYS_ADMIN, the breakpoint PMU, tracefs, the fd and
+// thread limits. Benchmarks consult it to skip with a one-line reason instead of failing.
+//
+// Example:
+//   perfscale::Capabilities caps = perfscale::ProbeCapabilities();
+//   if (absl::Status s = caps.RequireBreakpointPmu(); !s.ok()) skip(s.message());
+#ifndef PERFSCALE_LIB_CAPABILITIES_H_
+#define PERFSCALE_LIB_CAPABILITIES_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include "absl/strings/string_view.h"
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace perfscale {
+
+// Capability bits from linux/capability.h (kept here so old headers still build).
+inline constexpr int kCapSysAdmin = 21;
+inline constexpr int kCapPerfmon = 38;
+
+// The effective capability mask from the text of /proc/self/status ("CapEff:\t...").
+absl::StatusOr<uint64_t> ParseEffectiveCapabilities(absl::string_view proc_status);
+
+// A single integer sysctl file ("2\n").
+absl::StatusOr<int64_t> ParseSysctlInt(absl::string_view text);
+
+struct Capabilities {
+  std::optional<int64_t> perf_event_paranoid;  // absent: no perf_event support at all
+  bool is_root = false;
+  bool cap_perfmon = false;
+  bool cap_sys_admin = false;
+  bool breakpoint_pmu = false;
+  std::optional<std::string> tracefs;  // mount point, when mounted
+  uint64_t fd_soft_limit = 0;
+  uint64_t fd_hard_limit = 0;
+  // How many more threads this process may create (threads-max, pid_max, RLIMIT_NPROC
+  // where it applies), approximately.
+  uint64_t thread_budget = 0;
+
+  // CAP_PERFMON, CAP_SYS_ADMIN or paranoid <= 0 (root has the capabilities).
+  bool CanProfileSystemWide() const;
+
+  absl::Status RequirePerfEvents() const;
+  absl::Status RequireBreakpointPmu() const;
+  absl::Status RequireSystemWide() const;
+  absl::Status RequireTracefs() const;
+  // ResourceExhausted with the numbers when more fds than the hard limit are needed.
+  absl::Status RequireFds(uint64_t needed) const;
+  absl::Status RequireThreads(uint64_t needed) const;
+};
+
+Capabilities ProbeCapabilities();
+
+// Raises RLIMIT_NOFILE's soft limit to fit `needed` more fds (up to the hard limit) and
+// puts the old limit back on destruction.
+class ScopedFdLimit {
+ public:
+  static absl::StatusOr<ScopedFdLimit> Ensure(uint64_t needed);
+  ScopedFdLimit(ScopedFdLimit&& other) noexcept;
+  ScopedFdLimit& operator=(ScopedFdLimit&&) = delete;
+  ScopedFdLimit(const ScopedFdLimit&) = delete;
+  ~ScopedFdLimit();
+
+ private:
+  ScopedFdLimit(uint64_t old_soft, bool changed) : old_soft_(old_soft), changed_(changed) {}
+  uint64_t old_soft_;
+  bool changed_;
+};
+
+// Number of fds the process has open now (entries of /proc/self/fd).
+absl::StatusOr<int> CountOpenFds();
+
+}  // namespace perfscale
+
+#endif  // PERFSCALE_LIB_CAPABILITIES_H_

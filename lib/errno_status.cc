@@ -1,0 +1,86 @@
+#include "lib/errno_status.h"
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
+namespace perfscale {
+namespace {
+
+absl::StatusCode CodeFor(int err) {
+  switch (err) {
+    case EPERM:
+    case EACCES:
+      return absl::StatusCode::kPermissionDenied;
+    case ENOENT:
+    case ENODEV:
+    case ENXIO:
+      return absl::StatusCode::kNotFound;
+    case EOPNOTSUPP:
+    case ENOSYS:
+      return absl::StatusCode::kUnimplemented;
+    case EMFILE:
+    case ENFILE:
+    case ENOSPC:
+    case EAGAIN:
+    case ENOMEM:
+    case E2BIG:
+      return absl::StatusCode::kResourceExhausted;
+    case EINVAL:
+    case EBADF:
+      return absl::StatusCode::kInvalidArgument;
+    case EBUSY:
+      return absl::StatusCode::kUnavailable;
+    default:
+      return absl::StatusCode::kInternal;
+  }
+}
+
+const char* ErrnoName(int err) {
+  switch (err) {
+    case EPERM: return "EPERM";
+    case EACCES: return "EACCES";
+    case ENOENT: return "ENOENT";
+    case ENODEV: return "ENODEV";
+    case ENXIO: return "ENXIO";
+    case EOPNOTSUPP: return "EOPNOTSUPP";
+    case ENOSYS: return "ENOSYS";
+    case EMFILE: return "EMFILE";
+    case ENFILE: return "ENFILE";
+    case ENOSPC: return "ENOSPC";
+    case EAGAIN: return "EAGAIN";
+    case ENOMEM: return "ENOMEM";
+    case E2BIG: return "E2BIG";
+    case EINVAL: return "EINVAL";
+    case EBADF: return "EBADF";
+    case EBUSY: return "EBUSY";
+    case EINTR: return "EINTR";
+    case ESRCH: return "ESRCH";
+    default: return "errno";
+  }
+}
+
+}  // namespace
+
+absl::Status ErrnoStatus(int err, absl::string_view what) {
+  std::string message = absl::StrCat(what, ": ", std::strerror(err), " (",
+                                     ErrnoName(err), ")");
+  return absl::Status(CodeFor(err), message);
+}
+
+bool IsEnvironmentLimitation(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kPermissionDenied:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kUnimplemented:
+    case absl::StatusCode::kResourceExhausted:
+    case absl::StatusCode::kFailedPrecondition:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace perfscale

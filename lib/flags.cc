@@ -1,0 +1,177 @@
+#include "lib/flags.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+
+namespace perfscale {
+namespace {
+
+constexpr size_t kMaxListValues = 4096;
+
+struct FlagTable {
+  std::map<std::string, std::unique_ptr<Flag>> flags;
+  std::map<std::string, std::string> defaults;
+};
+
+FlagTable& Table() {
+  static FlagTable* table = new FlagTable;
+  return *table;
+}
+
+bool IsInteger(absl::string_view text) {
+  if (text.empty()) return false;
+  size_t start = text[0] == '-' ? 1 : 0;
+  return start < text.size() &&
+         std::all_of(text.begin() + static_cast<std::ptrdiff_t>(start), text.end(),
+                     absl::ascii_isdigit);
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> ParseInt(absl::string_view text, int64_t min, int64_t max) {
+  absl::string_view body = absl::StripAsciiWhitespace(text);
+  int64_t value = 0;
+  if (!IsInteger(body) || !absl::SimpleAtoi(body, &value)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", body.substr(0, 40), "' is not an integer"));
+  }
+  if (value < min || value > max) {
+    return absl::OutOfRangeError(
+        absl::StrCat(value, " is out of range [", min, ", ", max, "]"));
+  }
+  return value;
+}
+
+absl::StatusOr<std::vector<int64_t>> ParseIntList(absl::string_view text, int64_t min,
+                                                  int64_t max) {
+  absl::string_view body = absl::StripAsciiWhitespace(text);
+  if (body.empty()) return absl::InvalidArgumentError("empty list");
+  std::vector<int64_t> values;
+  for (absl::string_view item : absl::StrSplit(body, ',')) {
+    item = absl::StripAsciiWhitespace(item);
+    // A '-' after the first character separates a range ("2-8"); a leading one is a sign.
+    size_t dash = item.find('-', 1);
+    int64_t first = 0;
+    int64_t last = 0;
+    if (dash == absl::string_view::npos) {
+      absl::StatusOr<int64_t> value = ParseInt(item, min, max);
+      if (!value.ok()) return value.status();
+      first = last = *value;
+    } else {
+      absl::StatusOr<int64_t> lo = ParseInt(item.substr(0, dash), min, max);
+      if (!lo.ok()) return lo.status();
+      absl::StatusOr<int64_t> hi = ParseInt(item.substr(dash + 1), min, max);
+      if (!hi.ok()) return hi.status();
+      if (*hi < *lo) {
+        return absl::InvalidArgumentError(absl::StrCat("descending range '", item, "'"));
+      }
+      first = *lo;
+      last = *hi;
+    }
+    if (static_cast<uint64_t>(last - first) >= kMaxListValues) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("range '", item, "' has more than ", kMaxListValues, " values"));
+    }
+    for (int64_t v = first; v <= last; ++v) {
+      if (std::find(values.begin(), values.end(), v) != values.end()) continue;
+      if (values.size() == kMaxListValues) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("more than ", kMaxListValues, " values"));
+      }
+      values.push_back(v);
+    }
+  }
+  return values;
+}
+
+absl::StatusOr<std::vector<std::string>> ParseChoiceList(
+    absl::string_view text, const std::vector<std::string>& allowed) {
+  absl::string_view body = absl::StripAsciiWhitespace(text);
+  if (body.empty()) return absl::InvalidArgumentError("empty list");
+  std::vector<std::string> chosen;
+  for (absl::string_view item : absl::StrSplit(body, ',')) {
+    std::string choice(absl::StripAsciiWhitespace(item));
+    if (std::find(allowed.begin(), allowed.end(), choice) == allowed.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown value '", choice.substr(0, 40), "' (one of: ", absl::StrJoin(allowed, ", "),
+          ")"));
+    }
+    if (std::find(chosen.begin(), chosen.end(), choice) == chosen.end()) {
+      chosen.push_back(choice);
+    }
+  }
+  return chosen;
+}
+
+absl::Status Flag::Annotate(const absl::Status& status) const {
+  if (status.ok()) return status;
+  return absl::Status(status.code(), absl::StrCat("--", name_, ": ", status.message()));
+}
+
+Flag& DefineFlag(std::string name, std::string default_value, std::string help) {
+  FlagTable& table = Table();
+  if (table.flags.count(name) != 0) {
+    std::fprintf(stderr, "perfscale: flag --%s is defined twice\n", name.c_str());
+    std::abort();
+  }
+  table.defaults[name] = default_value;
+  auto flag = std::make_unique<Flag>(name, std::move(default_value), std::move(help));
+  Flag& ref = *flag;
+  table.flags[name] = std::move(flag);
+  return ref;
+}
+
+absl::Status ParseFlags(int argc, char** argv) {
+  FlagTable& table = Table();
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (!absl::StartsWith(arg, "--") || arg.size() == 2) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unexpected argument '", arg, "' (flags look like --name=value)"));
+    }
+    absl::string_view body = arg.substr(2);
+    size_t eq = body.find('=');
+    std::string name(body.substr(0, eq));
+    auto it = table.flags.find(name);
+    if (it == table.flags.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown flag --", name, " (--help lists perfscale's and Google Benchmark's flags)"));
+    }
+    if (eq != absl::string_view::npos) {
+      it->second->Set(std::string(body.substr(eq + 1)));
+    } else if (i + 1 < argc && !absl::StartsWith(argv[i + 1], "--")) {
+      it->second->Set(argv[++i]);
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("flag --", name, " needs a value"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string FlagsHelp() {
+  std::string help;
+  for (const auto& [name, flag] : Table().flags) {
+    absl::StrAppend(&help, "  --", name, "=", flag->value().empty() ? "..." : flag->value(),
+                    "\n      ", flag->help(), "\n");
+  }
+  return help;
+}
+
+void ResetFlagsForTest() {
+  FlagTable& table = Table();
+  for (auto& [name, flag] : table.flags) {
+    *flag = Flag(name, table.defaults[name], flag->help());
+  }
+}
+
+}  // namespace perfscale

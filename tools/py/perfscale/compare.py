@@ -1,0 +1,93 @@
+"""`tools/perfscale compare BASE.json NEW.json`: compare.py's table plus a regression gate.
+
+Prints Google Benchmark's compare.py table, then one verdict line per benchmark, and exits
+1 when any benchmark is slower by more than --threshold percent with p < --alpha, so a
+script or CI job can stop on it (compare.py itself always exits 0). Exit 2: unusable input.
+"""
+
+import argparse
+import sys
+
+from perfscale import results_comparepy, results_io, results_stats
+
+
+def add_gate_options(parser):
+    """The options that define a regression; nightly takes the same ones."""
+    parser.add_argument("--alpha", type=float, default=results_stats.DEFAULT_ALPHA,
+                        help="significance level of the U test (default %(default)s)")
+    parser.add_argument("--threshold", type=float, default=results_stats.DEFAULT_THRESHOLD_PCT,
+                        metavar="PCT", help="smallest slowdown of the median real time "
+                        "that counts, in percent (default %(default)s)")
+    parser.add_argument("--min-repetitions", type=int,
+                        default=results_stats.DEFAULT_MIN_REPETITIONS, metavar="N",
+                        help="fewest repetitions on each side for the U test "
+                        "(default %(default)s, as compare.py recommends)")
+
+
+def gate_options(args):
+    return results_stats.Options(alpha=args.alpha, threshold_pct=args.threshold,
+                                 min_repetitions=args.min_repetitions)
+
+
+def check_gate_options(parser, args):
+    if not 0 < args.alpha < 1:
+        parser.error("--alpha must be between 0 and 1")
+    if args.threshold < 0:
+        parser.error("--threshold must not be negative")
+    if args.min_repetitions < 2:
+        parser.error("--min-repetitions must be at least 2 (the U test needs two values)")
+
+
+def summary(verdicts, options):
+    """The closing lines: what failed the gate, and what could not be judged."""
+    lines = []
+    too_few = [v.name for v in verdicts if v.verdict == results_stats.TOO_FEW]
+    if too_few:
+        lines.append("%d benchmark(s) had too few repetitions to judge; run with "
+                     "--repetitions %d or more" % (len(too_few), options.min_repetitions))
+    errors = [v.name for v in verdicts if v.verdict == results_stats.ERROR]
+    if errors:
+        lines.append("error in the new run (not judged): " + ", ".join(errors))
+    slower = [v.name for v in verdicts if v.regression]
+    if slower:
+        lines.append("REGRESSION: %d benchmark(s) slower: %s" % (len(slower), ", ".join(slower)))
+    else:
+        lines.append("no regression")
+    return lines
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(
+        prog="tools/perfscale compare",
+        description="Compare two Google Benchmark JSON results; exit 1 on a regression.")
+    parser.add_argument("base", metavar="BASE.json")
+    parser.add_argument("new", metavar="NEW.json")
+    add_gate_options(parser)
+    parser.add_argument("--no-table", action="store_true",
+                        help="skip compare.py's table, print only the verdicts")
+    parser.add_argument("--all-repetitions", action="store_true",
+                        help="compare.py's table with a row per repetition, not only "
+                        "the aggregates")
+    args = parser.parse_args(argv)
+    check_gate_options(parser, args)
+    try:
+        base = results_io.load_results(args.base)
+        new = results_io.load_results(args.new)
+    except results_io.ResultsError as err:
+        print("perfscale compare: %s" % err, file=sys.stderr)
+        return 2
+    if not args.no_table:
+        sys.stdout.write(results_comparepy.table(
+            args.base, args.new, args.alpha, results_comparepy.stdout_wants_color(),
+            args.all_repetitions))
+        print()
+    if (base.host, base.cpus) != (new.host, new.cpus):
+        print("note: comparing results from different machines (%s, %d CPUs vs %s, %d CPUs)"
+              % (base.host, base.cpus, new.host, new.cpus))
+    options = gate_options(args)
+    verdicts = results_stats.compare_entries(base.entries, new.entries, options)
+    for verdict in verdicts:
+        print(verdict.line())
+    for line in summary(verdicts, options):
+        print(line)
+    return 1 if any(v.regression for v in verdicts) else 0

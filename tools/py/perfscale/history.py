@@ -1,0 +1,240 @@
+"""The nightly history: every recorded run, its context and samples, in one SQLite file.
+
+A run is written in a single transaction, after it succeeded and was judged, so the file
+never holds half a run and a failed run never becomes anyone's baseline. Runs form
+lineages (host, online CPUs, config): only runs of one lineage are ever compared, since
+a figure from another machine or another parameter set says nothing about a regression.
+
+    conn = history.open_history("results/history.sqlite")
+    base = history.find_baseline(conn, "host", 2, "--quick")
+"""
+
+import dataclasses
+import datetime
+import json
+import math
+import os
+import sqlite3
+import statistics
+
+from perfscale import results_io, results_names
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    recorded_at TEXT NOT NULL,          -- UTC, ISO 8601
+    host TEXT NOT NULL,
+    cpus INTEGER NOT NULL,              -- online CPUs
+    config TEXT NOT NULL,               -- what makes two runs comparable besides the machine
+    run_args TEXT NOT NULL,             -- JSON list passed to `tools/perfscale run`
+    repetitions INTEGER NOT NULL,
+    kernel_release TEXT,
+    perf_event_paranoid TEXT,
+    perfscale_revision TEXT,
+    context TEXT NOT NULL,              -- Google Benchmark's whole context, JSON
+    results_path TEXT,
+    baseline_id INTEGER REFERENCES runs(id),
+    regressions INTEGER NOT NULL        -- benchmarks judged slower than the baseline
+);
+CREATE INDEX runs_by_lineage ON runs(host, cpus, config, id);
+CREATE TABLE benchmarks (
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    name TEXT NOT NULL,
+    time_unit TEXT NOT NULL,            -- as the benchmark reported it
+    counters TEXT NOT NULL,             -- JSON: counter -> median over repetitions
+    errors TEXT NOT NULL,               -- JSON list of error messages
+    verdict TEXT,                       -- against the baseline; NULL without one
+    change REAL,
+    pvalue REAL,
+    PRIMARY KEY (run_id, name)
+);
+CREATE TABLE samples (
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    name TEXT NOT NULL,
+    repetition INTEGER NOT NULL,
+    real_ns REAL NOT NULL,
+    cpu_ns REAL,
+    PRIMARY KEY (run_id, name, repetition)
+);
+"""
+
+# How long to wait for another writer (a second nightly on the same file) before failing.
+_LOCK_TIMEOUT_S = 60
+
+
+class HistoryError(Exception):
+    """The history file cannot be used; the message says why."""
+
+
+@dataclasses.dataclass
+class RunInfo:
+    """What identifies and describes a run, besides its samples."""
+    host: str
+    cpus: int
+    config: str
+    run_args: list
+    repetitions: int
+    context: dict
+    results_path: str = ""
+
+    @classmethod
+    def from_results(cls, results, config, run_args, repetitions):
+        return cls(results.host, results.cpus, config, list(run_args), repetitions,
+                   results.context, results.source)
+
+    def lineage(self):
+        return "host %s, %d CPUs, config '%s'" % (self.host, self.cpus, self.config)
+
+
+def open_history(path):
+    """Opens (creating if new) the history at `path`; refuses a file that is not one."""
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        os.makedirs(directory, exist_ok=True)
+        conn = sqlite3.connect(path, timeout=_LOCK_TIMEOUT_S)
+    except (OSError, sqlite3.Error) as err:
+        raise HistoryError("%s: cannot open the history: %s" % (path, err)) from None
+    conn.row_factory = sqlite3.Row
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if version == 0 and not tables:
+            conn.executescript("BEGIN;" + _SCHEMA +
+                               "PRAGMA user_version = %d; COMMIT;" % SCHEMA_VERSION)
+        elif version > SCHEMA_VERSION:
+            raise HistoryError("%s: written by a newer perfscale (schema %d, this one knows "
+                               "%d)" % (path, version, SCHEMA_VERSION))
+        elif version != SCHEMA_VERSION or "runs" not in tables:
+            raise HistoryError("%s: an SQLite file, but not a perfscale history" % path)
+    except sqlite3.DatabaseError as err:
+        conn.close()
+        raise HistoryError("%s: not a usable history (%s); move it away to start a new "
+                           "one" % (path, err)) from None
+    except HistoryError:
+        conn.close()
+        raise
+    return conn
+
+
+def get_run(conn, run_id):
+    return conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+
+
+def find_baseline(conn, host, cpus, config):
+    """The latest run of the lineage that passed its own gate, or None.
+
+    A run judged slower is not a baseline: comparing tomorrow against it would accept the
+    regression silently after one night. To accept a slowdown on purpose, run nightly
+    with --baseline naming the slower run; that run then passes and leads the lineage.
+    """
+    return conn.execute(
+        "SELECT * FROM runs WHERE host = ? AND cpus = ? AND config = ? AND regressions = 0 "
+        "ORDER BY id DESC LIMIT 1", (host, cpus, config)).fetchone()
+
+
+def load_entries(conn, run_id):
+    """The run's benchmarks as results_io.Entry objects, for comparison and plots."""
+    entries = {}
+    for row in conn.execute("SELECT * FROM benchmarks WHERE run_id = ? ORDER BY rowid",
+                            (run_id,)):
+        entry = results_io.Entry(row["name"], results_names.parse_name(row["name"]),
+                                 row["time_unit"], errors=json.loads(row["errors"]))
+        entry.counters = {k: [v] for k, v in json.loads(row["counters"]).items()
+                          if v is not None}
+        entries[row["name"]] = entry
+    for row in conn.execute("SELECT * FROM samples WHERE run_id = ? ORDER BY name, repetition",
+                            (run_id,)):
+        entry = entries.get(row["name"])
+        if entry is not None:
+            entry.real_ns.append(row["real_ns"])
+            entry.cpu_ns.append(row["cpu_ns"] if row["cpu_ns"] is not None else math.nan)
+    return entries
+
+
+def record_run(conn, info, results, verdicts, baseline_id):
+    """Stores a judged run in one transaction; returns its id."""
+    by_name = {v.name: v for v in verdicts}
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    context = info.context
+    with conn:  # commits on success, rolls everything back on any exception
+        cursor = conn.execute(
+            "INSERT INTO runs (recorded_at, host, cpus, config, run_args, repetitions, "
+            "kernel_release, perf_event_paranoid, perfscale_revision, context, results_path, "
+            "baseline_id, regressions) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (now, info.host, info.cpus, info.config, results_io.dumps(info.run_args),
+             info.repetitions, context.get("kernel_release"), context.get("perf_event_paranoid"),
+             context.get("perfscale_revision"), results_io.dumps(context), info.results_path,
+             baseline_id, sum(1 for v in verdicts if v.regression)))
+        run_id = cursor.lastrowid
+        for name, entry in results.entries.items():
+            verdict = by_name.get(name)
+            counters = {k: statistics.median(v) for k, v in entry.counters.items() if v}
+            conn.execute(
+                "INSERT INTO benchmarks (run_id, name, time_unit, counters, errors, verdict, "
+                "change, pvalue) VALUES (?,?,?,?,?,?,?,?)",
+                (run_id, name, entry.time_unit, results_io.dumps(counters),
+                 results_io.dumps(entry.errors), verdict.verdict if verdict else None,
+                 _finite(verdict.change) if verdict else None,
+                 _finite(verdict.pvalue) if verdict else None))
+            conn.executemany(
+                "INSERT INTO samples (run_id, name, repetition, real_ns, cpu_ns) "
+                "VALUES (?,?,?,?,?)",
+                [(run_id, name, i, real, _finite(cpu))
+                 for i, (real, cpu) in enumerate(zip(entry.real_ns, entry.cpu_ns))])
+    return run_id
+
+
+def as_results_document(conn, run_id):
+    """A run rebuilt as Google Benchmark JSON, so compare.py can read a baseline."""
+    run = get_run(conn, run_id)
+    units = {r["name"]: r["time_unit"] for r in
+             conn.execute("SELECT name, time_unit FROM benchmarks WHERE run_id = ?", (run_id,))}
+    benchmarks = []
+    for row in conn.execute("SELECT * FROM samples WHERE run_id = ? ORDER BY rowid", (run_id,)):
+        scale = results_io.TIME_UNIT_NS[units[row["name"]]]
+        cpu = row["cpu_ns"]
+        benchmarks.append({
+            "name": row["name"], "run_name": row["name"], "run_type": "iteration",
+            "repetitions": run["repetitions"], "repetition_index": row["repetition"],
+            "threads": 1, "iterations": 1, "real_time": row["real_ns"] / scale,
+            "cpu_time": cpu / scale if cpu is not None else 0.0,
+            "time_unit": units[row["name"]]})
+    return {"context": json.loads(run["context"]), "benchmarks": benchmarks}
+
+
+def trends(conn, host=None, config=None):
+    """Per benchmark, its runs in order: the figures plot --history draws.
+
+    Returns {name: [dict(run_id, recorded_at, lineage, real_ns (list), counters,
+    verdict)]}, oldest first.
+    """
+    where, params = [], []
+    if host:
+        where.append("r.host = ?")
+        params.append(host)
+    if config is not None:
+        where.append("r.config = ?")
+        params.append(config)
+    query = ("SELECT r.id, r.recorded_at, r.host, r.cpus, r.config, b.name, b.counters, "
+             "b.verdict FROM runs r JOIN benchmarks b ON b.run_id = r.id"
+             + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY r.id, b.rowid")
+    out = {}
+    rows = conn.execute(query, params).fetchall()
+    samples = {}
+    run_ids = sorted({row["id"] for row in rows})
+    for run_id in run_ids:
+        for s in conn.execute("SELECT name, real_ns FROM samples WHERE run_id = ?", (run_id,)):
+            samples.setdefault((run_id, s["name"]), []).append(s["real_ns"])
+    for row in rows:
+        out.setdefault(row["name"], []).append({
+            "run_id": row["id"], "recorded_at": row["recorded_at"],
+            "lineage": "%s/%dcpu/%s" % (row["host"], row["cpus"], row["config"] or "default"),
+            "real_ns": samples.get((row["id"], row["name"]), []),
+            "counters": json.loads(row["counters"]), "verdict": row["verdict"]})
+    return out
+
+
+def _finite(value):
+    return value if value is not None and math.isfinite(value) else None

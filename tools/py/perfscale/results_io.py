@@ -1,0 +1,201 @@
+"""Reads Google Benchmark JSON results into per-benchmark samples, and writes clean JSON.
+
+Google Benchmark writes bare NaN/Infinity tokens for counters it could not compute; the
+json module reads them as floats. What we write never holds them (strict JSON), because
+other tools (browsers, jq, our own DB) reject them.
+
+Every problem with an input file becomes a ResultsError whose text can be shown as is:
+the commands print it and exit 2.
+"""
+
+import dataclasses
+import json
+import math
+
+from perfscale import results_names
+
+# Google Benchmark's time units, in nanoseconds. We keep every time in ns so that two
+# files that picked different units for the same benchmark still compare.
+TIME_UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+
+# Keys of a benchmark entry that Google Benchmark itself writes; every other numeric key
+# is a user counter (usecs/op, ipis/op...).
+_OWN_KEYS = frozenset({
+    "name", "family_index", "per_family_instance_index", "run_name", "run_type",
+    "repetitions", "repetition_index", "threads", "aggregate_name", "aggregate_unit",
+    "error_occurred", "error_message", "skipped", "skip_message", "iterations",
+    "real_time", "cpu_time", "time_unit", "label", "allocs_per_iter", "max_bytes_used",
+    "cpu_coefficient", "real_coefficient", "big_o", "rms",
+})
+
+# How close to the end a JSON syntax error must be to call the file truncated rather
+# than corrupt: a killed writer leaves at most a partial line behind.
+_TRUNCATION_SLACK = 2
+
+
+class ResultsError(Exception):
+    """An input that cannot be used; the message says which file and why."""
+
+
+@dataclasses.dataclass
+class Entry:
+    """One benchmark instance (one name) of a results file, all repetitions together."""
+    name: str
+    parsed: results_names.BenchmarkName
+    time_unit: str = "ns"
+    real_ns: list = dataclasses.field(default_factory=list)  # one per repetition
+    cpu_ns: list = dataclasses.field(default_factory=list)
+    counters: dict = dataclasses.field(default_factory=dict)  # name -> finite values
+    errors: list = dataclasses.field(default_factory=list)
+    aggregates_only: bool = False  # the file had no per-repetition entries for it
+    order: tuple = ()  # Google Benchmark's registration order, as compare.py sorts
+
+    @property
+    def family(self):
+        return self.parsed.family
+
+    @property
+    def params(self):
+        return self.parsed.params
+
+
+@dataclasses.dataclass
+class ResultSet:
+    source: str
+    context: dict
+    entries: dict  # name -> Entry, in file order
+
+    @property
+    def host(self):
+        return str(self.context.get("host_name") or "unknown")
+
+    @property
+    def cpus(self):
+        """Online CPUs when our binaries said so, else Google Benchmark's count."""
+        for key in ("online_cpus", "num_cpus"):
+            value = results_names.as_number(self.context.get(key))
+            if value is not None:
+                return int(value)
+        return 0
+
+
+def load_results(path):
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as err:
+        raise ResultsError("%s: cannot read: %s" % (path, err.strerror or err)) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ResultsError("%s: not a text file, so not Google Benchmark JSON" % path) from None
+    return parse_results(text, path)
+
+
+def parse_results(text, source="<results>"):
+    """Parses Google Benchmark JSON `text`; `source` names it in error messages."""
+    document = _decode(text, source)
+    if (not isinstance(document, dict) or not isinstance(document.get("benchmarks"), list)
+            or not isinstance(document.get("context"), dict)):
+        raise ResultsError(
+            "%s: not Google Benchmark JSON (expected an object with 'context' and "
+            "'benchmarks'; write it with --benchmark_out=FILE or --benchmark_format=json)"
+            % source)
+    if not document["benchmarks"]:
+        raise ResultsError("%s: holds no benchmark results (did --benchmark_filter match "
+                           "nothing?)" % source)
+    entries, aggregates = {}, {}
+    for index, item in enumerate(document["benchmarks"]):
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            raise ResultsError("%s: benchmark entry %d has no name: not Google Benchmark "
+                               "JSON" % (source, index))
+        _add_item(item, entries, aggregates)
+    # A file written with --benchmark_report_aggregates_only still plots: its median
+    # stands for the instance, one value, so no U test can be done on it.
+    for name, medians in aggregates.items():
+        entry = entries.get(name)
+        if entry is None or (not entry.real_ns and not entry.errors):
+            entry = entry or _new_entry(name, medians[0], len(entries))
+            entry.aggregates_only = True
+            _add_sample(entry, medians[0])
+            entries[name] = entry
+    if not entries:
+        raise ResultsError("%s: holds no usable benchmark results" % source)
+    # Interleaved repetitions come in random order; show benchmarks as registered.
+    ordered = sorted(entries.values(), key=lambda e: e.order)
+    return ResultSet(source, document["context"], {e.name: e for e in ordered})
+
+
+def _decode(text, source):
+    if not text.strip():
+        raise ResultsError("%s: empty file (the run was probably interrupted)" % source)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        if err.pos >= len(text.rstrip()) - _TRUNCATION_SLACK:
+            raise ResultsError(
+                "%s: truncated JSON (ends at line %d before the document is complete; "
+                "the run was probably killed while writing)" % (source, err.lineno)) from None
+        raise ResultsError("%s: not valid JSON: %s at line %d column %d"
+                           % (source, err.msg, err.lineno, err.colno)) from None
+
+
+def _new_entry(name, item, seen):
+    unit = item.get("time_unit")
+    order = tuple(item.get(k) if isinstance(item.get(k), int) else math.inf
+                  for k in ("family_index", "per_family_instance_index")) + (seen,)
+    return Entry(name, results_names.parse_name(name),
+                 unit if unit in TIME_UNIT_NS else "ns", order=order)
+
+
+def _add_item(item, entries, aggregates):
+    instance = item.get("run_name") if isinstance(item.get("run_name"), str) else item["name"]
+    if item.get("run_type") == "aggregate":
+        if item.get("aggregate_name") == "median" and _time_ns(item, "real_time") is not None:
+            aggregates.setdefault(instance, []).append(item)
+        return
+    entry = entries.get(instance)
+    if entry is None:
+        entry = entries[instance] = _new_entry(instance, item, len(entries))
+    if item.get("error_occurred") or item.get("skipped"):
+        message = str(item.get("error_message") or item.get("skip_message") or "error")
+        if message not in entry.errors:
+            entry.errors.append(message)
+        return
+    _add_sample(entry, item)
+
+
+def _add_sample(entry, item):
+    real, cpu = _time_ns(item, "real_time"), _time_ns(item, "cpu_time")
+    if real is None:
+        return  # a NaN time says nothing about speed: leave it out of the samples
+    entry.real_ns.append(real)
+    entry.cpu_ns.append(cpu if cpu is not None else math.nan)
+    for key, value in item.items():
+        if key in _OWN_KEYS or isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if math.isfinite(value):
+            entry.counters.setdefault(key, []).append(float(value))
+
+
+def _time_ns(item, key):
+    value, unit = item.get(key), item.get("time_unit", "ns")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or unit not in TIME_UNIT_NS:
+        return None
+    return float(value) * TIME_UNIT_NS[unit] if math.isfinite(value) else None
+
+
+def finite_or_none(value):
+    """`value` with every non-finite float replaced by None, so it serializes strictly."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite_or_none(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_or_none(v) for v in value]
+    return value
+
+
+def dumps(value, **kwargs):
+    """Strict JSON text: allow_nan=False makes a slipped-through NaN an error, not output."""
+    return json.dumps(finite_or_none(value), allow_nan=False, **kwargs)
