@@ -265,7 +265,7 @@ int MaxBreakpoints() {
 absl::Status RegisterThreadFamily(int cpus, const Capabilities& caps) {
   int slots = MaxBreakpoints();
   std::vector<int64_t> default_breakpoints;
-  for (int64_t b : {0, 1, 2, 4}) {
+  for (int64_t b : QuickRun() ? std::vector<int64_t>{0, 4} : std::vector<int64_t>{0, 1, 2, 4}) {
     if (b <= slots) default_breakpoints.push_back(b);
   }
   absl::StatusOr<std::vector<int64_t>> breakpoints =
@@ -278,8 +278,8 @@ absl::Status RegisterThreadFamily(int cpus, const Capabilities& caps) {
           " hardware breakpoint slots"));
     }
   }
-  std::vector<int64_t> default_parallelism = {1};
-  if (cpus > 1) default_parallelism.push_back(cpus);
+  std::vector<int64_t> default_parallelism = {cpus};
+  if (cpus > 1 && !QuickRun()) default_parallelism.insert(default_parallelism.begin(), 1);
   absl::StatusOr<std::vector<int64_t>> parallelism =
       ListFlag(parallelism_flag, 1, 4096, default_parallelism);
   if (!parallelism.ok()) return parallelism.status();
@@ -311,11 +311,12 @@ absl::Status RegisterThreadFamily(int cpus, const Capabilities& caps) {
 }
 
 absl::Status RegisterEnableFamily(int cpus, const Capabilities& caps) {
-  absl::StatusOr<std::vector<int64_t>> passive =
-      ListFlag(passive_flag, 0, 1000000, {0, cpus, 4 * cpus});
+  absl::StatusOr<std::vector<int64_t>> passive = ListFlag(
+      passive_flag, 0, 1000000,
+      QuickRun() ? std::vector<int64_t>{0, 4 * cpus} : std::vector<int64_t>{0, cpus, 4 * cpus});
   if (!passive.ok()) return passive.status();
   std::vector<int64_t> default_active;
-  for (int64_t a = 1; a <= cpus; ++a) default_active.push_back(a);
+  for (int64_t a = 1; a <= (QuickRun() ? 1 : cpus); ++a) default_active.push_back(a);
   absl::StatusOr<std::vector<int64_t>> active =
       ListFlag(active_flag, 0, 4096, default_active);
   if (!active.ok()) return active.status();

@@ -25,6 +25,10 @@ struct Family {
 int AddFamily(const char* name, absl::Status (*register_benchmarks)());
 const std::vector<Family>& Families();
 
+// True under `--quick` (tools/perfscale run --quick): families shrink their default
+// parameter lists to a smoke run of seconds. Explicit flags still win.
+bool QuickRun();
+
 }  // namespace perfscale
 
 #define PERFSCALE_FAMILY(name, fn) \

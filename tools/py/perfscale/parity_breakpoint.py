@@ -1,0 +1,45 @@
+"""`tools/perfscale parity breakpoint`: perf bench breakpoint thread|enable vs
+//benchmarks:breakpoint on the same parameters.
+
+perf bench does one timed run of --repeat operations per invocation; ours repeats the
+same run until --benchmark_min_time has passed and reports the average, which is why its
+spread is the narrower one.
+"""
+
+from perfscale import parity_common as pc
+
+# (label, perf bench args, our flags, our benchmark name)
+THREAD_CASES = [(b, 2, 20) for b in (0, 4)]
+ENABLE_CASES = [(0, 0, 20000), (8, 0, 5000), (0, 1, 5000)]
+THREAD_REPEAT = 56  # batches per run, as in the seed
+
+
+def cases(min_time: str):
+    result = []
+    for b, p, t in THREAD_CASES:
+        name = "BM_BreakpointThread/breakpoints:%d/parallelism:%d/threads:%d/real_time" % (b, p, t)
+        result.append(pc.Case(
+            label="thread B=%d P=%d T=%d" % (b, p, t),
+            reference_cmd=["perf", "bench", "--repeat=%d" % THREAD_REPEAT, "breakpoint",
+                           "thread", "-b", str(b), "-p", str(p), "-t", str(t)],
+            reference_parse=pc.parse_perf_usecs_per_op,
+            ours_args=["--breakpoints=%d" % b, "--parallelism=%d" % p, "--threads=%d" % t,
+                       "--repeat=%d" % THREAD_REPEAT, "--passive=0", "--active=0",
+                       "--benchmark_filter=^%s$" % name, "--benchmark_min_time=" + min_time]))
+    for passive, active, repeat in ENABLE_CASES:
+        name = ("BM_BreakpointEnable/passive:%d/active:%d/placement:unpinned/real_time" %
+                (passive, active))
+        result.append(pc.Case(
+            label="enable passive=%d active=%d" % (passive, active),
+            reference_cmd=["perf", "bench", "--repeat=%d" % repeat, "breakpoint", "enable",
+                           "-p", str(passive), "-a", str(active)],
+            reference_parse=pc.parse_perf_usecs_per_op,
+            ours_args=["--breakpoints=0", "--parallelism=1", "--passive=%d" % passive,
+                       "--active=%d" % active, "--placement=unpinned",
+                       "--benchmark_filter=^%s$" % name, "--benchmark_min_time=" + min_time]))
+    return result
+
+
+def main(argv):
+    args = pc.parse_args(argv, "perf bench breakpoint vs //benchmarks:breakpoint")
+    return pc.run_parity("breakpoint", cases("0.5"), args)

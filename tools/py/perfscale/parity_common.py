@@ -1,0 +1,179 @@
+"""Shared machinery for `tools/perfscale parity FAMILY`: run a reference command
+(`perf bench ...`) and our benchmark on the same parameters, interleaved, several
+rounds, and print a table of medians, the ratio and each side's spread.
+
+A family module builds a list of `Case`s and calls `run_parity(...)`. See
+parity_breakpoint.py for the pattern.
+"""
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+from typing import Callable, List, Optional
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+
+
+class ParityError(Exception):
+    """A problem the user can act on; printed without a traceback."""
+
+
+@dataclasses.dataclass
+class Case:
+    label: str                      # shown in the table, e.g. "thread B=4 P=2 T=20"
+    reference_cmd: List[str]        # e.g. ["perf", "bench", "--repeat=56", ...]
+    reference_parse: Callable[[str], float]  # stdout -> figure
+    ours_args: List[str]            # flags for our binary (filter included)
+    ours_counter: str = "usecs/op"  # counter of our JSON to compare; "real_time" allowed
+    unit: str = "usecs/op"
+    cwd: Optional[str] = None       # where to run the reference (perf may write files)
+
+
+def parse_perf_usecs_per_op(stdout: str) -> float:
+    """`perf bench` prints '<value> usecs/op' (and sometimes usecs/op/cpu)."""
+    match = re.search(r"^\s*([0-9.]+)\s+usecs/op\s*$", stdout, re.MULTILINE)
+    if not match:
+        raise ParityError("no 'usecs/op' line in perf bench output:\n" + stdout[-800:])
+    return float(match.group(1))
+
+
+def require_perf() -> str:
+    perf = shutil.which("perf")
+    if not perf:
+        raise ParityError("perf is not installed: 'sudo apt-get install linux-perf' "
+                          "(tools/setup parity does it as root)")
+    probe = subprocess.run([perf, "bench", "--help"], capture_output=True, text=True)
+    if "bench" not in (probe.stdout + probe.stderr):
+        raise ParityError("'%s bench' does not run here: %s" % (perf, probe.stderr[-300:]))
+    return perf
+
+
+def build_binary(target: str) -> str:
+    """Builds //benchmarks:<target> and returns the binary's path."""
+    result = subprocess.run(["bazel", "build", "--noshow_progress", "//benchmarks:" + target],
+                            cwd=ROOT, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise ParityError("bazel build //benchmarks:%s failed:\n%s" %
+                          (target, result.stderr[-2000:]))
+    path = os.path.join(ROOT, "bazel-bin", "benchmarks", target)
+    if not os.access(path, os.X_OK):
+        raise ParityError("built, but %s is not there" % path)
+    return path
+
+
+def run_reference(case: Case) -> float:
+    result = subprocess.run(case.reference_cmd, capture_output=True, text=True, cwd=case.cwd)
+    if result.returncode != 0:
+        raise ParityError("%s failed (exit %d):\n%s" % (" ".join(case.reference_cmd),
+                                                        result.returncode,
+                                                        (result.stderr or result.stdout)[-800:]))
+    return case.reference_parse(result.stdout + result.stderr)
+
+
+def run_ours(binary: str, case: Case) -> float:
+    cmd = [binary, "--benchmark_format=json"] + case.ours_args
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise ParityError("%s failed (exit %d):\n%s" % (" ".join(cmd), result.returncode,
+                                                        result.stderr[-800:]))
+    try:
+        report = json.loads(result.stdout)
+    except ValueError as err:
+        raise ParityError("%s printed no valid JSON (%s)" % (" ".join(cmd), err))
+    runs = [b for b in report.get("benchmarks", []) if b.get("run_type") == "iteration"]
+    if len(runs) != 1:
+        raise ParityError("%s ran %d benchmarks, expected exactly 1 (names: %s)" %
+                          (" ".join(cmd), len(runs), [b.get("name") for b in runs]))
+    run = runs[0]
+    if run.get("error_occurred"):
+        raise ParityError("%s: %s" % (run.get("name"), run.get("error_message")))
+    if case.ours_counter not in run:
+        raise ParityError("%s has no counter '%s'" % (run.get("name"), case.ours_counter))
+    return float(run[case.ours_counter])
+
+
+def spread_pct(values: List[float]) -> float:
+    """(max - min) / median, in percent: what a reader sees as run-to-run swing."""
+    median = statistics.median(values)
+    return 100.0 * (max(values) - min(values)) / median if median else math.inf
+
+
+def parse_args(argv, description: str, default_rounds: int = 5):
+    parser = argparse.ArgumentParser(prog="tools/perfscale parity", description=description)
+    parser.add_argument("--rounds", type=int, default=default_rounds,
+                        help="interleaved rounds of each case (default %(default)s)")
+    parser.add_argument("--tolerance", type=float, default=10.0,
+                        help="allowed |ours/reference - 1| in percent (default %(default)s)")
+    parser.add_argument("--only", default="",
+                        help="run only cases whose label contains this text")
+    parser.add_argument("--json", default="", help="also write the table as JSON here")
+    args = parser.parse_args(argv)
+    if args.rounds < 2 or args.rounds > 1000:
+        parser.error("--rounds must be in 2..1000")
+    if args.tolerance <= 0:
+        parser.error("--tolerance must be positive")
+    return args
+
+
+def run_parity(target: str, cases: List[Case], args, reference_name: str = "perf bench") -> int:
+    """Runs every case args.rounds times, interleaved; prints the table; returns the exit
+    code: 0 when every case is within tolerance, 1 otherwise, 2 on a setup problem."""
+    try:
+        require_perf()
+        binary = build_binary(target)
+        cases = [c for c in cases if args.only in c.label]
+        if not cases:
+            raise ParityError("no case matches --only=%r" % args.only)
+        reference = {c.label: [] for c in cases}
+        ours = {c.label: [] for c in cases}
+        for round_index in range(args.rounds):
+            for case in cases:
+                reference[case.label].append(run_reference(case))
+                ours[case.label].append(run_ours(binary, case))
+            print("round %d/%d done" % (round_index + 1, args.rounds), file=sys.stderr)
+    except ParityError as err:
+        print("perfscale parity: %s" % err, file=sys.stderr)
+        return 2
+
+    rows = []
+    for case in cases:
+        ref_median = statistics.median(reference[case.label])
+        our_median = statistics.median(ours[case.label])
+        ratio = our_median / ref_median if ref_median else math.inf
+        rows.append({
+            "case": case.label, "unit": case.unit,
+            "reference_median": ref_median, "ours_median": our_median, "ratio": ratio,
+            "reference_spread_pct": spread_pct(reference[case.label]),
+            "ours_spread_pct": spread_pct(ours[case.label]),
+            "within_tolerance": abs(ratio - 1.0) * 100.0 <= args.tolerance,
+            "reference_values": reference[case.label], "ours_values": ours[case.label],
+        })
+    print_table(rows, reference_name, args)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"target": target, "rounds": args.rounds, "rows": rows}, f, indent=1)
+    return 0 if all(r["within_tolerance"] for r in rows) else 1
+
+
+def print_table(rows, reference_name: str, args) -> None:
+    width = max(len(r["case"]) for r in rows)
+    header = "%-*s  %14s  %14s  %7s  %10s  %10s  %s" % (
+        width, "case", reference_name[:14], "perfscale", "ratio", "ref spread", "our spread",
+        "verdict")
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        verdict = "ok" if r["within_tolerance"] else "OFF by %.0f%%" % ((r["ratio"] - 1) * 100)
+        print("%-*s  %14.3f  %14.3f  %7.3f  %9.1f%%  %9.1f%%  %s" % (
+            width, r["case"], r["reference_median"], r["ours_median"], r["ratio"],
+            r["reference_spread_pct"], r["ours_spread_pct"], verdict))
+    print("medians of %d interleaved rounds; spread = (max - min) / median; "
+          "tolerance %.0f%%; unit %s" % (args.rounds, args.tolerance, rows[0]["unit"]))
