@@ -42,6 +42,9 @@ absl::StatusOr<std::vector<int>> ParseCpuList(absl::string_view text) {
   absl::string_view body = absl::StripAsciiWhitespace(text);
   std::vector<int> cpus;
   if (body.empty()) return cpus;
+  // Ranges are merged before they are expanded, so the work stays bounded by the
+  // number of CPUs whatever the text repeats ("0-65535,0-65535,...").
+  std::vector<std::pair<int, int>> ranges;
   for (absl::string_view item : absl::StrSplit(body, ',')) {
     std::vector<absl::string_view> ends = absl::StrSplit(item, absl::MaxSplits('-', 1));
     absl::StatusOr<int> first = ParseCpuNumber(ends[0], text);
@@ -56,10 +59,14 @@ absl::StatusOr<std::vector<int>> ParseCpuList(absl::string_view text) {
             "descending range '", item, "' in CPU list '", text, "'"));
       }
     }
-    for (int cpu = *first; cpu <= last; ++cpu) cpus.push_back(cpu);
+    ranges.emplace_back(*first, last);
   }
-  std::sort(cpus.begin(), cpus.end());
-  cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+  std::sort(ranges.begin(), ranges.end());
+  int next = 0;  // lowest CPU not yet emitted
+  for (const auto& [first, last] : ranges) {
+    for (int cpu = std::max(first, next); cpu <= last; ++cpu) cpus.push_back(cpu);
+    next = std::max(next, last + 1);
+  }
   return cpus;
 }
 

@@ -1,0 +1,39 @@
+// Feeds arbitrary bytes to every text parser in lib/. A parser may reject its input;
+// it must never crash, hang, read out of bounds, or accept what it cannot round-trip.
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "lib/capabilities.h"
+#include "lib/cpu_set.h"
+#include "lib/flags.h"
+#include "lib/interrupts.h"
+#include "lib/run_context.h"
+#include "lib/tracefs.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  absl::string_view text(reinterpret_cast<const char*>(data), size);
+
+  absl::StatusOr<std::vector<int>> cpus = perfscale::ParseCpuList(text);
+  if (cpus.ok()) {
+    // What we format must parse back to the same CPUs.
+    absl::StatusOr<std::vector<int>> again =
+        perfscale::ParseCpuList(perfscale::FormatCpuList(*cpus));
+    if (!again.ok() || *again != *cpus) std::abort();
+  }
+  perfscale::ParseIpiCounts(text).IgnoreError();
+  perfscale::ParseTracepointName(text).IgnoreError();
+  perfscale::ParseTracepointId(text).IgnoreError();
+  perfscale::FindTracefsMount(text).IgnoreError();
+  perfscale::ParseEffectiveCapabilities(text).IgnoreError();
+  perfscale::ParseSysctlInt(text).IgnoreError();
+  perfscale::ParseInt(text, -1000, 1000).IgnoreError();
+  perfscale::ParseIntList(text, 0, 1 << 20).IgnoreError();
+  perfscale::ParseChoiceList(text, {"mutex", "atomic", "per_worker"}).IgnoreError();
+  perfscale::DetectHypervisor(text, text);
+  perfscale::ResolveGitHead([text](const std::string&) -> absl::StatusOr<std::string> {
+    return std::string(text);
+  }).IgnoreError();
+  return 0;
+}
