@@ -36,7 +36,8 @@ CONTEXT = {
     "clocksource": "kvm-clock",
     "hypervisor": "KVM",
     "kernel_release": "6.1.0-27-amd64",
-    "online_cpus": "2",
+    "num_online_cpus": "2",
+    "online_cpus": "0-1",
     "perf_event_paranoid": "-1",
     "perfscale_revision": "4aa63e4",
 }

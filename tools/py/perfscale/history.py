@@ -187,21 +187,43 @@ def record_run(conn, info, results, verdicts, baseline_id):
 
 
 def as_results_document(conn, run_id):
-    """A run rebuilt as Google Benchmark JSON, so compare.py can read a baseline."""
+    """A run rebuilt as Google Benchmark JSON, so compare.py can read a baseline whose
+    results file is gone: per-repetition entries, then the aggregates compare.py shows."""
     run = get_run(conn, run_id)
     units = {r["name"]: r["time_unit"] for r in
              conn.execute("SELECT name, time_unit FROM benchmarks WHERE run_id = ?", (run_id,))}
-    benchmarks = []
+    benchmarks, times = [], {}
     for row in conn.execute("SELECT * FROM samples WHERE run_id = ? ORDER BY rowid", (run_id,)):
-        scale = results_io.TIME_UNIT_NS[units[row["name"]]]
-        cpu = row["cpu_ns"]
+        name, scale = row["name"], results_io.TIME_UNIT_NS[units[row["name"]]]
+        real = row["real_ns"] / scale
+        cpu = row["cpu_ns"] / scale if row["cpu_ns"] is not None else 0.0
+        times.setdefault(name, []).append((real, cpu))
         benchmarks.append({
-            "name": row["name"], "run_name": row["name"], "run_type": "iteration",
+            "name": name, "run_name": name, "run_type": "iteration",
             "repetitions": run["repetitions"], "repetition_index": row["repetition"],
-            "threads": 1, "iterations": 1, "real_time": row["real_ns"] / scale,
-            "cpu_time": cpu / scale if cpu is not None else 0.0,
-            "time_unit": units[row["name"]]})
+            "threads": 1, "iterations": 1, "real_time": real, "cpu_time": cpu,
+            "time_unit": units[name]})
+    for name, pairs in times.items():
+        if len(pairs) < 2:
+            continue  # Google Benchmark writes aggregates only for repeated runs
+        for aggregate, fn in _AGGREGATES:
+            benchmarks.append({
+                "name": "%s_%s" % (name, aggregate), "run_name": name,
+                "run_type": "aggregate", "repetitions": len(pairs), "threads": 1,
+                "aggregate_name": aggregate, "iterations": len(pairs),
+                "real_time": fn([r for r, _ in pairs]), "cpu_time": fn([c for _, c in pairs]),
+                "time_unit": units[name]})
     return {"context": json.loads(run["context"]), "benchmarks": benchmarks}
+
+
+def _cv(values):
+    mean = statistics.mean(values)
+    return statistics.stdev(values) / mean if mean else 0.0
+
+
+# The aggregates Google Benchmark 1.7 adds after repetitions, in its order.
+_AGGREGATES = (("mean", statistics.mean), ("median", statistics.median),
+               ("stddev", statistics.stdev), ("cv", _cv))
 
 
 def trends(conn, host=None, config=None):

@@ -31,20 +31,11 @@ def _pyplot():
     return plt
 
 
-def readable_unit(values_ns):
-    """The time unit that puts the typical value between 1 and 1000."""
-    typical = statistics.median(values_ns) if values_ns else 1.0
-    for unit in ("s", "ms", "us"):
-        if typical >= results_io.TIME_UNIT_NS[unit]:
-            return unit
-    return "ns"
-
-
 def family_metric(entries):
     """(axis label, entry -> values) for a family: usecs/op if every instance has it."""
     if entries and all(e.counters.get(_US_PER_OP) for e in entries):
         return _US_PER_OP, lambda e: e.counters[_US_PER_OP]
-    unit = readable_unit([v for e in entries for v in e.real_ns])
+    unit = results_io.readable_unit([v for e in entries for v in e.real_ns])
     scale = results_io.TIME_UNIT_NS[unit]
     return "real time (%s)" % unit, lambda e: [v / scale for v in e.real_ns]
 
@@ -175,7 +166,7 @@ def history_plots(trend_map, outdir, names=None):
         points = [p for p in points if p["real_ns"]]
         if not points:
             continue
-        unit = readable_unit([v for p in points for v in p["real_ns"]])
+        unit = results_io.readable_unit([v for p in points for v in p["real_ns"]])
         scale = results_io.TIME_UNIT_NS[unit]
         fig, ax = plt.subplots(figsize=(8, 4.5))
         lineages = sorted({p["lineage"] for p in points})

@@ -11,6 +11,7 @@ the commands print it and exit 2.
 import dataclasses
 import json
 import math
+import statistics
 
 from perfscale import results_names
 
@@ -71,12 +72,30 @@ class ResultSet:
 
     @property
     def cpus(self):
-        """Online CPUs when our binaries said so, else Google Benchmark's count."""
-        for key in ("online_cpus", "num_cpus"):
-            value = results_names.as_number(self.context.get(key))
-            if value is not None:
-                return int(value)
-        return 0
+        """Online CPUs when our binaries said so, else Google Benchmark's count (which
+        counts configured CPUs, offline ones too)."""
+        count = results_names.as_number(self.context.get("num_online_cpus"))
+        if count is None:
+            count = cpu_list_size(self.context.get("online_cpus"))
+        if count is None:
+            count = results_names.as_number(self.context.get("num_cpus"))
+        return int(count) if count is not None else 0
+
+
+def cpu_list_size(text):
+    """CPUs in a kernel CPU list such as '0-3,8'; a bare number is taken as a count."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    if "-" not in text and "," not in text:
+        return results_names.as_number(text)
+    total = 0
+    for part in text.strip().split(","):
+        low, _, high = part.partition("-")
+        try:
+            total += int(high or low) - int(low) + 1
+        except ValueError:
+            return None
+    return total
 
 
 def load_results(path):
@@ -132,7 +151,9 @@ def _decode(text, source):
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:
-        if err.pos >= len(text.rstrip()) - _TRUNCATION_SLACK:
+        # The json module calls a string unterminated only when the text ends inside it.
+        if (err.pos >= len(text.rstrip()) - _TRUNCATION_SLACK
+                or err.msg.startswith("Unterminated string")):
             raise ResultsError(
                 "%s: truncated JSON (ends at line %d before the document is complete; "
                 "the run was probably killed while writing)" % (source, err.lineno)) from None
@@ -183,6 +204,15 @@ def _time_ns(item, key):
     if isinstance(value, bool) or not isinstance(value, (int, float)) or unit not in TIME_UNIT_NS:
         return None
     return float(value) * TIME_UNIT_NS[unit] if math.isfinite(value) else None
+
+
+def readable_unit(values_ns):
+    """The time unit that puts the typical value between 1 and 1000."""
+    typical = statistics.median(values_ns) if values_ns else 1.0
+    for unit in ("s", "ms", "us"):
+        if typical >= TIME_UNIT_NS[unit]:
+            return unit
+    return "ns"
 
 
 def finite_or_none(value):

@@ -2,8 +2,9 @@
 
 Our families name their arguments, so a name is a path of `key:value` segments:
 
-    >>> parse_name("BM_BreakpointThread/breakpoints:4/parallelism:2/threads:20/real_time")
-    BenchmarkName(family='BM_BreakpointThread', params={'breakpoints': '4', 'parallelism': '2', 'threads': '20'}, ...)
+    parse_name("BM_BreakpointThread/breakpoints:4/parallelism:2/threads:20/real_time")
+    # family 'BM_BreakpointThread', params {'breakpoints': '4', 'parallelism': '2',
+    # 'threads': '20'}, flags ('real_time',)
 
 Parsing is tolerant on purpose: the C++ side may add, rename or reorder parameters, and
 names from other projects (positional `BM_X/8/64`) still plot and compare. Positional

@@ -1,0 +1,52 @@
+"""Stands in for `tools/perfscale run` in the nightly tests: copies a recorded result file.
+
+Takes what nightly passes to the real runner, `--repetitions N --out FILE [RUN_ARGS]`, and
+prints `results: FILE` last like it. RUN_ARGS choose what happens instead of benchmarks:
+  --fixture=NAME     copy testing/py/data/NAME (default clean.json)
+  --host=H --cpus=N  rewrite the context, as if run on another machine
+  --truncate         write only the first half (a writer killed mid-file)
+  --fail             print an error and exit 1 without writing anything
+"""
+
+import argparse
+import json
+import os
+import sys
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+
+
+def main(argv):
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repetitions", type=int, required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--fixture", default="clean.json")
+    parser.add_argument("--host")
+    parser.add_argument("--cpus")
+    parser.add_argument("--truncate", action="store_true")
+    parser.add_argument("--fail", action="store_true")
+    args, _ = parser.parse_known_args(argv)
+    if args.fail:
+        print("benchmark binary crashed (simulated)", file=sys.stderr)
+        return 1
+    with open(os.path.join(DATA, args.fixture), encoding="utf-8") as f:
+        text = f.read()
+    if args.host or args.cpus:
+        document = json.loads(text)
+        if args.host:
+            document["context"]["host_name"] = args.host
+        if args.cpus:
+            document["context"]["num_online_cpus"] = args.cpus
+            document["context"]["online_cpus"] = "0-%d" % (int(args.cpus) - 1)
+            document["context"]["num_cpus"] = int(args.cpus)
+        text = json.dumps(document, indent=2)
+    if args.truncate:
+        text = text[:len(text) // 2]
+    with open(args.out, "w", encoding="utf-8") as f:
+        f.write(text)
+    print("results: %s" % args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,149 @@
+"""`tools/perfscale compare`: the regression gate on recorded results."""
+
+import os
+import sys
+
+import pytest
+
+from conftest import data
+from perfscale import results_stats
+
+SLOWED = ("BM_BreakpointEnable/passive:8/active:0/placement:0/real_time",
+          "BM_BreakpointThread/breakpoints:4/parallelism:2/threads:20/real_time")
+COMPARE_PY = "/usr/share/benchmark/compare.py"
+
+
+def verdict_lines(out):
+    return {line.split(": ", 1)[0]: line for line in out.splitlines()
+            if line.startswith("BM_") and ": " in line}
+
+
+def test_twenty_percent_slowdown_with_ten_repetitions_is_flagged(cli):
+    code, out, _ = cli("compare", data("base.json"), data("slow.json"), "--no-table")
+    assert code == 1
+    lines = verdict_lines(out)
+    for name in SLOWED:
+        assert lines[name].startswith(name + ": slower (+")
+        assert "repetitions 10 vs 10" in lines[name]
+    flagged = [n for n, line in lines.items() if ": slower" in line]
+    assert sorted(flagged) == sorted(SLOWED)
+    assert "REGRESSION: 2 benchmark(s) slower" in out
+
+
+def test_identical_runs_are_not_flagged(cli):
+    code, out, _ = cli("compare", data("base.json"), data("base.json"), "--no-table")
+    assert code == 0
+    timed = [l for l in verdict_lines(out).values() if "error" not in l]
+    assert timed and all("no significant change (+0.0% median real time, p=1.0000" in l
+                         for l in timed)
+    assert out.rstrip().endswith("no regression")
+
+
+def test_a_clean_rerun_is_not_flagged(cli):
+    code, out, _ = cli("compare", data("base.json"), data("clean.json"), "--no-table")
+    assert code == 0, out
+
+
+def test_too_few_repetitions_are_reported_not_judged(cli):
+    code, out, _ = cli("compare", data("few_reps.json"), data("slow.json"), "--no-table")
+    assert code == 0
+    for name in SLOWED:
+        assert "too few repetitions: 3, need >= 9" in verdict_lines(out)[name]
+    assert "had too few repetitions to judge" in out
+
+
+def test_too_few_repetitions_never_make_a_regression():
+    verdict = results_stats.compare_samples("x", [1.0, 1.01, 0.99], [2.0, 2.02, 1.98])
+    assert verdict.verdict == results_stats.TOO_FEW and not verdict.regression
+    assert verdict.change == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("option,value", [("--threshold", "25"), ("--alpha", "1e-6")])
+def test_the_gate_follows_threshold_and_alpha(cli, option, value):
+    code, out, _ = cli("compare", data("base.json"), data("slow.json"), "--no-table",
+                       option, value)
+    assert code == 0
+    assert "slower (+" not in out
+
+
+def test_faster_is_reported_and_passes(cli):
+    code, out, _ = cli("compare", data("slow.json"), data("base.json"), "--no-table")
+    assert code == 0
+    assert all(": faster (-" in verdict_lines(out)[name] for name in SLOWED)
+
+
+def test_errors_are_listed_not_judged(cli):
+    _, out, _ = cli("compare", data("base.json"), data("clean.json"), "--no-table")
+    line = verdict_lines(out)["BM_PipePingPong/set:lockdep/callchain:0/real_time"]
+    assert "error: tracepoint lock:lock_acquire not found" in line
+
+
+@pytest.mark.skipif(not os.path.exists(COMPARE_PY), reason="libbenchmark-tools not installed")
+def test_compare_py_table_comes_first_with_the_original_names(cli):
+    code, out, _ = cli("compare", data("base.json"), data("slow.json"))
+    assert code == 1
+    table, verdicts = out.split("\n\n", 1)
+    assert table.startswith("Comparing %s to %s" % (data("base.json"), data("slow.json")))
+    assert "U Test, Repetitions: 10 vs 10" in table
+    assert "OVERALL_GEOMEAN" in table and "compare.py failed" not in table
+    assert "REGRESSION" in verdicts
+
+
+@pytest.mark.skipif(not os.path.exists(COMPARE_PY), reason="libbenchmark-tools not installed")
+def test_compare_py_gets_nan_free_input(cli):
+    # Raw NaN times give compare.py a NaN p-value and drop its geomean; cleaned copies don't.
+    code, out, _ = cli("compare", data("base.json"), data("nan.json"))
+    assert code == 0
+    assert " nan " not in out.lower()
+    assert "BM_BreakpointEnable/passive:0/active:0/placement:0/real_time_pvalue" in out
+
+
+def test_missing_compare_py_still_gives_verdicts(cli, monkeypatch):
+    monkeypatch.setenv("PERFSCALE_COMPARE_PY", "/nonexistent/compare.py")
+    code, out, _ = cli("compare", data("base.json"), data("slow.json"))
+    assert code == 1
+    assert "compare.py not found at /nonexistent/compare.py" in out
+
+
+@pytest.mark.parametrize("content,expected", [
+    ("cut inside a string", "truncated JSON"),
+    ("cut between entries", "truncated JSON"),
+    ('{"context": {}, "benchmarks": [ {"name": "BM_X", oops} ]}', "not valid JSON"),
+    ('[1, 2, 3]', "not Google Benchmark JSON"),
+    ("", "empty file"),
+    (b"\x89PNG\r\n\x1a\n\x00\x00", "not a text file"),
+])
+def test_unusable_input_exits_2_with_a_message(cli, tmp_path, content, expected):
+    bad = tmp_path / "bad.json"
+    if isinstance(content, str) and content.startswith("cut "):  # writer killed mid-file
+        text = open(data("base.json"), encoding="utf-8").read()
+        middle = text.index('"name": "', len(text) // 2) + 12
+        bad.write_text(text[:middle] if "string" in content
+                       else text[:text.index("},\n", middle) + 3])
+    elif isinstance(content, bytes):
+        bad.write_bytes(content)
+    else:
+        bad.write_text(content)
+    code, out, err = cli("compare", data("base.json"), bad)
+    assert code == 2
+    assert expected in err and str(bad) in err
+    assert out == ""
+
+
+@pytest.mark.parametrize("name,expected", [
+    ("foreign.json", "not Google Benchmark JSON"),
+    ("no_benchmarks.json", "holds no benchmark results"),
+    ("does-not-exist.json", "cannot read"),
+])
+def test_foreign_empty_or_missing_files_exit_2(cli, name, expected):
+    code, _, err = cli("compare", data(name), data("base.json"))
+    assert code == 2
+    assert expected in err
+
+
+def test_statistics_agree_with_compare_py():
+    sys.path.insert(0, os.path.dirname(COMPARE_PY))
+    report = pytest.importorskip("gbench.report")
+    assert results_stats.DEFAULT_MIN_REPETITIONS == report.UTEST_OPTIMAL_REPETITIONS
+    for old, new in ((100.0, 120.0), (0.0, 3.0), (0.0, 0.0), (-2.0, 1.0)):
+        assert results_stats.change(old, new) == report.calculate_change(old, new)

@@ -1,0 +1,177 @@
+"""`tools/perfscale nightly` with a fake runner that copies recorded results."""
+
+import os
+import sqlite3
+
+import pytest
+
+from conftest import FAKE_RUN
+from perfscale import history
+
+SLOWED = ("BM_BreakpointEnable/passive:8/active:0/placement:0/real_time",
+          "BM_BreakpointThread/breakpoints:4/parallelism:2/threads:20/real_time")
+
+
+@pytest.fixture
+def nightly(cli, tmp_path, monkeypatch):
+    """nightly with the fake runner, a private history and report folder.
+
+    compare.py's table is left out (PERFSCALE_COMPARE_PY points nowhere) except where a
+    test asks for it: it costs a second of scipy start-up per call.
+    """
+    monkeypatch.setenv("PERFSCALE_RUN_CMD", FAKE_RUN)
+    monkeypatch.setenv("PERFSCALE_COMPARE_PY", str(tmp_path / "no-compare.py"))
+    db = tmp_path / "history.sqlite"
+
+    def run(*run_args, options=("--no-plots",)):
+        return cli("nightly", "--history", db, "--report-dir", tmp_path / "nightly",
+                   *options, "--", *run_args)
+    run.db = db
+    run.report_dir = tmp_path / "nightly"
+    return run
+
+
+def runs(db):
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute("SELECT id, host, cpus, config, baseline_id, regressions "
+                            "FROM runs ORDER BY id").fetchall()
+    finally:
+        conn.close()
+
+
+def test_two_clean_runs_pass(nightly):
+    code, out, _ = nightly("--fixture=base.json", options=("--no-plots", "--config", "ci"))
+    assert code == 0
+    assert "no baseline yet for host perfscale-ci-1, 2 CPUs, config 'ci'" in out
+    code, out, _ = nightly("--fixture=clean.json", options=("--no-plots", "--config", "ci"))
+    assert code == 0
+    assert "no regression against run 1" in out
+    assert runs(nightly.db) == [(1, "perfscale-ci-1", 2, "ci", None, 0),
+                                (2, "perfscale-ci-1", 2, "ci", 1, 0)]
+
+
+def test_induced_slowdown_fails_and_names_the_benchmarks(nightly):
+    assert nightly("--fixture=base.json", options=("--config", "ci", "--no-plots"))[0] == 0
+    code, out, _ = nightly("--fixture=slow.json", options=("--config", "ci"))
+    assert code == 1
+    summary = out.strip().splitlines()[-1]
+    assert summary.startswith("nightly: REGRESSION against run 1: 2 benchmark(s) slower:")
+    assert all(name in summary for name in SLOWED)
+    folder = max(nightly.report_dir.iterdir())
+    page = (folder / "nightly.md").read_text()
+    assert "REGRESSION (2 slower)" in page and "--baseline 2" in page
+    assert all((folder / ("trend-%s.png" % name.replace("/", "_").replace(":", "_"))).exists()
+               for name in SLOWED)
+    assert (folder / "nightly.html").exists() and (folder / "verdicts.json").exists()
+
+
+def test_config_defaults_to_the_run_arguments(nightly):
+    nightly("--fixture=base.json")
+    # Other run arguments are another config: no baseline, even on the same host.
+    code, out, _ = nightly("--fixture=slow.json")
+    assert code == 0 and "no baseline yet" in out
+    assert [r[3] for r in runs(nightly.db)] == ["--fixture=base.json", "--fixture=slow.json"]
+
+
+@pytest.mark.parametrize("failure,message", [("--fail", "the run failed with exit status 1"),
+                                             ("--truncate", "truncated JSON")])
+def test_a_failed_run_is_not_recorded_and_the_baseline_stays(nightly, failure, message):
+    options = ("--config", "ci", "--no-plots")
+    nightly("--fixture=base.json", options=options)
+    before = open(nightly.db, "rb").read()
+    code, _, err = nightly("--fixture=clean.json", failure, options=options)
+    assert code == 2
+    assert message in err and "nothing recorded" in err
+    assert open(nightly.db, "rb").read() == before
+    code, out, _ = nightly("--fixture=clean.json", options=options)
+    assert code == 0 and "no regression against run 1" in out
+
+
+def test_other_hosts_and_cpu_counts_are_never_compared(nightly):
+    options = ("--config", "ci", "--no-plots")
+    nightly("--fixture=base.json", options=options)
+    code, out, _ = nightly("--fixture=slow.json", "--host=perfscale-ci-2", options=options)
+    assert code == 0 and "no baseline yet for host perfscale-ci-2" in out
+    code, out, _ = nightly("--fixture=slow.json", "--cpus=4", options=options)
+    assert code == 0 and "no baseline yet for host perfscale-ci-1, 4 CPUs" in out
+    # Naming a run of another machine is refused, not compared.
+    code, _, err = nightly("--fixture=slow.json", "--cpus=4",
+                           options=options + ("--baseline", "1"))
+    assert code == 2 and "never compared" in err
+    assert len(runs(nightly.db)) == 3
+
+
+def test_a_regressed_run_is_no_baseline_until_accepted(nightly):
+    options = ("--config", "ci", "--no-plots")
+    nightly("--fixture=base.json", options=options)
+    assert nightly("--fixture=slow.json", options=options)[0] == 1
+    # Still slow tomorrow: still compared with the good run 1, so still failing.
+    code, out, _ = nightly("--fixture=slow.json", options=options)
+    assert code == 1 and "against run 1" in out
+    # Accepting run 2 explicitly makes the slow figures the new normal.
+    code, out, _ = nightly("--fixture=slow.json", options=options + ("--baseline", "2"))
+    assert code == 0 and "no regression against run 2" in out
+    code, out, _ = nightly("--fixture=slow.json", options=options)
+    assert code == 0 and "no regression against run 4" in out
+
+
+def test_unknown_baseline_exits_2_before_running(nightly):
+    code, out, err = nightly("--fixture=base.json", options=("--baseline", "7"))
+    assert code == 2 and "no run 7 in" in err
+    assert "running" not in out
+
+
+def test_a_file_that_is_not_a_history_is_left_alone(nightly):
+    nightly.db.write_text("this is not SQLite\n" * 100)
+    code, _, err = nightly("--fixture=base.json")
+    assert code == 2 and "not a usable history" in err
+    assert nightly.db.read_text() == "this is not SQLite\n" * 100
+
+
+def test_compare_py_table_goes_into_the_report_even_without_the_baseline_file(nightly, monkeypatch):
+    if not os.path.exists("/usr/share/benchmark/compare.py"):
+        pytest.skip("libbenchmark-tools not installed")
+    monkeypatch.delenv("PERFSCALE_COMPARE_PY")
+    options = ("--config", "ci", "--no-plots")
+    nightly("--fixture=base.json", options=options)
+    # The baseline's file is gone (cleaned up results/): compare.py gets it from the history.
+    os.remove(next(nightly.report_dir.iterdir()) / "results.json")
+    assert nightly("--fixture=slow.json", options=options)[0] == 1
+    page = (max(nightly.report_dir.iterdir()) / "nightly.md").read_text()
+    assert "U Test, Repetitions: 10 vs 10" in page
+    assert "real_time_median" in page and "compare.py failed" not in page
+
+
+def test_the_history_survives_a_write_that_fails_halfway(tmp_path, monkeypatch):
+    from perfscale import results_io
+    conn = history.open_history(str(tmp_path / "h.sqlite"))
+    results = results_io.load_results(os.path.join(os.path.dirname(__file__), "data",
+                                                   "base.json"))
+    info = history.RunInfo.from_results(results, "ci", [], 10)
+    history.record_run(conn, info, results, [], None)
+
+    def explode(_values):
+        raise RuntimeError("disk gone")
+    monkeypatch.setattr(history.statistics, "median", explode)  # after the runs row
+    with pytest.raises(RuntimeError):
+        history.record_run(conn, info, results, [], None)
+    counts = [conn.execute("SELECT COUNT(*) FROM %s" % t).fetchone()[0]
+              for t in ("runs", "benchmarks", "samples")]
+    assert counts == [1, len(results.entries),
+                      sum(len(e.real_ns) for e in results.entries.values())]
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_a_run_rebuilt_from_the_history_has_the_same_medians(tmp_path):
+    from perfscale import results_io
+    conn = history.open_history(str(tmp_path / "h.sqlite"))
+    results = results_io.load_results(os.path.join(os.path.dirname(__file__), "data",
+                                                   "base.json"))
+    run_id = history.record_run(conn, history.RunInfo.from_results(results, "ci", [], 10),
+                                results, [], None)
+    rebuilt = results_io.parse_results(results_io.dumps(history.as_results_document(conn, run_id)))
+    timed = {n: e for n, e in results.entries.items() if e.real_ns}
+    assert set(rebuilt.entries) == set(timed)
+    for name, entry in timed.items():
+        assert rebuilt.entries[name].real_ns == pytest.approx(entry.real_ns)

@@ -1,0 +1,106 @@
+"""`tools/perfscale plot` and `report` on recorded results and a history."""
+
+import json
+import statistics
+
+import pytest
+
+from conftest import data
+from perfscale import history, results_headlines, results_io, results_stats
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def median_counter(results, name, counter):
+    return statistics.median(results.entries[name].counters[counter])
+
+
+def test_headline_figures_match_the_data():
+    results = results_io.load_results(data("base.json"))
+    by_title = {h.spec.title: h for h in results_headlines.compute(results)}
+    thread = by_title["Breakpoint slowdown: thread creation"]
+    row = [r for r in thread.rows if r[:2] == ["parallelism=2 threads=20", "breakpoints=4"]][0]
+    expected = (median_counter(results, "BM_BreakpointThread/breakpoints:4/parallelism:2/"
+                               "threads:20/real_time", "usecs/op")
+                / median_counter(results, "BM_BreakpointThread/breakpoints:0/parallelism:2/"
+                                 "threads:20/real_time", "usecs/op"))
+    assert row[-1] == "%.1fx" % expected
+    enable = by_title["Breakpoint slowdown: enable/disable"]
+    assert {r[1] for r in enable.rows} == {"passive=8 active=0", "passive=32 active=0",
+                                           "passive=0 active=1", "passive=0 active=2"}
+    ipis = by_title["IPIs per fd saved by affinity"]
+    assert ipis.header[3] == "ipis/fd" and all(r[1] == "strategy=cpu_major" for r in ipis.rows)
+    synth = by_title["Synthesis speed-up per strategy"]
+    assert sorted(r[0] for r in synth.rows) == ["strategy=atomic sink=memory",
+                                                "strategy=mutex sink=memory"]
+    tracing = by_title["Tracing overhead"]
+    assert {r[1] for r in tracing.rows} == {"set=lock", "set=sched"}  # lockdep errored
+    assert all(r[-1].startswith("+") for r in tracing.rows)
+
+
+def test_missing_families_are_omitted_with_a_note(tmp_path):
+    document = json.load(open(data("base.json"), encoding="utf-8"))
+    document["benchmarks"] = [b for b in document["benchmarks"]
+                              if b["name"].startswith("BM_BreakpointEnable")]
+    results = results_io.parse_results(json.dumps(document), "partial.json")
+    notes = {h.spec.family: h.note for h in results_headlines.compute(results)}
+    assert notes["BM_BreakpointEnable"] == ""
+    assert notes["BM_EventOpen"] == "omitted: no BM_EventOpen results in partial.json"
+
+
+def test_report_writes_markdown_and_html_with_its_pictures(cli, tmp_path):
+    code, out, _ = cli("report", data("base.json"), "-o", tmp_path)
+    assert code == 0
+    markdown = (tmp_path / "report.md").read_text()
+    for title in ("Breakpoint slowdown: thread creation", "IPIs per fd saved by affinity",
+                  "Synthesis speed-up per strategy", "Tracing overhead", "Scaling"):
+        assert "### " + title in markdown or "## " + title in markdown
+    pictures = [line.split("](")[1].rstrip(")") for line in markdown.splitlines()
+                if line.startswith("![")]
+    assert "BM_BreakpointThread-breakpoints.png" in pictures
+    for picture in pictures:
+        assert (tmp_path / picture).read_bytes().startswith(PNG_MAGIC)
+    html = (tmp_path / "report.html").read_text()
+    assert html.count("<img ") == len(pictures) and "NaN" not in html
+    assert out.split() == [str(tmp_path / "report.md"), str(tmp_path / "report.html")]
+
+
+def test_report_refuses_a_foreign_file(cli, tmp_path):
+    code, _, err = cli("report", data("foreign.json"), "-o", tmp_path)
+    assert code == 2 and "not Google Benchmark JSON" in err
+
+
+def test_plot_draws_scaling_curves_of_several_files(cli, tmp_path):
+    code, out, _ = cli("plot", data("base.json"), data("slow.json"), "-o", tmp_path,
+                       "--filter", "Breakpoint")
+    assert code == 0
+    written = sorted(p.rsplit("/", 1)[1] for p in out.split())
+    assert written == ["BM_BreakpointEnable-active.png", "BM_BreakpointEnable-passive.png",
+                       "BM_BreakpointThread-breakpoints.png", "BM_BreakpointThread-threads.png"]
+
+
+def test_plot_history_marks_regressions(cli, tmp_path):
+    db = str(tmp_path / "h.sqlite")
+    conn = history.open_history(db)
+    previous = None
+    for fixture in ("base.json", "clean.json", "slow.json"):
+        results = results_io.load_results(data(fixture))
+        verdicts = [] if previous is None else results_stats.compare_entries(
+            previous.entries, results.entries)
+        history.record_run(conn, history.RunInfo.from_results(results, "ci", [], 10),
+                           results, verdicts, None)
+        previous = results
+    conn.close()
+    code, out, _ = cli("plot", "--history", db, "-o", tmp_path / "trends",
+                       "--filter", "BM_BreakpointEnable/passive:8/")
+    assert code == 0
+    [path] = out.split()
+    assert open(path, "rb").read().startswith(PNG_MAGIC)
+
+
+def test_plot_needs_results_or_a_history(cli, tmp_path):
+    with pytest.raises(SystemExit) as exit_info:
+        cli("plot", "-o", tmp_path)
+    assert exit_info.value.code == 2
+    code, _, err = cli("plot", "--history", tmp_path / "none.sqlite", "-o", tmp_path)
+    assert code == 2 and "no such history" in err

@@ -1,0 +1,97 @@
+"""Reading Google Benchmark JSON (NaN tokens included), name parsing, strict writing."""
+
+import json
+import math
+
+import pytest
+
+from conftest import data
+from perfscale import results_comparepy, results_io, results_names
+
+
+def _strict(text):
+    def refuse(token):
+        raise AssertionError("non-strict JSON token %s" % token)
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_bare_nan_and_infinity_tokens_are_read():
+    results = results_io.load_results(data("nan.json"))
+    pipe = results.entries["BM_PipePingPong/set:none/callchain:0/real_time"]
+    assert len(pipe.real_ns) == 10
+    # Non-finite counters are left out, finite ones kept.
+    assert "samples/op" not in pipe.counters and "lost" not in pipe.counters
+    assert len(pipe.counters["usecs/op"]) == 10
+    # A repetition with a NaN time is no sample at all.
+    enable = results.entries["BM_BreakpointEnable/passive:0/active:0/placement:0/real_time"]
+    assert len(enable.real_ns) == 9 and all(math.isfinite(v) for v in enable.real_ns)
+
+
+def test_what_we_write_is_strict_json():
+    text = results_io.dumps({"a": math.nan, "b": [math.inf, -math.inf, 1.5]})
+    assert _strict(text) == {"a": None, "b": [None, None, 1.5]}
+    cleaned = _strict(results_comparepy.clean_document(data("nan.json")))
+    names = {b["name"] for b in cleaned["benchmarks"]}
+    assert "BM_PipePingPong/set:lockdep/callchain:0/real_time" not in names  # error entry
+
+
+def test_context_gives_host_and_online_cpus():
+    results = results_io.load_results(data("base.json"))
+    assert (results.host, results.cpus) == ("perfscale-ci-1", 2)
+    assert results.context["kernel_release"] == "6.1.0-27-amd64"
+
+
+def test_entries_keep_registration_order_despite_interleaving():
+    names = list(results_io.load_results(data("base.json")).entries)
+    assert names[0].startswith("BM_BreakpointThread/breakpoints:0/")
+    assert names[-1] == "BM_PipePingPong/set:lockdep/callchain:0/real_time"
+
+
+def test_times_are_kept_in_nanoseconds_whatever_the_unit():
+    text = json.dumps({"context": {}, "benchmarks": [
+        {"name": "BM_A", "run_type": "iteration", "real_time": 2.0, "cpu_time": 1.0,
+         "time_unit": "ms", "iterations": 3, "items/op": 4}]})
+    entry = results_io.parse_results(text).entries["BM_A"]
+    assert entry.real_ns == [2e6] and entry.cpu_ns == [1e6]
+    assert entry.counters == {"items/op": [4.0]} and entry.time_unit == "ms"
+
+
+def test_aggregates_only_files_still_give_one_value():
+    text = json.dumps({"context": {}, "benchmarks": [
+        {"name": "BM_A_median", "run_name": "BM_A", "run_type": "aggregate",
+         "aggregate_name": "median", "real_time": 5.0, "cpu_time": 5.0, "time_unit": "us"}]})
+    entry = results_io.parse_results(text).entries["BM_A"]
+    assert entry.real_ns == [5000.0] and entry.aggregates_only
+
+
+@pytest.mark.parametrize("name,family,params,flags", [
+    ("BM_BreakpointThread/breakpoints:4/parallelism:2/threads:20/real_time",
+     "BM_BreakpointThread", {"breakpoints": "4", "parallelism": "2", "threads": "20"},
+     ("real_time",)),
+    ("BM_EventOpen/strategy:cpu_major/events:700/min_time:0.100/real_time", "BM_EventOpen",
+     {"strategy": "cpu_major", "events": "700"}, ("real_time",)),
+    ("BM_memcpy/8/64", "BM_memcpy", {"arg0": "8", "arg1": "64"}, ()),
+    ("BM_Plain", "BM_Plain", {}, ()),
+    ("BM_Odd//key:/:v/x:1:2", "BM_Odd", {"key": "", "x": "1:2"}, (":v",)),
+])
+def test_names_parse_tolerantly(name, family, params, flags):
+    parsed = results_names.parse_name(name)
+    assert (parsed.family, parsed.params, parsed.flags) == (family, params, flags)
+
+
+def test_siblings_group_on_the_other_parameters():
+    a = results_names.parse_name("BM_X/b:0/t:5")
+    b = results_names.parse_name("BM_X/b:4/t:5")
+    assert a.without("b") == b.without("b") == (("t", "5"),)
+
+
+@pytest.mark.parametrize("context,cpus", [
+    ({"num_online_cpus": "2", "online_cpus": "0-1", "num_cpus": 4}, 2),
+    ({"online_cpus": "0-3,8,10-11", "num_cpus": 16}, 7),
+    ({"online_cpus": "3"}, 3),
+    ({"online_cpus": "garbage-x", "num_cpus": 4}, 4),
+    ({}, 0),
+])
+def test_cpu_count_prefers_online_cpus(context, cpus):
+    results = results_io.ResultSet("x.json", context, {})
+    assert results.cpus == cpus

@@ -1,0 +1,278 @@
+"""`tools/perfscale nightly`: run the suite, keep it in the history, fail on a regression.
+
+    tools/perfscale nightly [--repetitions N] [--history DB] [--baseline RUN_ID]
+                            [--report-dir DIR] [--config NAME] [--no-plots]
+                            [--alpha A] [--threshold PCT] [--min-repetitions N]
+                            [-- RUN_ARGS...]
+
+Runs `tools/perfscale run --repetitions N --out FILE RUN_ARGS` (interleaved repetitions),
+compares the result with the baseline, which is the latest run of the same lineage (host,
+online CPUs, config) that passed, or the run named by --baseline, records the run in the
+history, and writes DIR/<UTC time>/nightly.md (+ .html, the results, plots).
+
+The config is RUN_ARGS unless --config names it: runs with another config, host or CPU
+count are never compared. --config lets a deliberate change of RUN_ARGS (say, more
+breakpoints) be judged against the usual runs.
+
+Exit 0: no regression, or the first run of its lineage. 1: a regression, benchmarks named.
+2: the run failed or produced unusable results (nothing recorded), or bad history/baseline.
+The runner can be replaced (tests, dry runs) with --run-cmd or PERFSCALE_RUN_CMD.
+"""
+
+import argparse
+import datetime
+import os
+import shlex
+import sqlite3
+import subprocess
+import sys
+
+from perfscale import (compare, history, results_comparepy, results_io, results_page,
+                       results_stats)
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__)))))
+# Enough for the U test to call a 20% change significant; see DEFAULT_MIN_REPETITIONS.
+DEFAULT_REPETITIONS = 10
+_RESULTS_LINE = "results: "  # the last line `tools/perfscale run` prints
+
+
+def parse_args(argv):
+    if "--" in argv:
+        ours, run_args = argv[:argv.index("--")], argv[argv.index("--") + 1:]
+    else:
+        ours, run_args = argv, []
+    parser = argparse.ArgumentParser(
+        prog="tools/perfscale nightly",
+        description="Run the suite, record it, compare with the baseline; exit 1 on a "
+                    "regression. Arguments after -- go to `tools/perfscale run`.")
+    parser.add_argument("--repetitions", type=int, default=DEFAULT_REPETITIONS, metavar="N",
+                        help="interleaved repetitions (default %(default)s)")
+    parser.add_argument("--history", default=os.path.join(REPO_ROOT, "results",
+                                                          "history.sqlite"), metavar="DB",
+                        help="history database (default results/history.sqlite)")
+    parser.add_argument("--baseline", type=int, metavar="RUN_ID",
+                        help="compare with this run of the history instead of the latest "
+                        "passing run of the same lineage")
+    parser.add_argument("--report-dir", default=os.path.join(REPO_ROOT, "results", "nightly"),
+                        metavar="DIR", help="where each run's folder goes "
+                        "(default results/nightly)")
+    parser.add_argument("--config", metavar="NAME",
+                        help="name of the configuration (default: the run arguments)")
+    parser.add_argument("--run-cmd", metavar="CMD",
+                        help="command replacing `tools/perfscale run` (default: "
+                        "$PERFSCALE_RUN_CMD, else tools/perfscale run)")
+    parser.add_argument("--no-plots", action="store_true", help="report without pictures")
+    compare.add_gate_options(parser)
+    args = parser.parse_args(ours)
+    compare.check_gate_options(parser, args)
+    if args.repetitions < 1:
+        parser.error("--repetitions must be at least 1")
+    return args, run_args
+
+
+def runner_command(args):
+    command = args.run_cmd or os.environ.get("PERFSCALE_RUN_CMD")
+    if command:
+        return shlex.split(command)
+    return [os.path.join(REPO_ROOT, "tools", "perfscale"), "run"]
+
+
+def run_suite(command, repetitions, out_path, run_args):
+    """Runs the suite, echoing its output; returns (exit status, results path)."""
+    full = command + ["--repetitions", str(repetitions), "--out", out_path] + run_args
+    print("nightly: running %s" % shlex.join(full), flush=True)
+    try:
+        proc = subprocess.Popen(full, cwd=REPO_ROOT, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, errors="replace")
+    except OSError as err:
+        print("nightly: cannot start %s: %s" % (full[0], err.strerror or err))
+        return 127, out_path
+    reported = None
+    for line in proc.stdout:
+        sys.stdout.write(line)
+        if line.startswith(_RESULTS_LINE):
+            reported = line[len(_RESULTS_LINE):].strip()
+    status = proc.wait()
+    sys.stdout.flush()
+    if reported:
+        return status, os.path.join(REPO_ROOT, reported)  # join keeps an absolute path
+    return status, out_path
+
+
+def new_run_dir(report_dir):
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    for attempt in range(1, 1000):
+        path = os.path.join(report_dir, stamp if attempt == 1 else "%s-%d" % (stamp, attempt))
+        try:
+            os.makedirs(path)
+            return path
+        except FileExistsError:
+            continue
+    raise OSError("no free run folder under %s" % report_dir)
+
+
+def main(argv):
+    args, run_args = parse_args(argv)
+    options = compare.gate_options(args)
+    config = args.config if args.config is not None else shlex.join(run_args)
+    if args.repetitions < options.min_repetitions:
+        print("nightly: warning: %d repetitions are too few for the U test (need >= %d); "
+              "nothing can be called a regression" % (args.repetitions, options.min_repetitions))
+    try:
+        conn = history.open_history(args.history)
+    except history.HistoryError as err:
+        print("nightly: %s" % err, file=sys.stderr)
+        return 2
+    try:
+        return _nightly(args, run_args, options, config, conn)
+    except history.HistoryError as err:
+        print("nightly: %s" % err, file=sys.stderr)
+        return 2
+    except sqlite3.Error as err:  # the transaction rolled back: the history is as it was
+        print("nightly: cannot write the history %s: %s" % (args.history, err), file=sys.stderr)
+        return 2
+    except OSError as err:  # e.g. the report folder filled the disk
+        print("nightly: %s" % err, file=sys.stderr)
+        return 2
+    finally:
+        conn.close()
+
+
+def _nightly(args, run_args, options, config, conn):
+    named = None
+    if args.baseline is not None:
+        named = history.get_run(conn, args.baseline)
+        if named is None:
+            print("nightly: no run %d in %s (see `tools/perfscale plot --history`)"
+                  % (args.baseline, args.history), file=sys.stderr)
+            return 2
+    try:
+        # Absolute: the runner works from the repository root, not from our directory.
+        run_dir = new_run_dir(os.path.abspath(args.report_dir))
+    except OSError as err:
+        print("nightly: cannot create a folder under %s: %s" % (args.report_dir, err),
+              file=sys.stderr)
+        return 2
+    status, results_path = run_suite(runner_command(args), args.repetitions,
+                                     os.path.join(run_dir, "results.json"), run_args)
+    if status != 0:
+        return _failed(run_dir, "the run failed with exit status %d" % status)
+    try:
+        results = results_io.load_results(results_path)
+    except results_io.ResultsError as err:
+        return _failed(run_dir, "unusable results: %s" % err)
+
+    info = history.RunInfo.from_results(results, config, run_args, args.repetitions)
+    baseline = named or history.find_baseline(conn, info.host, info.cpus, info.config)
+    if baseline is not None and (baseline["host"], baseline["cpus"]) != (info.host, info.cpus):
+        print("nightly: run %d was on %s with %d CPUs, this run is on %s with %d CPUs: results "
+              "of different machines are never compared; nothing recorded"
+              % (baseline["id"], baseline["host"], baseline["cpus"], info.host, info.cpus),
+              file=sys.stderr)
+        return 2
+    if named is not None and named["config"] != info.config:
+        print("nightly: note: run %d had config '%s', this one '%s'"
+              % (named["id"], named["config"], info.config))
+    verdicts = []
+    if baseline is not None:
+        verdicts = results_stats.compare_entries(history.load_entries(conn, baseline["id"]),
+                                                 results.entries, options)
+    run_id = history.record_run(conn, info, results, verdicts,
+                                baseline["id"] if baseline is not None else None)
+    for verdict in verdicts:
+        print(verdict.line())
+    page_paths = _write_report(conn, args, run_dir, run_id, info, results, baseline, verdicts)
+    print("nightly: run %d recorded in %s; report: %s" % (run_id, args.history, page_paths[0]))
+    slower = [v.name for v in verdicts if v.regression]
+    if baseline is None:
+        print("nightly: no baseline yet for %s: this run is the baseline" % info.lineage())
+    elif slower:
+        print("nightly: REGRESSION against run %d: %d benchmark(s) slower: %s"
+              % (baseline["id"], len(slower), ", ".join(slower)))
+        return 1
+    else:
+        print("nightly: no regression against run %d" % baseline["id"])
+    return 0
+
+
+def _failed(run_dir, reason):
+    """A failed run leaves a note in its folder and nothing in the history."""
+    page = results_page.Page("perfscale nightly: run failed")
+    page.text(reason + ". Nothing was recorded; the baseline is unchanged.")
+    page.write(os.path.join(run_dir, "nightly"))
+    print("nightly: %s; nothing recorded (note in %s)" % (reason, run_dir), file=sys.stderr)
+    return 2
+
+
+def _write_report(conn, args, run_dir, run_id, info, results, baseline, verdicts):
+    from perfscale import report  # the page sections of a single run
+    slower = [v for v in verdicts if v.regression]
+    state = ("REGRESSION (%d slower)" % len(slower) if slower else
+             "no regression" if baseline is not None else "first run of its lineage")
+    page = results_page.Page("perfscale nightly run %d: %s" % (run_id, state))
+    page.heading("Run")
+    context = info.context
+    page.table(["field", "value"], [
+        ["lineage", info.lineage()], ["run arguments", shlex.join(info.run_args) or "(none)"],
+        ["repetitions", info.repetitions], ["kernel", context.get("kernel_release", "?")],
+        ["perf_event_paranoid", context.get("perf_event_paranoid", "?")],
+        ["perfscale revision", context.get("perfscale_revision", "?")],
+        ["results", os.path.relpath(results.source, run_dir)]])
+    page.heading("Baseline")
+    if baseline is None:
+        page.text("None: no earlier passing run of this lineage. This run is the baseline.")
+    else:
+        page.text("Run %d of %s (kernel %s, perfscale %s)%s. Gate: slower by more than %g%% "
+                  "with U test p < %g over >= %d repetitions." % (
+                      baseline["id"], baseline["recorded_at"], baseline["kernel_release"],
+                      baseline["perfscale_revision"],
+                      " named with --baseline" if args.baseline is not None else "",
+                      args.threshold, args.alpha, args.min_repetitions))
+        order = {results_stats.SLOWER: 0, results_stats.FASTER: 1}
+        page.table(["benchmark", "verdict", "median change", "p", "repetitions", "note"],
+                   [[v.name, v.verdict, _pct(v.change), _p(v.pvalue), "%d vs %d" % v.repetitions,
+                     v.note] for v in sorted(verdicts, key=lambda v: order.get(v.verdict, 2))])
+        baseline_json = _baseline_file(conn, baseline, run_dir)
+        page.heading("compare.py")
+        page.preformatted(results_comparepy.table(baseline_json, results.source, args.alpha))
+    if slower and not args.no_plots:
+        from perfscale import plot
+        trend_map = history.trends(conn, info.host, info.config)
+        pictures = plot.history_plots(trend_map, run_dir, names={v.name for v in slower})
+        page.heading("Trends of the slower benchmarks")
+        for path, caption in pictures:
+            page.image(os.path.relpath(path, run_dir), caption)
+        page.text("To accept this run as the new baseline: tools/perfscale nightly "
+                  "--baseline %d ..." % run_id)
+    report.add_results_sections(page, results, run_dir, plots=not args.no_plots)
+    with open(os.path.join(run_dir, "verdicts.json"), "w", encoding="utf-8") as f:
+        f.write(results_io.dumps({"run_id": run_id, "baseline_id": baseline["id"]
+                                  if baseline is not None else None,
+                                  "regressions": [v.name for v in slower],
+                                  "verdicts": [vars(v) for v in verdicts]}, indent=1))
+    return page.write(os.path.join(run_dir, "nightly"))
+
+
+def _baseline_file(conn, baseline, run_dir):
+    """The baseline's results file for compare.py: the original while it is still there
+    and intact, else one rebuilt from the history."""
+    original = baseline["results_path"]
+    if original and os.path.exists(original):
+        try:
+            results_io.load_results(original)
+            return original
+        except results_io.ResultsError:
+            pass
+    rebuilt = os.path.join(run_dir, "baseline.json")
+    with open(rebuilt, "w", encoding="utf-8") as f:
+        f.write(results_io.dumps(history.as_results_document(conn, baseline["id"]), indent=1))
+    return rebuilt
+
+
+def _pct(change):
+    return "%+.1f%%" % (100 * change) if change == change else "-"
+
+
+def _p(pvalue):
+    return "%.4f" % pvalue if pvalue == pvalue else "-"

@@ -1,0 +1,108 @@
+"""`tools/perfscale report RESULTS.json -o DIR`: one page with the figures that matter.
+
+Writes DIR/report.md and DIR/report.html with the run's context, the headline figures
+(breakpoint slowdowns, IPIs saved by affinity, synthesis speed-up, tracing overhead), a
+table of every benchmark and the scaling pictures, all relative to DIR so it can be
+published as is.
+"""
+
+import argparse
+import math
+import os
+import statistics
+import sys
+
+from perfscale import results_headlines, results_io, results_page
+
+# Context keys worth a line on the page, in reading order (Google Benchmark's and ours).
+_CONTEXT_KEYS = ("host_name", "date", "num_online_cpus", "online_cpus", "num_cpus",
+                 "kernel_release",
+                 "perf_event_paranoid", "hypervisor", "clocksource", "perfscale_revision",
+                 "cpu_scaling_enabled", "load_avg", "library_build_type", "executable")
+_SHOWN_COUNTERS = 3  # per benchmark in the table; the JSON has them all
+
+
+def add_results_sections(page, results, outdir, plots=True):
+    """Context, headlines, the benchmark table and the pictures of `results`."""
+    page.heading("Context")
+    page.table(["field", "value"], [[k, _text(results.context[k])] for k in _CONTEXT_KEYS
+                          if k in results.context])
+    page.heading("Headline figures")
+    for headline in results_headlines.compute(results):
+        page.heading(headline.spec.title, 3)
+        if headline.note:
+            page.text(headline.note)
+            continue
+        page.text(headline.spec.explanation)
+        page.table(headline.header, headline.rows)
+    page.heading("All benchmarks")
+    page.table(["benchmark", "repetitions", "median real time", "spread (min..max)",
+                "counters (median)"], [_row(e) for e in results.entries.values()])
+    errors = ["%s: %s" % (e.name, "; ".join(e.errors)) for e in results.entries.values()
+              if e.errors]
+    if errors:
+        page.heading("Errors and skips")
+        page.bullets(errors)
+    if plots:
+        from perfscale import plot  # matplotlib is slow to import: only when drawing
+        pictures = plot.scaling_plots([results], outdir)
+        if pictures:
+            page.heading("Scaling")
+            for path, caption in pictures:
+                page.image(os.path.relpath(path, outdir), caption)
+
+
+def _row(entry):
+    if not entry.real_ns:
+        return [entry.name, 0, "-", "-", "error"]
+    median = statistics.median(entry.real_ns)
+    unit = results_io.readable_unit(entry.real_ns)
+    scale = results_io.TIME_UNIT_NS[unit]
+    spread = "-"
+    if median and len(entry.real_ns) > 1:
+        spread = "%+.1f%%..%+.1f%%" % (100 * (min(entry.real_ns) / median - 1),
+                                       100 * (max(entry.real_ns) / median - 1))
+    counters = ", ".join("%s=%.4g" % (k, statistics.median(v))
+                         for k, v in list(entry.counters.items())[:_SHOWN_COUNTERS] if v)
+    note = " (aggregates only)" if entry.aggregates_only else ""
+    return [entry.name, "%d%s" % (len(entry.real_ns), note), "%.4g %s" % (median / scale, unit),
+            spread, counters]
+
+
+def _text(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return "n/a"
+    if isinstance(value, list):
+        return ", ".join(map(str, value))
+    return str(value)
+
+
+def write_report(results, outdir, plots=True):
+    """Writes DIR/report.md and DIR/report.html; returns their paths."""
+    os.makedirs(outdir, exist_ok=True)
+    page = results_page.Page("perfscale results: %s, %d CPUs" % (results.host, results.cpus))
+    page.text("From %s." % results.source)
+    add_results_sections(page, results, outdir, plots)
+    return page.write(os.path.join(outdir, "report"))
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(
+        prog="tools/perfscale report",
+        description="A Markdown and HTML page with the headline figures and scaling plots.")
+    parser.add_argument("results", metavar="RESULTS.json")
+    parser.add_argument("-o", "--output", required=True, metavar="DIR")
+    parser.add_argument("--no-plots", action="store_true", help="figures and tables only")
+    args = parser.parse_args(argv)
+    try:
+        results = results_io.load_results(args.results)
+        paths = write_report(results, args.output, plots=not args.no_plots)
+    except results_io.ResultsError as err:
+        print("perfscale report: %s" % err, file=sys.stderr)
+        return 2
+    except OSError as err:
+        print("perfscale report: cannot write %s: %s" % (args.output, err), file=sys.stderr)
+        return 2
+    for path in paths:
+        print(path)
+    return 0

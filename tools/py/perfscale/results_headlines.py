@@ -1,0 +1,133 @@
+"""The headline figures the seed threads argue about, computed from one results file.
+
+Each headline compares instances of a family that differ only in the chosen parameters
+against the instance at a base value: breakpoints=N against breakpoints=0, strategy
+cpu_major against event_major, and so on. The table HEADLINES below is the only place
+that knows family and parameter names; a family or parameter missing from the file
+omits its headline with a note saying why, so a partial run still gets a report.
+"""
+
+import dataclasses
+import statistics
+
+from perfscale import results_io, results_names
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    title: str
+    family: str
+    keys: tuple  # the parameters that vary between a row and its base
+    base: tuple  # their base values; None: the smallest number found (e.g. 1 worker)
+    figure: str  # "slowdown", "speedup", "saved", "overhead"
+    metrics: tuple = ("usecs/op",)  # counters to use, first found; else real time
+    explanation: str = ""
+
+
+HEADLINES = (
+    Spec("Breakpoint slowdown: thread creation", "BM_BreakpointThread", ("breakpoints",),
+         ("0",), "slowdown",
+         explanation="usecs/op with N inherited breakpoints over usecs/op with none, same "
+                     "parallelism and threads (perf bench breakpoint thread)."),
+    Spec("Breakpoint slowdown: enable/disable", "BM_BreakpointEnable", ("passive", "active"),
+         ("0", "0"), "slowdown",
+         explanation="usecs/op of one disable+enable with PASSIVE blocked and ACTIVE spinning "
+                     "children over usecs/op with none (perf bench breakpoint enable)."),
+    Spec("IPIs per fd saved by affinity", "BM_EventOpen", ("strategy",), ("event_major",),
+         "saved", metrics=("ipis/fd",),
+         explanation="function-call IPIs per opened fd, opening event by event on every CPU "
+                     "(event_major) against each other strategy, same events and kind."),
+    Spec("Synthesis speed-up per strategy", "BM_Synthesize", ("workers",), (None,), "speedup",
+         metrics=("usecs/record",),
+         explanation="time with the fewest workers over time with more, per output strategy."),
+    Spec("Tracing overhead", "BM_PipePingPong", ("set",), ("none",), "overhead",
+         explanation="pipe round trip while recording a tracepoint set against recording "
+                     "nothing (set=none)."),
+)
+
+
+@dataclasses.dataclass
+class Headline:
+    spec: Spec
+    header: list = dataclasses.field(default_factory=list)
+    rows: list = dataclasses.field(default_factory=list)
+    note: str = ""
+
+
+def compute(results, specs=HEADLINES):
+    return [_compute_one(results, spec) for spec in specs]
+
+
+def _compute_one(results, spec):
+    headline = Headline(spec)
+    entries = [e for e in results.entries.values() if e.family == spec.family and e.real_ns]
+    if not entries:
+        headline.note = "omitted: no %s results in %s" % (spec.family, results.source)
+        return headline
+    if any(k not in e.params for e in entries for k in spec.keys):
+        headline.note = "omitted: %s has no parameter %s in its names" % (
+            spec.family, "/".join(spec.keys))
+        return headline
+    label, metric = _metric(entries, spec.metrics)
+    groups = {}
+    for entry in entries:
+        groups.setdefault(entry.parsed.without(*spec.keys), []).append(entry)
+    for others, members in groups.items():
+        base_values = _base_values(spec, members)
+        base = [e for e in members if tuple(e.params[k] for k in spec.keys) == base_values]
+        if not base:
+            continue
+        base_value = statistics.median(metric(base[0]))
+        for entry in members:
+            if entry is base[0]:
+                continue
+            value = statistics.median(metric(entry))
+            headline.rows.append([
+                results_names.describe(others),
+                results_names.describe({k: entry.params[k] for k in spec.keys}),
+                _number(base_value), _number(value), _figure(spec.figure, base_value, value)])
+    base_text = results_names.describe(dict(zip(spec.keys, (b or "smallest" for b in spec.base))))
+    headline.header = ["other parameters", "compared", "%s at %s" % (label, base_text),
+                       label, spec.figure]
+    if not headline.rows:
+        headline.note = "omitted: no %s instance at %s with a sibling to compare" % (
+            spec.family, base_text)
+    return headline
+
+
+def _metric(entries, counters):
+    """The first counter every instance reports, else the median real time."""
+    for counter in counters:
+        if all(e.counters.get(counter) for e in entries):
+            return counter, lambda e, c=counter: e.counters[c]
+    unit = results_io.readable_unit([v for e in entries for v in e.real_ns])
+    scale = results_io.TIME_UNIT_NS[unit]
+    return "real time (%s)" % unit, lambda e: [v / scale for v in e.real_ns]
+
+
+def _base_values(spec, members):
+    values = []
+    for key, base in zip(spec.keys, spec.base):
+        if base is None:
+            numbers = [(results_names.as_number(e.params[key]), e.params[key]) for e in members]
+            numbers = [n for n in numbers if n[0] is not None]
+            base = min(numbers)[1] if numbers else ""
+        values.append(base)
+    return tuple(values)
+
+
+def _figure(kind, base, value):
+    if kind == "slowdown":
+        return "%.1fx" % (value / base) if base else "n/a"
+    if kind == "speedup":
+        return "%.2fx" % (base / value) if value else "n/a"
+    if kind == "saved":
+        return "%s (%.1f%%)" % (_number(base - value), 100 * (base - value) / base) if base \
+            else _number(base - value)
+    if kind == "overhead":
+        return "%+.1f%%" % (100 * (value - base) / base) if base else "n/a"
+    raise ValueError("unknown headline figure %r" % kind)
+
+
+def _number(value):
+    return "%.4g" % value
