@@ -7,6 +7,7 @@
 #include "benchmark/benchmark.h"
 #include "benchmarks/family.h"
 #include "lib/flags.h"
+#include "lib/interrupt_cleanup.h"
 #include "lib/run_context.h"
 
 namespace {
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  perfscale::InstallInterruptCleanup();
   for (const auto& [key, value] : perfscale::CollectRunContext().Fields()) {
     benchmark::AddCustomContext(key, value);
   }
