@@ -18,10 +18,13 @@
 //   Exactly `perf bench breakpoint enable`: one inherited breakpoint on a stack byte,
 //   then N threads blocked on a futex and M threads spinning, 10 ms to settle, then one
 //   iteration = PERF_EVENT_IOC_DISABLE + PERF_EVENT_IOC_ENABLE. usecs/op = time per
-//   iteration. Placement: `unpinned` leaves threads to the scheduler like perf bench
-//   (with one spinner the figure swings with where it lands); `same_cpu` pins the
-//   toggling thread and the spinners to one CPU; `other_cpus` pins the toggler to one
-//   CPU and the spinners to the others, so every toggle needs an IPI.
+//   iteration. The kernel updates each inherited copy with a function call on the CPU
+//   the copy's thread last ran on (task_function_call), blocked threads included, so
+//   the cost depends on where the threads are. Placement: `unpinned` leaves them to the
+//   scheduler like perf bench (the figure then swings with where they land); `same_cpu`
+//   pins the toggling thread and all inheriting threads to one CPU (local calls);
+//   `other_cpus` pins the toggler to one CPU and the threads to the others (an IPI for
+//   every inherited copy).
 //
 // Both time in real time: the work lands on other CPUs. Privileges: per-task user
 // breakpoints need perf_event_paranoid <= 2 (the default) and the breakpoint PMU.
@@ -72,7 +75,8 @@ Flag& active_flag = DefineFlag(
     "active", "", "spinning threads inheriting the toggled breakpoint (default: 0..CPUs)");
 Flag& placement_flag = DefineFlag(
     "placement", "unpinned,same_cpu,other_cpus",
-    "where spinning threads run: unpinned (perf bench), same_cpu, other_cpus");
+    "where the inheriting threads run: unpinned (perf bench), same_cpu (as the toggling "
+    "thread), other_cpus");
 
 // One byte per possible breakpoint, never read or written, so breakpoints never fire.
 volatile char never_touched[64];
@@ -175,11 +179,11 @@ void BM_BreakpointThread(benchmark::State& state, ThreadParams params) {
   ReportKernelCost(state, meter, ops);
 }
 
-// The toggling thread's CPU and the spinners' CPUs for a placement; both empty when
-// unpinned.
+// The toggling thread's CPU and the inheriting threads' CPUs for a placement; both
+// empty when unpinned.
 struct Placement {
   std::vector<int> toggler;
-  std::vector<int> spinners;
+  std::vector<int> inheritors;
 };
 
 absl::StatusOr<Placement> ResolvePlacement(const std::string& name) {
@@ -191,13 +195,13 @@ absl::StatusOr<Placement> ResolvePlacement(const std::string& name) {
   Placement placement;
   placement.toggler = {cpus[0]};
   if (name == "same_cpu") {
-    placement.spinners = {cpus[0]};
+    placement.inheritors = {cpus[0]};
   } else {
     if (cpus.size() < 2) {
       return absl::FailedPreconditionError(
           "placement other_cpus needs at least 2 CPUs in this thread's affinity");
     }
-    placement.spinners.assign(cpus.begin() + 1, cpus.end());
+    placement.inheritors.assign(cpus.begin() + 1, cpus.end());
   }
   return placement;
 }
@@ -222,11 +226,11 @@ void BM_BreakpointEnable(benchmark::State& state, EnableParams params) {
   if (SkipIfError(state, breakpoint.status())) return;
 
   // Created after the breakpoint so that they inherit it.
-  absl::StatusOr<std::unique_ptr<BackgroundThreads>> passive =
-      BackgroundThreads::Start(BackgroundThreads::kParked, params.passive);
+  absl::StatusOr<std::unique_ptr<BackgroundThreads>> passive = BackgroundThreads::Start(
+      BackgroundThreads::kParked, params.passive, placement->inheritors);
   if (SkipIfError(state, passive.status())) return;
   absl::StatusOr<std::unique_ptr<BackgroundThreads>> active = BackgroundThreads::Start(
-      BackgroundThreads::kSpinning, params.active, placement->spinners);
+      BackgroundThreads::kSpinning, params.active, placement->inheritors);
   if (SkipIfError(state, active.status())) return;
   std::this_thread::sleep_for(std::chrono::milliseconds(10));
 
@@ -346,10 +350,11 @@ absl::Status RegisterEnableFamily(int cpus, const Capabilities& caps) {
           absl::StrCat("--passive=", p, " --active=", a, ": ", fits.message()));
     }
     for (const std::string& placement : *placements) {
-      // Placement only moves spinners; with none, every placement is the same run.
-      if (a == 0 && placement != placements->front()) continue;
+      // Placement only moves inheriting threads; with none, every placement is one run.
+      bool alone = p == 0 && a == 0;
+      if (alone && placement != placements->front()) continue;
       EnableParams params{static_cast<int>(p), static_cast<int>(a),
-                          a == 0 ? "unpinned" : placement};
+                          alone ? "unpinned" : placement};
       std::string name = absl::StrCat("BM_BreakpointEnable/passive:", p, "/active:", a,
                                       "/placement:", params.placement);
       benchmark::RegisterBenchmark(name.c_str(), BM_BreakpointEnable, params)
