@@ -1,7 +1,9 @@
 #include "lib/breakpoint_slots.h"
 
+#include <cerrno>
 #include <vector>
 
+#include "lib/errno_status.h"
 #include "lib/perf_attr.h"
 #include "lib/perf_event.h"
 
@@ -17,7 +19,8 @@ absl::StatusOr<int> ProbeBreakpointSlots(int limit) {
     spec.inherit = true;
     absl::StatusOr<PerfEvent> event = PerfEvent::Open(BreakpointAttr(spec), 0, -1);
     if (!event.ok()) {
-      if (absl::IsResourceExhausted(event.status()) && i > 0) return i;
+      // Only ENOSPC means "no slot left"; EMFILE or ENOMEM are other limits.
+      if (StatusErrno(event.status()) == ENOSPC && i > 0) return i;
       return event.status();
     }
     held.push_back(*std::move(event));

@@ -4,10 +4,14 @@
 #include <cstring>
 #include <string>
 
+#include "absl/strings/cord.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace perfscale {
 namespace {
+
+constexpr char kErrnoPayload[] = "perfscale/errno";
 
 absl::StatusCode CodeFor(int err) {
   switch (err) {
@@ -67,7 +71,26 @@ const char* ErrnoName(int err) {
 absl::Status ErrnoStatus(int err, absl::string_view what) {
   std::string message = absl::StrCat(what, ": ", std::strerror(err), " (",
                                      ErrnoName(err), ")");
-  return absl::Status(CodeFor(err), message);
+  absl::Status status(CodeFor(err), message);
+  status.SetPayload(kErrnoPayload, absl::Cord(absl::StrCat(err)));
+  return status;
+}
+
+std::optional<int> StatusErrno(const absl::Status& status) {
+  absl::optional<absl::Cord> payload = status.GetPayload(kErrnoPayload);
+  int err = 0;
+  if (!payload.has_value() || !absl::SimpleAtoi(std::string(*payload), &err)) {
+    return std::nullopt;
+  }
+  return err;
+}
+
+absl::Status WithMessage(const absl::Status& status, absl::string_view message) {
+  absl::Status copy(status.code(), message);
+  status.ForEachPayload([&copy](absl::string_view url, const absl::Cord& payload) {
+    copy.SetPayload(url, payload);
+  });
+  return copy;
 }
 
 bool IsEnvironmentLimitation(const absl::Status& status) {

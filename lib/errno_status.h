@@ -8,9 +8,10 @@
 #ifndef PERFSCALE_LIB_ERRNO_STATUS_H_
 #define PERFSCALE_LIB_ERRNO_STATUS_H_
 
-#include "absl/strings/string_view.h"
+#include <optional>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 namespace perfscale {
 
@@ -18,6 +19,13 @@ namespace perfscale {
 // EMFILE/ENFILE/ENOSPC/EAGAIN/ENOMEM -> ResourceExhausted, EINVAL -> InvalidArgument,
 // everything else Internal. The message is "<what>: <strerror> (<ERRNO>)".
 absl::Status ErrnoStatus(int err, absl::string_view what);
+
+// The errno a status was made from by ErrnoStatus (kept as a payload), if any. Lets a
+// caller tell e.g. ENOSPC from EMFILE, which share a code.
+std::optional<int> StatusErrno(const absl::Status& status);
+
+// A copy of `status` (code and payloads) with another message.
+absl::Status WithMessage(const absl::Status& status, absl::string_view message);
 
 // True for the codes that mean "this machine or these privileges cannot do it", which
 // benchmarks report as a skip with the reason rather than as an error.

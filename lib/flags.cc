@@ -78,17 +78,21 @@ absl::StatusOr<std::vector<int64_t>> ParseIntList(absl::string_view text, int64_
       first = *lo;
       last = *hi;
     }
-    if (static_cast<uint64_t>(last - first) >= kMaxListValues) {
+    // Unsigned: last - first overflows int64 for ranges spanning most of it.
+    if (static_cast<uint64_t>(last) - static_cast<uint64_t>(first) >= kMaxListValues) {
       return absl::InvalidArgumentError(
           absl::StrCat("range '", item, "' has more than ", kMaxListValues, " values"));
     }
-    for (int64_t v = first; v <= last; ++v) {
-      if (std::find(values.begin(), values.end(), v) != values.end()) continue;
-      if (values.size() == kMaxListValues) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("more than ", kMaxListValues, " values"));
+    // Stops at `last` before incrementing, so a range ending at INT64_MAX cannot overflow.
+    for (int64_t v = first;; ++v) {
+      if (std::find(values.begin(), values.end(), v) == values.end()) {
+        if (values.size() == kMaxListValues) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("more than ", kMaxListValues, " values"));
+        }
+        values.push_back(v);
       }
-      values.push_back(v);
+      if (v == last) break;
     }
   }
   return values;

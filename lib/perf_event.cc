@@ -79,13 +79,18 @@ absl::Status ExplainPerfEventOpenError(int err, const perf_event_attr& attr, pid
                  : "the PMU has no free counter";
       break;
     case EINVAL:
-      if (cpu >= 0) hint = "the CPU may be offline or out of range";
+      if (attr.type == PERF_TYPE_TRACEPOINT) {
+        hint = "no tracepoint with this id on this kernel (ids come from tracefs "
+               "events/<subsystem>/<event>/id)";
+      } else if (cpu >= 0) {
+        hint = "the CPU may be offline or out of range";
+      }
       break;
     default:
       break;
   }
   if (hint.empty()) return base;
-  return absl::Status(base.code(), absl::StrCat(base.message(), ": ", hint));
+  return WithMessage(base, absl::StrCat(base.message(), ": ", hint));
 }
 
 absl::StatusOr<PerfEvent> PerfEvent::Open(const perf_event_attr& attr, pid_t pid,

@@ -1,0 +1,240 @@
+// Runs the real //benchmarks:breakpoint binary the way a user does: tiny parameters and
+// --benchmark_format=json must give the expected benchmarks with perf bench's counters
+// and the run context; bad values must exit 2 before anything runs, naming the flag.
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "lib/breakpoint_slots.h"
+#include "lib/capabilities.h"
+#include "lib/file_reader.h"
+#include "testing/breakpoint/mini_json.h"
+
+namespace perfscale {
+namespace {
+
+using ::perfscale::testing::Json;
+using ::perfscale::testing::ParseJson;
+
+struct Result {
+  int exit_code = -1;  // -1: did not exit normally
+  std::string out;
+  std::string err;
+};
+
+std::string BinaryPath() {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const char* workspace = std::getenv("TEST_WORKSPACE");
+  return absl::StrCat(srcdir != nullptr ? srcdir : ".", "/",
+                      workspace != nullptr ? workspace : "perfscale", "/benchmarks/breakpoint");
+}
+
+// Runs the benchmark binary with `args`, collecting stdout and stderr separately.
+Result RunBinary(const std::vector<std::string>& args) {
+  Result result;
+  int out_pipe[2];
+  int err_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) != 0) return result;
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+    close(out_pipe[0]);
+    close(out_pipe[1]);
+    return result;
+  }
+  std::string path = BinaryPath();
+  std::vector<std::string> argv_storage = {path};
+  argv_storage.insert(argv_storage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& arg : argv_storage) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out_pipe[1], STDOUT_FILENO);
+    dup2(err_pipe[1], STDERR_FILENO);
+    execv(path.c_str(), argv.data());
+    _exit(127);
+  }
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  if (pid < 0) {
+    close(out_pipe[0]);
+    close(err_pipe[0]);
+    return result;
+  }
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  std::string* sinks[2] = {&result.out, &result.err};
+  int open_pipes = 2;
+  while (open_pipes > 0) {
+    if (poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      char buffer[4096];
+      ssize_t n = read(fds[i].fd, buffer, sizeof(buffer));
+      if (n > 0) {
+        sinks[i]->append(buffer, static_cast<size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_pipes;
+      }
+    }
+  }
+  for (pollfd& fd : fds) {
+    if (fd.fd >= 0) close(fd.fd);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  return result;
+}
+
+class BreakpointBinaryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(access(BinaryPath().c_str(), X_OK), 0) << BinaryPath() << " is not there";
+  }
+};
+
+void ExpectNumber(const Json& benchmark, const char* key) {
+  const Json* value = benchmark.Find(key);
+  ASSERT_NE(value, nullptr) << "no \"" << key << "\"";
+  ASSERT_EQ(value->type, Json::kNumber) << key;
+  EXPECT_GE(value->number, 0.0) << key;
+}
+
+TEST_F(BreakpointBinaryTest, JsonHasTheBenchmarksCountersAndContext) {
+  if (absl::Status s = ProbeCapabilities().RequireBreakpointPmu(); !s.ok()) {
+    GTEST_SKIP() << s.message();
+  }
+  Result result = RunBinary({"--breakpoints=0,1", "--parallelism=1", "--threads=2", "--repeat=2",
+                       "--passive=0,2", "--active=1", "--placement=unpinned,same_cpu",
+                       "--benchmark_min_time=0.01", "--benchmark_format=json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  absl::StatusOr<Json> doc = ParseJson(result.out);
+  ASSERT_TRUE(doc.ok()) << doc.status() << "\n" << result.out;
+  ASSERT_EQ(doc->type, Json::kObject);
+
+  const Json* context = doc->Find("context");
+  ASSERT_NE(context, nullptr);
+  for (const char* key : {"kernel_release", "perf_event_paranoid", "online_cpus",
+                          "num_online_cpus", "hypervisor", "clocksource",
+                          "perfscale_revision"}) {
+    const Json* value = context->Find(key);
+    ASSERT_NE(value, nullptr) << "context has no " << key;
+    EXPECT_EQ(value->type, Json::kString) << key;
+    EXPECT_FALSE(value->string.empty()) << key;
+  }
+  utsname names{};
+  ASSERT_EQ(uname(&names), 0);
+  EXPECT_EQ(context->Find("kernel_release")->string, names.release);
+  absl::StatusOr<std::string> paranoid = ReadTextFile("/proc/sys/kernel/perf_event_paranoid");
+  ASSERT_TRUE(paranoid.ok());
+  EXPECT_EQ(context->Find("perf_event_paranoid")->string,
+            std::string(absl::StripAsciiWhitespace(*paranoid)));
+
+  const Json* benchmarks = doc->Find("benchmarks");
+  ASSERT_NE(benchmarks, nullptr);
+  ASSERT_EQ(benchmarks->type, Json::kArray);
+  std::set<std::string> names_seen;
+  for (const Json& benchmark : benchmarks->array) {
+    const Json* name = benchmark.Find("name");
+    ASSERT_NE(name, nullptr);
+    SCOPED_TRACE(name->string);
+    names_seen.insert(name->string);
+    const Json* error = benchmark.Find("error_occurred");
+    if (error != nullptr) {
+      EXPECT_FALSE(error->boolean) << benchmark.Find("error_message")->string;
+    }
+    const Json* time_unit = benchmark.Find("time_unit");
+    ASSERT_NE(time_unit, nullptr);
+    EXPECT_EQ(time_unit->string, "us");
+    ExpectNumber(benchmark, "usecs/op");
+    ExpectNumber(benchmark, "ipis/op");
+    ExpectNumber(benchmark, "sys_us/op");
+    if (absl::StartsWith(name->string, "BM_BreakpointThread/")) {
+      ExpectNumber(benchmark, "usecs/op/cpu");
+      // parallelism 1: the per-CPU figure is the figure.
+      EXPECT_DOUBLE_EQ(benchmark.Find("usecs/op/cpu")->number,
+                       benchmark.Find("usecs/op")->number);
+    }
+    EXPECT_GT(benchmark.Find("usecs/op")->number, 0.0);
+  }
+  std::set<std::string> expected = {
+      "BM_BreakpointThread/breakpoints:0/parallelism:1/threads:2/real_time",
+      "BM_BreakpointThread/breakpoints:1/parallelism:1/threads:2/real_time",
+      "BM_BreakpointEnable/passive:0/active:1/placement:unpinned/real_time",
+      "BM_BreakpointEnable/passive:0/active:1/placement:same_cpu/real_time",
+      "BM_BreakpointEnable/passive:2/active:1/placement:unpinned/real_time",
+      "BM_BreakpointEnable/passive:2/active:1/placement:same_cpu/real_time",
+  };
+  EXPECT_EQ(names_seen, expected);
+  EXPECT_EQ(benchmarks->array.size(), expected.size());
+}
+
+TEST_F(BreakpointBinaryTest, BenchmarkFilterSelectsAFamily) {
+  Result result = RunBinary({"--breakpoints=0", "--parallelism=1", "--passive=0", "--active=1",
+                       "--placement=unpinned", "--benchmark_filter=Thread",
+                       "--benchmark_list_tests=true"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "BM_BreakpointThread/breakpoints:0/parallelism:1/threads:20/real_time\n");
+}
+
+struct BadFlag {
+  std::vector<std::string> args;
+  std::string message;  // must appear in stderr
+};
+
+TEST_F(BreakpointBinaryTest, BadValuesExitTwoNamingTheFlagBeforeRunning) {
+  std::vector<BadFlag> cases = {
+      {{"--breakpoints=-1"}, "--breakpoints: -1 is out of range"},
+      {{"--breakpoints=99"}, "--breakpoints: 99 is out of range"},
+      {{"--breakpoints=0,x"}, "--breakpoints: 'x' is not an integer"},
+      {{"--threads=0"}, "--threads: 0 is out of range"},
+      {{"--repeat=-5"}, "--repeat: -5 is out of range"},
+      {{"--parallelism=abc"}, "--parallelism: 'abc' is not an integer"},
+      {{"--parallelism=0"}, "--parallelism: 0 is out of range"},
+      {{"--passive=-1"}, "--passive: -1 is out of range"},
+      {{"--active=4-2"}, "--active: descending range '4-2'"},
+      {{"--placement=bogus"}, "--placement: unknown value 'bogus'"},
+      {{"--unknown_flag=1"}, "unknown flag --unknown_flag"},
+      {{"--threads"}, "flag --threads needs a value"},
+      {{"stray"}, "unexpected argument 'stray'"},
+      // More threads than this process may create: 4096 workers x 100001 threads.
+      {{"--parallelism=4096", "--threads=100000"}, "--parallelism=4096 --threads=100000: needs"},
+  };
+  absl::StatusOr<int> slots = ProbeBreakpointSlots();
+  if (slots.ok() && *slots < 64) {
+    std::string too_many = absl::StrCat(*slots + 1);
+    cases.push_back({{"--breakpoints=0," + too_many},
+                     absl::StrCat("--breakpoints: ", too_many,
+                                  " breakpoints asked for, but this machine has ", *slots,
+                                  " hardware breakpoint slots")});
+  }
+  for (const BadFlag& bad : cases) {
+    SCOPED_TRACE(bad.args[0]);
+    Result result = RunBinary(bad.args);
+    EXPECT_EQ(result.exit_code, 2) << result.err;
+    EXPECT_TRUE(absl::StrContains(result.err, bad.message)) << result.err;
+    EXPECT_FALSE(absl::StrContains(result.out, "BM_")) << "ran benchmarks:\n" << result.out;
+    EXPECT_FALSE(absl::StrContains(result.err, "BM_")) << result.err;
+  }
+}
+
+}  // namespace
+}  // namespace perfscale
