@@ -158,8 +158,15 @@ class ThreadChurn {
   absl::Status error_;
 };
 
+// Each worker holds up to T batch threads at once, plus itself.
+uint64_t ThreadsNeeded(const ThreadParams& params) {
+  return static_cast<uint64_t>(params.parallelism) * (static_cast<uint64_t>(params.threads) + 1);
+}
+
 void BM_BreakpointThread(benchmark::State& state, ThreadParams params) {
-  if (SkipIfError(state, ProbeCapabilities().RequireBreakpointPmu())) return;
+  Capabilities caps = ProbeCapabilities();
+  if (SkipIfError(state, caps.RequireBreakpointPmu())) return;
+  if (SkipIfError(state, caps.RequireThreads(ThreadsNeeded(params)))) return;
   absl::StatusOr<std::vector<PerfEvent>> held = OpenInheritedBreakpoints(params.breakpoints);
   if (SkipIfError(state, held.status())) return;
 
@@ -207,7 +214,12 @@ absl::StatusOr<Placement> ResolvePlacement(const std::string& name) {
 }
 
 void BM_BreakpointEnable(benchmark::State& state, EnableParams params) {
-  if (SkipIfError(state, ProbeCapabilities().RequireBreakpointPmu())) return;
+  Capabilities caps = ProbeCapabilities();
+  if (SkipIfError(state, caps.RequireBreakpointPmu())) return;
+  if (SkipIfError(state, caps.RequireThreads(static_cast<uint64_t>(params.passive) +
+                                             static_cast<uint64_t>(params.active)))) {
+    return;
+  }
   absl::StatusOr<Placement> placement = ResolvePlacement(params.placement);
   if (SkipIfError(state, placement.status())) return;
   std::unique_ptr<ScopedAffinity> pinned;
@@ -292,10 +304,12 @@ absl::Status RegisterThreadFamily(int cpus, const Capabilities& caps) {
   absl::StatusOr<int64_t> repeat = ParseInt(repeat_flag.value(), 1, 1000000);
   if (!repeat.ok()) return repeat_flag.Annotate(repeat.status());
 
+  // Values a user asked for that cannot fit are a usage error; defaults that do not fit
+  // this environment skip at run time with the same reason.
   for (int64_t p : *parallelism) {
-    // Each worker holds up to T batch threads at once, plus itself.
-    if (absl::Status fits = caps.RequireThreads(static_cast<uint64_t>(p * (*threads + 1)));
-        !fits.ok()) {
+    ThreadParams params{0, static_cast<int>(p), static_cast<int>(*threads), 1};
+    absl::Status fits = caps.RequireThreads(ThreadsNeeded(params));
+    if (!fits.ok() && (parallelism_flag.is_set() || threads_flag.is_set())) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--parallelism=", p, " --threads=", *threads, ": ", fits.message()));
     }
@@ -345,7 +359,8 @@ absl::Status RegisterEnableFamily(int cpus, const Capabilities& caps) {
     }
   }
   for (const auto& [p, a] : shapes) {
-    if (absl::Status fits = caps.RequireThreads(static_cast<uint64_t>(p + a)); !fits.ok()) {
+    absl::Status fits = caps.RequireThreads(static_cast<uint64_t>(p + a));
+    if (!fits.ok() && (passive_flag.is_set() || active_flag.is_set())) {
       return absl::InvalidArgumentError(
           absl::StrCat("--passive=", p, " --active=", a, ": ", fits.message()));
     }
