@@ -1,0 +1,161 @@
+"""`tools/perfscale parity synthesize`: `perf bench internals synthesize` vs
+//benchmarks:synthesize, per record, with one synthesis thread.
+
+perf bench prints, for each mode:
+
+    Average synthesis took: 7625.800 usec (+- 340.391 usec)
+    Average num. events: 572.700 (+- 6.624)
+    Average time per event 13.316 usec
+
+Its two modes synthesize different things:
+- `-t` (multi-threaded mode, here with one thread: `-m 1 -M 1`) synthesizes every
+  process in /proc, FORK + COMM per task and MMAP2 per executable mapping, and only
+  counts the records (an atomic increment). That is our `system` workload with one
+  worker, so this is the comparison that decides: our usecs/record should not be above
+  perf's (ratio <= 1 + tolerance). It is shown against our `atomic` output (the closest
+  to perf bench's counter) and our `mutex` output (perf record's design; with one
+  worker the lock is never contended).
+- the default mode synthesizes only the perf process itself (COMM + one MMAP2 per
+  executable mapping, no FORK). We cannot point ours at perf's process, so the row
+  against our `controlled` workload of one single-threaded process (this binary's own
+  mappings) is informational: similar work, not the same process.
+
+Both sides read the live process table, which changes between runs on a busy machine;
+the record counts are printed next to the times so that a reader can see whether the
+workloads matched.
+"""
+
+import json
+import re
+import statistics
+import subprocess
+import sys
+
+from perfscale import parity_common as pc
+
+SYSTEM_FILTER = ("^BM_Synthesize/workload:system/sink:memory/strategy:(atomic|mutex)"
+                 "/workers:1/manual_time$")
+SELF_FILTER = ("^BM_Synthesize/workload:controlled/sink:memory/strategy:atomic"
+               "/workers:1/manual_time$")
+
+
+def parse_perf_synthesize(stdout: str):
+    """(usec per record, records) of the first block of perf bench's output."""
+    per_event = re.search(r"Average time per event\s+([0-9.]+)\s+usec", stdout)
+    events = re.search(r"Average num\. events:\s*([0-9.]+)", stdout)
+    if not per_event or not events:
+        raise pc.ParityError("unexpected perf bench internals synthesize output:\n" +
+                             stdout[-800:])
+    return float(per_event.group(1)), float(events.group(1))
+
+
+def run_perf(args):
+    cmd = ["perf", "bench", "internals", "synthesize"] + args
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise pc.ParityError("%s failed (exit %d):\n%s" % (" ".join(cmd), result.returncode,
+                                                           (result.stderr or result.stdout)[-800:]))
+    return parse_perf_synthesize(result.stdout + result.stderr)
+
+
+def run_ours(binary, flags, min_time):
+    """{strategy: (usecs/record, records)} from one run of our binary."""
+    cmd = [binary, "--benchmark_format=json", "--benchmark_min_time=" + min_time] + flags
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise pc.ParityError("%s failed (exit %d):\n%s" % (" ".join(cmd), result.returncode,
+                                                           result.stderr[-800:]))
+    try:
+        report = json.loads(result.stdout)
+    except ValueError as err:
+        raise pc.ParityError("%s printed no valid JSON (%s)" % (" ".join(cmd), err))
+    found = {}
+    for run in report.get("benchmarks", []):
+        if run.get("run_type") != "iteration":
+            continue
+        if run.get("error_occurred"):
+            raise pc.ParityError("%s: %s" % (run.get("name"), run.get("error_message")))
+        strategy = re.search(r"strategy:(\w+)", run["name"]).group(1)
+        found[strategy] = (float(run["usecs/record"]), float(run["records"]))
+    if not found:
+        raise pc.ParityError("%s ran no benchmark" % " ".join(cmd))
+    return found
+
+
+def main(argv):
+    args = pc.parse_args(argv, "perf bench internals synthesize vs //benchmarks:synthesize")
+    try:
+        pc.require_perf()
+        binary = pc.build_binary("synthesize")
+        # label -> list of (reference usec, reference records, ours usec, ours records)
+        rows = {}
+        gating = {}
+        for round_index in range(args.rounds):
+            if args.only in "system, 1 thread (-t) vs atomic mutex":
+                ref = run_perf(["-t", "-m", "1", "-M", "1", "-I", "10"])
+                ours = run_ours(binary, ["--synth_workload=system", "--synth_sink=memory",
+                                         "--synth_strategy=atomic,mutex", "--synth_workers=1",
+                                         "--benchmark_filter=" + SYSTEM_FILTER], "0.5")
+                for strategy, figures in sorted(ours.items()):
+                    label = "system, 1 thread (-t) vs %s" % strategy
+                    rows.setdefault(label, []).append(ref + figures)
+                    gating[label] = True
+            if args.only in "one process (default mode, info) self":
+                ref = run_perf(["-s", "-i", "2000"])
+                ours = run_ours(binary, ["--synth_workload=controlled", "--synth_sink=memory",
+                                         "--synth_strategy=atomic", "--synth_workers=1",
+                                         "--synth_processes=1", "--synth_threads=1",
+                                         "--synth_exec_maps=0", "--synth_data_maps=0",
+                                         "--benchmark_filter=" + SELF_FILTER], "0.5")
+                label = "one process (default mode, info)"
+                rows.setdefault(label, []).append(ref + ours["atomic"])
+                gating[label] = False
+            print("round %d/%d done" % (round_index + 1, args.rounds), file=sys.stderr)
+        if not rows:
+            raise pc.ParityError("no case matches --only=%r (system, one process)" % args.only)
+    except pc.ParityError as err:
+        print("perfscale parity: %s" % err, file=sys.stderr)
+        return 2
+
+    table = []
+    for label, samples in rows.items():
+        ref = [s[0] for s in samples]
+        ours = [s[2] for s in samples]
+        ref_median, our_median = statistics.median(ref), statistics.median(ours)
+        ratio = our_median / ref_median if ref_median else float("inf")
+        table.append({
+            "case": label, "unit": "usecs/record",
+            "reference_median": ref_median, "ours_median": our_median, "ratio": ratio,
+            "reference_records": statistics.median(s[1] for s in samples),
+            "ours_records": statistics.median(s[3] for s in samples),
+            "reference_spread_pct": pc.spread_pct(ref), "ours_spread_pct": pc.spread_pct(ours),
+            "gating": gating[label],
+            # Ours must not be slower per record; faster is fine.
+            "within_tolerance": ratio <= 1.0 + args.tolerance / 100.0,
+            "reference_values": ref, "ours_values": ours,
+        })
+    width = max(len(r["case"]) for r in table)
+    header = "%-*s  %12s  %12s  %6s  %10s  %10s  %9s  %9s  %s" % (
+        width, "case", "perf us/rec", "ours us/rec", "ratio", "perf recs", "our recs",
+        "perf sprd", "our sprd", "verdict")
+    print(header)
+    print("-" * len(header))
+    for r in table:
+        if not r["gating"]:
+            verdict = "info"
+        elif r["within_tolerance"]:
+            verdict = "ok" if r["ratio"] <= 1.0 else "ok (within %.0f%%)" % args.tolerance
+        else:
+            verdict = "SLOWER by %.0f%%" % ((r["ratio"] - 1) * 100)
+        print("%-*s  %12.3f  %12.3f  %6.3f  %10.0f  %10.0f  %8.1f%%  %8.1f%%  %s" % (
+            width, r["case"], r["reference_median"], r["ours_median"], r["ratio"],
+            r["reference_records"], r["ours_records"], r["reference_spread_pct"],
+            r["ours_spread_pct"], verdict))
+    print("medians of %d interleaved rounds; ratio = ours / perf (below 1: ours is faster); "
+          "spread = (max - min) / median; verdict: ours may be at most %.0f%% slower" %
+          (args.rounds, args.tolerance))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"target": "synthesize", "rounds": args.rounds, "rows": table}, f,
+                      indent=1)
+    return 0 if all(r["within_tolerance"] for r in table if r["gating"]) else 1
