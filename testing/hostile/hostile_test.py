@@ -1,0 +1,160 @@
+"""Runs the all-families binary in hostile environments and checks that it never
+crashes, hangs or fails: every benchmark either runs what the kernel allows or skips
+with a one-line reason, the run exits 0 and its JSON is valid. Needs root (to drop
+privileges, lower limits, and unmount in a private mount namespace); as another user
+each case is skipped with that reason.
+
+Usage: hostile_test.py PATH_TO_ALL_BINARY
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+BINARY = None
+QUICK = ["--quick=true", "--benchmark_min_time=0.001", "--benchmark_format=json"]
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+          "--inh-caps=-all", "--bounding-set=-all", "--"]
+
+
+def reject_constant(token):
+    raise ValueError("non-JSON number %s in output" % token)
+
+
+class Hostile(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if os.geteuid() != 0:
+            raise unittest.SkipTest("needs root to create hostile environments")
+        # A copy another user can execute: the Bazel output tree lives under /root.
+        cls.dir = tempfile.mkdtemp(prefix="perfscale-hostile-")
+        os.chmod(cls.dir, 0o755)
+        cls.binary = os.path.join(cls.dir, "all")
+        shutil.copy(BINARY, cls.binary)
+        os.chmod(cls.binary, 0o755)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def run_binary(self, prefix=(), flags=QUICK, timeout=900):
+        result = subprocess.run([*prefix, self.binary, *flags], capture_output=True,
+                                text=True, timeout=timeout, cwd=self.dir)
+        self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+        report = json.loads(result.stdout, parse_constant=reject_constant)
+        self.assertTrue(report["benchmarks"], "no benchmark ran")
+        for bench in report["benchmarks"]:
+            if bench.get("error_occurred"):
+                message = bench.get("error_message", "")
+                self.assertTrue(message.startswith("SKIPPED: "),
+                                "%s failed instead of skipping: %s" % (bench["name"], message))
+                self.assertNotIn("\n", message.strip())
+        return report
+
+    @staticmethod
+    def skips(report):
+        return [b.get("error_message", "") for b in report["benchmarks"]
+                if b.get("error_occurred")]
+
+    def assertSkipMentions(self, report, *words):
+        reasons = self.skips(report)
+        self.assertTrue(any(all(w in r for w in words) for r in reasons),
+                        "no skip mentions %s; skips: %s" % (words, reasons[:10]))
+
+    def test_unprivileged_user(self):
+        report = self.run_binary(prefix=NOBODY)
+        # paranoid 2 allows per-task events only: per-CPU families say what to change.
+        if open("/proc/sys/kernel/perf_event_paranoid").read().strip() != "-1":
+            self.assertSkipMentions(report, "perf_event_paranoid")
+
+    def test_low_fd_limit(self):
+        report = self.run_binary(prefix=["prlimit", "--nofile=48:48"])
+        self.assertSkipMentions(report, "file descriptors")
+
+    def test_low_thread_limit(self):
+        report = self.run_binary(prefix=["prlimit", "--nproc=24:24", *NOBODY])
+        self.assertSkipMentions(report, "threads")
+
+    def test_tracefs_not_mounted(self):
+        script = ("umount -l /sys/kernel/tracing 2>/dev/null; "
+                  "umount -l /sys/kernel/debug 2>/dev/null; exec \"$@\"")
+        report = self.run_binary(prefix=["unshare", "--mount", "--propagation", "private",
+                                         "sh", "-c", script, "sh"])
+        self.assertSkipMentions(report, "tracefs")
+
+    def test_breakpoint_pmu_missing(self):
+        # An empty PMU directory: what a kernel without hardware breakpoints shows.
+        script = "mount -t tmpfs none /sys/bus/event_source/devices && exec \"$@\""
+        report = self.run_binary(
+            prefix=["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"],
+            flags=QUICK + ["--benchmark_filter=Breakpoint"])
+        self.assertSkipMentions(report, "breakpoint")
+
+    def test_sigint_mid_run(self):
+        tmp = tempfile.mkdtemp(prefix="perfscale-sigint-")
+        try:
+            env = dict(os.environ, TMPDIR=tmp)
+            # The families that fork children and write files.
+            proc = subprocess.Popen([self.binary, "--benchmark_min_time=2",
+                                     "--benchmark_filter=Synthesize|PipePingPong"],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                    env=env, cwd=self.dir)
+            descendants = set()
+            deadline = time.time() + 8
+            while time.time() < deadline:  # watch it work, and remember its children
+                descendants |= children_of(proc.pid)
+                time.sleep(0.1)
+            proc.send_signal(signal.SIGINT)
+            try:
+                rc = proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                self.fail("did not exit within 15 s of SIGINT")
+            self.assertEqual(rc, 128 + signal.SIGINT, proc.stderr.read()[-2000:])
+            time.sleep(0.2)
+            alive = [pid for pid in descendants if os.path.exists("/proc/%d" % pid)
+                     and not is_zombie_reaped_elsewhere(pid)]
+            self.assertEqual(alive, [], "children left behind")
+            self.assertEqual(os.listdir(tmp), [], "temporary files left behind")
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def children_of(pid):
+    """Every process below `pid` right now (from /proc/*/stat parent links)."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()
+        parents[int(entry)] = int(fields[1])
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {p for p, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def is_zombie_reaped_elsewhere(pid):
+    """A pid may have been reused by an unrelated process by now: only count it when it
+    still looks like one of ours (same executable)."""
+    try:
+        return os.readlink("/proc/%d/exe" % pid) != os.path.realpath(Hostile.binary)
+    except OSError:
+        return True
+
+
+if __name__ == "__main__":
+    BINARY = sys.argv.pop(1)
+    unittest.main(verbosity=2)

@@ -1,0 +1,270 @@
+// Runs the real //benchmarks:trace_overhead binary the way a user does: tiny parameters
+// and --benchmark_format=json must give the expected benchmarks and counters, the
+// baseline first so that recorded runs carry overhead_pct; bad values, including a ring
+// buffer over the mlock limit, must exit 2 before anything runs.
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "lib/capabilities.h"
+#include "testing/breakpoint/mini_json.h"
+
+namespace perfscale {
+namespace {
+
+using ::perfscale::testing::Json;
+using ::perfscale::testing::ParseJson;
+
+struct Result {
+  int exit_code = -1;  // -1: did not exit normally
+  std::string out;
+  std::string err;
+};
+
+std::string BinaryPath() {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const char* workspace = std::getenv("TEST_WORKSPACE");
+  return absl::StrCat(srcdir != nullptr ? srcdir : ".", "/",
+                      workspace != nullptr ? workspace : "perfscale",
+                      "/benchmarks/trace_overhead");
+}
+
+// Runs `argv` (argv[0] is the program), collecting stdout and stderr separately.
+Result RunCommand(std::vector<std::string> args) {
+  Result result;
+  int out_pipe[2];
+  int err_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) != 0) return result;
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+    close(out_pipe[0]);
+    close(out_pipe[1]);
+    return result;
+  }
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out_pipe[1], STDOUT_FILENO);
+    dup2(err_pipe[1], STDERR_FILENO);
+    execvp(argv[0], argv.data());
+    _exit(127);
+  }
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  if (pid < 0) {
+    close(out_pipe[0]);
+    close(err_pipe[0]);
+    return result;
+  }
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  std::string* sinks[2] = {&result.out, &result.err};
+  int open_pipes = 2;
+  while (open_pipes > 0) {
+    if (poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      char buffer[4096];
+      ssize_t n = read(fds[i].fd, buffer, sizeof(buffer));
+      if (n > 0) {
+        sinks[i]->append(buffer, static_cast<size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_pipes;
+      }
+    }
+  }
+  for (pollfd& fd : fds) {
+    if (fd.fd >= 0) close(fd.fd);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  return result;
+}
+
+Result RunBinary(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {BinaryPath()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv);
+}
+
+class TraceOverheadBinaryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(access(BinaryPath().c_str(), X_OK), 0) << BinaryPath() << " is not there";
+  }
+};
+
+double Number(const Json& benchmark, const char* key) {
+  const Json* value = benchmark.Find(key);
+  if (value == nullptr || value->type != Json::kNumber) {
+    ADD_FAILURE() << "no number \"" << key << "\"";
+    return -1;
+  }
+  return value->number;
+}
+
+TEST_F(TraceOverheadBinaryTest, JsonHasTheBaselineFirstAndTheCounters) {
+  Capabilities caps = ProbeCapabilities();
+  if (absl::Status s = caps.RequireTracefs(); !s.ok()) GTEST_SKIP() << s.message();
+  Result result = RunBinary({"--trace_sets=none,sched", "--callchains=off,on",
+                             "--trace_scope=task", "--ring_pages=16",
+                             "--tracepoints=nosuch:event", "--benchmark_min_time=0.01",
+                             "--benchmark_format=json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  absl::StatusOr<Json> doc = ParseJson(result.out);
+  ASSERT_TRUE(doc.ok()) << doc.status() << "\n" << result.out;
+  const Json* benchmarks = doc->Find("benchmarks");
+  ASSERT_NE(benchmarks, nullptr);
+  std::vector<std::string> names;
+  for (const Json& benchmark : benchmarks->array) {
+    const std::string& name = benchmark.Find("name")->string;
+    names.push_back(name);
+    SCOPED_TRACE(name);
+    const Json* error = benchmark.Find("error_occurred");
+    if (absl::StrContains(name, "set:custom")) {
+      // Well-formed but not on this kernel: a skip naming the tracepoint.
+      ASSERT_NE(error, nullptr);
+      EXPECT_TRUE(error->boolean);
+      const std::string& message = benchmark.Find("error_message")->string;
+      EXPECT_TRUE(absl::StrContains(message, "SKIPPED")) << message;
+      EXPECT_TRUE(absl::StrContains(message, "nosuch:event")) << message;
+      continue;
+    }
+    if (error != nullptr) {
+      ASSERT_FALSE(error->boolean) << benchmark.Find("error_message")->string;
+    }
+    EXPECT_EQ(benchmark.Find("time_unit")->string, "us");
+    EXPECT_GT(Number(benchmark, "usecs/op"), 0.0);
+    EXPECT_GE(Number(benchmark, "ipis/op"), 0.0);
+    EXPECT_GE(Number(benchmark, "sys_us/op"), 0.0);
+    if (absl::StrContains(name, "set:none")) continue;
+    EXPECT_EQ(benchmark.Find("label")->string, "sched:sched_switch,sched:sched_wakeup");
+    EXPECT_GT(Number(benchmark, "samples/op"), 0.0);
+    EXPECT_GT(Number(benchmark, "bytes/op"), Number(benchmark, "samples/op") * 48);
+    EXPECT_GE(Number(benchmark, "lost"), 0.0);
+    // Present, and a percentage of a positive figure: finite and above -100.
+    EXPECT_GT(Number(benchmark, "overhead_pct"), -100.0);
+  }
+  std::vector<std::string> expected = {
+      "BM_PipePingPong/set:none/tasks:processes/placement:unpinned/real_time",
+      "BM_PipePingPong/set:sched/callchains:off/scope:task/tasks:processes/placement:unpinned/"
+      "sink:discard/real_time",
+      "BM_PipePingPong/set:sched/callchains:on/scope:task/tasks:processes/placement:unpinned/"
+      "sink:discard/real_time",
+      "BM_PipePingPong/set:custom/callchains:off/scope:task/tasks:processes/"
+      "placement:unpinned/sink:discard/real_time",
+      "BM_PipePingPong/set:custom/callchains:on/scope:task/tasks:processes/"
+      "placement:unpinned/sink:discard/real_time",
+  };
+  EXPECT_EQ(names, expected);
+}
+
+TEST_F(TraceOverheadBinaryTest, WithoutTheBaselineThereIsNoOverhead) {
+  if (absl::Status s = ProbeCapabilities().RequireTracefs(); !s.ok()) {
+    GTEST_SKIP() << s.message();
+  }
+  Result result = RunBinary({"--trace_sets=sched", "--callchains=off", "--trace_scope=task",
+                             "--ring_pages=16", "--benchmark_min_time=0.01",
+                             "--benchmark_format=json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  absl::StatusOr<Json> doc = ParseJson(result.out);
+  ASSERT_TRUE(doc.ok()) << doc.status();
+  ASSERT_EQ(doc->Find("benchmarks")->array.size(), 1u);
+  EXPECT_EQ(doc->Find("benchmarks")->array[0].Find("overhead_pct"), nullptr);
+}
+
+struct BadFlag {
+  std::vector<std::string> args;
+  std::string message;  // must appear in stderr
+};
+
+TEST_F(TraceOverheadBinaryTest, BadValuesExitTwoNamingTheFlagBeforeRunning) {
+  std::vector<BadFlag> cases = {
+      {{"--ring_pages=1000"}, "--ring_pages: ring buffer size must be a power of two"},
+      {{"--ring_pages=0"}, "--ring_pages: 0 is out of range"},
+      {{"--ring_pages=lots"}, "--ring_pages: 'lots' is not an integer"},
+      {{"--trace_sets=none,locks"}, "--trace_sets: unknown value 'locks'"},
+      {{"--trace_sets="}, "--trace_sets"},
+      {{"--tracepoints=sched_switch"}, "--tracepoints: bad tracepoint name 'sched_switch'"},
+      {{"--tracepoints=sched:../x"}, "--tracepoints: bad tracepoint name"},
+      {{"--callchains=yes"}, "--callchains: unknown value 'yes'"},
+      {{"--trace_scope=all"}, "--trace_scope: unknown value 'all'"},
+      {{"--pingpong_tasks=fibers"}, "--pingpong_tasks: unknown value 'fibers'"},
+      {{"--pingpong_placement=far"}, "--pingpong_placement: unknown value 'far'"},
+      {{"--trace_sink=null"}, "--trace_sink: unknown value 'null'"},
+  };
+  for (const BadFlag& bad : cases) {
+    SCOPED_TRACE(bad.args[0]);
+    Result result = RunBinary(bad.args);
+    EXPECT_EQ(result.exit_code, 2) << result.err;
+    EXPECT_TRUE(absl::StrContains(result.err, bad.message)) << result.err;
+    EXPECT_FALSE(absl::StrContains(result.out, "BM_")) << "ran benchmarks:\n" << result.out;
+  }
+}
+
+// Without CAP_IPC_LOCK (dropped from the bounding set, so root's exec cannot regain it)
+// and with a 64 KiB RLIMIT_MEMLOCK, perf lock's 1024-page buffers on every CPU exceed
+// what the kernel would lock: the binary says so and exits 2 before running anything.
+TEST_F(TraceOverheadBinaryTest, RingBuffersOverTheMlockLimitExitTwo) {
+  if (access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/setpriv";
+  if (access("/bin/sh", X_OK) != 0) GTEST_SKIP() << "no /bin/sh";
+  std::string script = absl::StrCat(
+      "ulimit -l 64 && exec /usr/bin/setpriv --bounding-set=-ipc_lock --inh-caps=-ipc_lock ",
+      BinaryPath(), " --trace_sets=none,sched --ring_pages=1024 --benchmark_list_tests");
+  Result result = RunCommand({"/bin/sh", "-c", script});
+  if (result.exit_code == 0) {
+    // perf_event_paranoid -1 lifts the limit; nothing to check then.
+    GTEST_SKIP() << "no mlock limit applies: " << result.err;
+  }
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_TRUE(absl::StrContains(result.err, "--ring_pages:")) << result.err;
+  EXPECT_TRUE(absl::StrContains(result.err, "perf_event_mlock_kb")) << result.err;
+  EXPECT_TRUE(absl::StrContains(result.err, "RLIMIT_MEMLOCK 64 KiB")) << result.err;
+  EXPECT_FALSE(absl::StrContains(result.out, "BM_")) << result.out;
+
+  // The same default size, not asked for: the binary runs, the recorded runs skip
+  // with the reason (so that `all` still runs every other family).
+  std::string by_default = absl::StrCat(
+      "ulimit -l 64 && exec /usr/bin/setpriv --bounding-set=-ipc_lock --inh-caps=-ipc_lock ",
+      BinaryPath(), " --trace_sets=none,sched --callchains=off --trace_scope=task "
+      "--benchmark_min_time=0.01 --benchmark_format=json");
+  Result defaulted = RunCommand({"/bin/sh", "-c", by_default});
+  ASSERT_EQ(defaulted.exit_code, 0) << defaulted.err;
+  absl::StatusOr<Json> doc = ParseJson(defaulted.out);
+  ASSERT_TRUE(doc.ok()) << doc.status() << defaulted.out;
+  const Json* benchmarks = doc->Find("benchmarks");
+  ASSERT_NE(benchmarks, nullptr);
+  ASSERT_EQ(benchmarks->array.size(), 2u);
+  const Json& recorded = benchmarks->array[1];
+  ASSERT_NE(recorded.Find("error_occurred"), nullptr);
+  EXPECT_TRUE(recorded.Find("error_occurred")->boolean);
+  const std::string& why = recorded.Find("error_message")->string;
+  EXPECT_TRUE(absl::StrContains(why, "SKIPPED: the default --ring_pages=1024")) << why;
+  EXPECT_TRUE(absl::StrContains(why, "RLIMIT_MEMLOCK 64 KiB")) << why;
+
+  // The baseline alone maps nothing: no limit applies.
+  std::string none_only = absl::StrCat(
+      "ulimit -l 64 && exec /usr/bin/setpriv --bounding-set=-ipc_lock --inh-caps=-ipc_lock ",
+      BinaryPath(), " --trace_sets=none --ring_pages=1024 --benchmark_list_tests");
+  Result baseline = RunCommand({"/bin/sh", "-c", none_only});
+  EXPECT_EQ(baseline.exit_code, 0) << baseline.err;
+}
+
+}  // namespace
+}  // namespace perfscale
