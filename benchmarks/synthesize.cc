@@ -106,6 +106,14 @@ void BM_Synthesize(benchmark::State& state, Params params, Settings settings) {
   // reaped, before the next benchmark starts.
   std::unique_ptr<ProcessTree> tree;
   std::vector<pid_t> pids;
+  // Defaults that do not fit this environment's thread limits skip with the reason
+  // (values given explicitly were already rejected at registration).
+  uint64_t threads_needed = static_cast<uint64_t>(params.workers);
+  if (params.controlled) {
+    threads_needed += static_cast<uint64_t>(settings.tree.processes) *
+                      static_cast<uint64_t>(settings.tree.threads);
+  }
+  if (SkipIfError(state, ProbeCapabilities().RequireThreads(threads_needed))) return;
   if (params.controlled) {
     absl::StatusOr<std::unique_ptr<ProcessTree>> started = ProcessTree::Start(settings.tree);
     if (SkipIfError(state, started.status())) return;
@@ -218,7 +226,8 @@ absl::Status RegisterSynthesizeFamily() {
   }
   int64_t max_workers = 0;
   for (int64_t w : workers) max_workers = std::max(max_workers, w);
-  if (absl::Status fits = caps.RequireThreads(static_cast<uint64_t>(max_workers)); !fits.ok()) {
+  if (absl::Status fits = caps.RequireThreads(static_cast<uint64_t>(max_workers));
+      !fits.ok() && workers_flag.is_set()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--synth_workers=", max_workers, ": ", fits.message()));
   }
@@ -256,8 +265,10 @@ absl::Status RegisterSynthesizeFamily() {
     }
     // The tree's tasks and the workers exist at the same time.
     uint64_t tasks = static_cast<uint64_t>(*processes) * static_cast<uint64_t>(*threads);
+    bool sized_by_user =
+        processes_flag.is_set() || tree_threads_flag.is_set() || workers_flag.is_set();
     if (absl::Status fits = caps.RequireThreads(tasks + static_cast<uint64_t>(max_workers));
-        !fits.ok()) {
+        !fits.ok() && sized_by_user) {
       return absl::InvalidArgumentError(
           absl::StrCat("--synth_processes=", *processes, " --synth_threads=", *threads, " (", tasks,
                        " tasks) with --synth_workers up to ", max_workers, ": ", fits.message()));

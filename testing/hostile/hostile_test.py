@@ -70,7 +70,9 @@ class Hostile(unittest.TestCase):
     def test_unprivileged_user(self):
         report = self.run_binary(prefix=NOBODY)
         # paranoid 2 allows per-task events only: per-CPU families say what to change.
-        if open("/proc/sys/kernel/perf_event_paranoid").read().strip() != "-1":
+        with open("/proc/sys/kernel/perf_event_paranoid") as f:
+            paranoid = f.read().strip()
+        if paranoid != "-1":
             self.assertSkipMentions(report, "perf_event_paranoid")
 
     def test_low_fd_limit(self):
