@@ -35,6 +35,10 @@ class Case:
     ours_counter: str = "usecs/op"  # counter of our JSON to compare; "real_time" allowed
     unit: str = "usecs/op"
     cwd: Optional[str] = None       # where to run the reference (perf may write files)
+    # Google Benchmark repetitions per round; the round's figure is their median. Each
+    # repetition sets the benchmark up afresh (threads, placement), so a few of them
+    # average over set-up luck that a single perf bench run cannot.
+    ours_repetitions: int = 1
 
 
 def parse_perf_usecs_per_op(stdout: str) -> float:
@@ -80,6 +84,8 @@ def run_reference(case: Case) -> float:
 
 def run_ours(binary: str, case: Case) -> float:
     cmd = [binary, "--benchmark_format=json"] + case.ours_args
+    if case.ours_repetitions > 1:
+        cmd += ["--benchmark_repetitions=%d" % case.ours_repetitions]
     result = subprocess.run(cmd, capture_output=True, text=True)
     if result.returncode != 0:
         raise ParityError("%s failed (exit %d):\n%s" % (" ".join(cmd), result.returncode,
@@ -89,15 +95,16 @@ def run_ours(binary: str, case: Case) -> float:
     except ValueError as err:
         raise ParityError("%s printed no valid JSON (%s)" % (" ".join(cmd), err))
     runs = [b for b in report.get("benchmarks", []) if b.get("run_type") == "iteration"]
-    if len(runs) != 1:
-        raise ParityError("%s ran %d benchmarks, expected exactly 1 (names: %s)" %
-                          (" ".join(cmd), len(runs), [b.get("name") for b in runs]))
-    run = runs[0]
-    if run.get("error_occurred"):
-        raise ParityError("%s: %s" % (run.get("name"), run.get("error_message")))
-    if case.ours_counter not in run:
-        raise ParityError("%s has no counter '%s'" % (run.get("name"), case.ours_counter))
-    return float(run[case.ours_counter])
+    names = sorted({b.get("name") for b in runs})
+    if len(names) != 1 or len(runs) != max(1, case.ours_repetitions):
+        raise ParityError("%s ran %d runs of %s, expected %d runs of exactly 1 benchmark" %
+                          (" ".join(cmd), len(runs), names, max(1, case.ours_repetitions)))
+    for run in runs:
+        if run.get("error_occurred"):
+            raise ParityError("%s: %s" % (run.get("name"), run.get("error_message")))
+        if case.ours_counter not in run:
+            raise ParityError("%s has no counter '%s'" % (run.get("name"), case.ours_counter))
+    return statistics.median(float(run[case.ours_counter]) for run in runs)
 
 
 def spread_pct(values: List[float]) -> float:
