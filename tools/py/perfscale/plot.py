@@ -171,25 +171,28 @@ def history_plots(trend_map, outdir, names=None):
         fig, ax = plt.subplots(figsize=(8, 4.5))
         lineages = sorted({p["lineage"] for p in points})
         for lineage in lineages:
+            # A lineage names host, CPUs and the run arguments, which can be long: the
+            # legend keeps its start, the report keeps the whole text.
+            short = lineage if len(lineage) <= 48 else lineage[:45] + "..."
             mine = [p for p in points if p["lineage"] == lineage]
             xs = [p["run_id"] for p in mine]
             values = [[v / scale for v in p["real_ns"]] for p in mine]
             medians = [statistics.median(v) for v in values]
             ax.errorbar(xs, medians, yerr=[[m - min(v) for m, v in zip(medians, values)],
                                            [max(v) - m for m, v in zip(medians, values)]],
-                        marker="o", capsize=3, label=lineage)
+                        marker="o", capsize=3, label=short)
             for verdict, style, text in (("slower", "rv", "regression"),
                                          ("faster", "g^", "faster")):
                 marked = [(x, m) for x, m, p in zip(xs, medians, mine) if p["verdict"] == verdict]
                 if marked:
                     ax.plot([x for x, _ in marked], [m for _, m in marked], style,
-                            markersize=12, label="%s (%s)" % (text, lineage))
+                            markersize=12, label=text)
         ax.set_xlabel("run")
         ax.set_ylabel("real time (%s)" % unit)
         ax.set_title(name, fontsize=9)
         ax.xaxis.get_major_locator().set_params(integer=True)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="best")
         path = os.path.join(outdir, "trend-%s.png" % slug(name))
         written.append((_save(plt, fig, path), "%s over runs" % name))
     return written
