@@ -56,6 +56,7 @@
 #include "lib/kernel_cost.h"
 #include "lib/perf_attr.h"
 #include "lib/perf_event.h"
+#include "lib/placement.h"
 
 namespace perfscale {
 namespace {
@@ -186,33 +187,6 @@ void BM_BreakpointThread(benchmark::State& state, ThreadParams params) {
   ReportKernelCost(state, meter, ops);
 }
 
-// The toggling thread's CPU and the inheriting threads' CPUs for a placement; both
-// empty when unpinned.
-struct Placement {
-  std::vector<int> toggler;
-  std::vector<int> inheritors;
-};
-
-absl::StatusOr<Placement> ResolvePlacement(const std::string& name) {
-  if (name == "unpinned") return Placement{};
-  absl::StatusOr<CpuMask> allowed = GetAffinity();
-  if (!allowed.ok()) return allowed.status();
-  std::vector<int> cpus = allowed->Cpus();
-  if (cpus.empty()) return absl::FailedPreconditionError("no CPU in this thread's affinity");
-  Placement placement;
-  placement.toggler = {cpus[0]};
-  if (name == "same_cpu") {
-    placement.inheritors = {cpus[0]};
-  } else {
-    if (cpus.size() < 2) {
-      return absl::FailedPreconditionError(
-          "placement other_cpus needs at least 2 CPUs in this thread's affinity");
-    }
-    placement.inheritors.assign(cpus.begin() + 1, cpus.end());
-  }
-  return placement;
-}
-
 void BM_BreakpointEnable(benchmark::State& state, EnableParams params) {
   Capabilities caps = ProbeCapabilities();
   if (SkipIfError(state, caps.RequireBreakpointPmu())) return;
@@ -223,8 +197,8 @@ void BM_BreakpointEnable(benchmark::State& state, EnableParams params) {
   absl::StatusOr<Placement> placement = ResolvePlacement(params.placement);
   if (SkipIfError(state, placement.status())) return;
   std::unique_ptr<ScopedAffinity> pinned;
-  if (!placement->toggler.empty()) {
-    absl::StatusOr<ScopedAffinity> pin = ScopedAffinity::PinTo(placement->toggler);
+  if (!placement->driver.empty()) {
+    absl::StatusOr<ScopedAffinity> pin = ScopedAffinity::PinTo(placement->driver);
     if (SkipIfError(state, pin.status())) return;
     pinned = std::make_unique<ScopedAffinity>(*std::move(pin));
   }
@@ -239,10 +213,10 @@ void BM_BreakpointEnable(benchmark::State& state, EnableParams params) {
 
   // Created after the breakpoint so that they inherit it.
   absl::StatusOr<std::unique_ptr<BackgroundThreads>> passive = BackgroundThreads::Start(
-      BackgroundThreads::kParked, params.passive, placement->inheritors);
+      BackgroundThreads::kParked, params.passive, placement->others);
   if (SkipIfError(state, passive.status())) return;
   absl::StatusOr<std::unique_ptr<BackgroundThreads>> active = BackgroundThreads::Start(
-      BackgroundThreads::kSpinning, params.active, placement->inheritors);
+      BackgroundThreads::kSpinning, params.active, placement->others);
   if (SkipIfError(state, active.status())) return;
   std::this_thread::sleep_for(std::chrono::milliseconds(10));
 
@@ -339,7 +313,7 @@ absl::Status RegisterEnableFamily(int cpus, const Capabilities& caps) {
       ListFlag(active_flag, 0, 4096, default_active);
   if (!active.ok()) return active.status();
   absl::StatusOr<std::vector<std::string>> placements =
-      ParseChoiceList(placement_flag.value(), {"unpinned", "same_cpu", "other_cpus"});
+      ParseChoiceList(placement_flag.value(), PlacementNames());
   if (!placements.ok()) return placement_flag.Annotate(placements.status());
 
   // Like the seed, vary one kind of thread at a time unless both counts were given.

@@ -65,6 +65,7 @@
 #include "lib/flags.h"
 #include "lib/kernel_cost.h"
 #include "lib/pipe_pingpong.h"
+#include "lib/placement.h"
 #include "lib/ring_buffer.h"
 #include "lib/trace_recorder.h"
 #include "lib/tracefs.h"
@@ -139,25 +140,6 @@ void RecordBaseline(const std::string& layout, int64_t iterations, double usecs_
   ++baseline.runs;
 }
 
-struct Placement {
-  std::vector<int> self;
-  std::vector<int> peer;
-};
-
-absl::StatusOr<Placement> ResolvePlacement(const std::string& name) {
-  if (name == "unpinned") return Placement{};
-  absl::StatusOr<CpuMask> allowed = GetAffinity();
-  if (!allowed.ok()) return allowed.status();
-  std::vector<int> cpus = allowed->Cpus();
-  if (cpus.empty()) return absl::FailedPreconditionError("no CPU in this thread's affinity");
-  if (name == "same_cpu") return Placement{{cpus[0]}, {cpus[0]}};
-  if (cpus.size() < 2) {
-    return absl::FailedPreconditionError(
-        "placement other_cpus needs at least 2 CPUs in this thread's affinity");
-  }
-  return Placement{{cpus[0]}, {cpus[1]}};
-}
-
 // The tracepoints of a run's set, as its skip messages name them.
 std::string DescribeSet(const Params& params) {
   if (params.set == "custom") return absl::StrJoin(params.tracepoints, ",");
@@ -213,13 +195,16 @@ void BM_PipePingPong(benchmark::State& state, Params params) {
   absl::StatusOr<Placement> placement = ResolvePlacement(params.placement);
   if (SkipIfError(state, placement.status())) return;
   std::unique_ptr<ScopedAffinity> pinned;
-  if (!placement->self.empty()) {
-    absl::StatusOr<ScopedAffinity> pin = ScopedAffinity::PinTo(placement->self);
+  if (!placement->driver.empty()) {
+    absl::StatusOr<ScopedAffinity> pin = ScopedAffinity::PinTo(placement->driver);
     if (SkipIfError(state, pin.status())) return;
     pinned = std::make_unique<ScopedAffinity>(*std::move(pin));
   }
+  // The one peer needs one CPU: the first of the others.
+  std::vector<int> peer_cpus;
+  if (!placement->others.empty()) peer_cpus = {placement->others[0]};
   absl::StatusOr<std::unique_ptr<PipePingPong>> pingpong =
-      PipePingPong::Start(params.peer, placement->peer);
+      PipePingPong::Start(params.peer, peer_cpus);
   if (SkipIfError(state, pingpong.status())) return;
   // One untimed round trip: the peer is up and the pipes are warm.
   if (SkipIfError(state, (*pingpong)->RoundTrip())) return;
@@ -308,7 +293,7 @@ absl::Status RegisterTraceOverheadFamily() {
       ChoiceFlag(tasks_flag, {"processes", "threads"}, nullptr);
   if (!tasks.ok()) return tasks.status();
   absl::StatusOr<std::vector<std::string>> placements =
-      ChoiceFlag(pingpong_placement_flag, {"unpinned", "same_cpu", "other_cpus"}, nullptr);
+      ChoiceFlag(pingpong_placement_flag, PlacementNames(), nullptr);
   if (!placements.ok()) return placements.status();
   absl::StatusOr<std::vector<std::string>> sinks =
       ChoiceFlag(sink_flag, {"discard", "file"}, nullptr);
