@@ -1,10 +1,7 @@
 // Runs the real //benchmarks:breakpoint binary the way a user does: tiny parameters and
 // --benchmark_format=json must give the expected benchmarks with perf bench's counters
 // and the run context; bad values must exit 2 before anything runs, naming the flag.
-#include <fcntl.h>
-#include <poll.h>
 #include <sys/utsname.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -21,6 +18,7 @@
 #include "lib/capabilities.h"
 #include "lib/file_reader.h"
 #include "testing/breakpoint/mini_json.h"
+#include "testing/common/run_command.h"
 
 namespace perfscale {
 namespace {
@@ -28,80 +26,16 @@ namespace {
 using ::perfscale::testing::Json;
 using ::perfscale::testing::ParseJson;
 
-struct Result {
-  int exit_code = -1;  // -1: did not exit normally
-  std::string out;
-  std::string err;
-};
+using Result = ::perfscale::testing::CommandResult;
+using ::perfscale::testing::RunCommand;
 
-std::string BinaryPath() {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* workspace = std::getenv("TEST_WORKSPACE");
-  return absl::StrCat(srcdir != nullptr ? srcdir : ".", "/",
-                      workspace != nullptr ? workspace : "perfscale", "/benchmarks/breakpoint");
-}
+std::string BinaryPath() { return ::perfscale::testing::RunfilePath("benchmarks/breakpoint"); }
 
-// Runs the benchmark binary with `args`, collecting stdout and stderr separately.
+// Runs the benchmark binary with `args`.
 Result RunBinary(const std::vector<std::string>& args) {
-  Result result;
-  int out_pipe[2];
-  int err_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) != 0) return result;
-  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
-    close(out_pipe[0]);
-    close(out_pipe[1]);
-    return result;
-  }
-  std::string path = BinaryPath();
-  std::vector<std::string> argv_storage = {path};
-  argv_storage.insert(argv_storage.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& arg : argv_storage) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(out_pipe[1], STDOUT_FILENO);
-    dup2(err_pipe[1], STDERR_FILENO);
-    execv(path.c_str(), argv.data());
-    _exit(127);
-  }
-  close(out_pipe[1]);
-  close(err_pipe[1]);
-  if (pid < 0) {
-    close(out_pipe[0]);
-    close(err_pipe[0]);
-    return result;
-  }
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-  std::string* sinks[2] = {&result.out, &result.err};
-  int open_pipes = 2;
-  while (open_pipes > 0) {
-    if (poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
-      char buffer[4096];
-      ssize_t n = read(fds[i].fd, buffer, sizeof(buffer));
-      if (n > 0) {
-        sinks[i]->append(buffer, static_cast<size_t>(n));
-      } else if (n == 0 || errno != EINTR) {
-        close(fds[i].fd);
-        fds[i].fd = -1;
-        --open_pipes;
-      }
-    }
-  }
-  for (pollfd& fd : fds) {
-    if (fd.fd >= 0) close(fd.fd);
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
-  return result;
+  std::vector<std::string> argv = {BinaryPath()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv);
 }
 
 class BreakpointBinaryTest : public ::testing::Test {
