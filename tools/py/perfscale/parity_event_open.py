@@ -17,7 +17,8 @@ ratio is expected to differ from 1:
   patch set); only its opens go event by event, and it opens them disabled, which
   current kernels install without an IPI.
 The issue asks for our event_major lifecycle against perf; the cpu_major rows are printed
-as well because they follow what perf itself does today.
+as well because they follow what perf itself does today. Every row is a reference: its
+ratio is shown, not judged, and the command exits 0 unless something fails to run.
 """
 
 import re
@@ -68,7 +69,8 @@ def cases(min_time: str):
                                "--benchmark_filter=^%s$" % name,
                                "--benchmark_min_time=" + min_time],
                     ours_counter="usecs/fd",
-                    unit="usecs/fd"))
+                    unit="usecs/fd",
+                    gating=False))
     return result
 
 
