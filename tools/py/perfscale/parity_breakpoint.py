@@ -45,4 +45,4 @@ def cases(min_time: str):
 
 def main(argv):
     args = pc.parse_args(argv, "perf bench breakpoint vs //benchmarks:breakpoint")
-    return pc.run_parity("breakpoint", cases("0.2"), args)
+    return pc.run_parity("breakpoint", cases("0.5"), args)
