@@ -22,8 +22,7 @@ void ReportKernelCost(benchmark::State& state, KernelCostMeter& meter, double op
                       const std::string& unit) {
   absl::StatusOr<KernelCost> cost = meter.Stop();
   if (!cost.ok() || ops <= 0) return;
-  state.counters[absl::StrCat("ipis/", unit)] =
-      static_cast<double>(cost->ipis.function_call) / ops;
+  state.counters[absl::StrCat("ipis/", unit)] = static_cast<double>(cost->ipis.function_call) / ops;
   state.counters[absl::StrCat("sys_us/", unit)] = cost->system_seconds * 1e6 / ops;
 }
 

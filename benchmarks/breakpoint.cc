@@ -61,23 +61,24 @@
 namespace perfscale {
 namespace {
 
-Flag& breakpoints_flag = DefineFlag(
-    "breakpoints", "", "breakpoints held during thread churn (default: 0,1,2,4 up to the "
-                       "hardware's slots)");
+Flag& breakpoints_flag =
+    DefineFlag("breakpoints", "",
+               "breakpoints held during thread churn (default: 0,1,2,4 up to the "
+               "hardware's slots)");
 Flag& parallelism_flag = DefineFlag(
     "parallelism", "", "workers creating threads concurrently (default: 1 and the online CPUs)");
 Flag& threads_flag = DefineFlag("threads", "20", "threads each batch creates and joins");
-Flag& repeat_flag = DefineFlag(
-    "repeat", "10", "batches per iteration of the thread family, shared by the workers "
-                    "(perf bench --repeat)");
+Flag& repeat_flag = DefineFlag("repeat", "10",
+                               "batches per iteration of the thread family, shared by the workers "
+                               "(perf bench --repeat)");
 Flag& passive_flag = DefineFlag(
     "passive", "", "blocked threads inheriting the toggled breakpoint (default: 0, CPUs, 4x CPUs)");
 Flag& active_flag = DefineFlag(
     "active", "", "spinning threads inheriting the toggled breakpoint (default: 0..CPUs)");
-Flag& placement_flag = DefineFlag(
-    "placement", "unpinned,same_cpu,other_cpus",
-    "where the inheriting threads run: unpinned (perf bench), same_cpu (as the toggling "
-    "thread), other_cpus");
+Flag& placement_flag =
+    DefineFlag("placement", "unpinned,same_cpu,other_cpus",
+               "where the inheriting threads run: unpinned (perf bench), same_cpu (as the toggling "
+               "thread), other_cpus");
 
 // One byte per possible breakpoint, never read or written, so breakpoints never fire.
 volatile char never_touched[64];
@@ -179,8 +180,7 @@ void BM_BreakpointThread(benchmark::State& state, ThreadParams params) {
     if (SkipIfError(state, churn.Run())) return;
   }
   double elapsed_us =
-      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-          .count();
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
   double ops = static_cast<double>(state.iterations()) * params.repeat * params.threads;
   state.counters["usecs/op"] = elapsed_us / ops;
   state.counters["usecs/op/cpu"] = elapsed_us / ops * params.parallelism;
@@ -212,11 +212,11 @@ void BM_BreakpointEnable(benchmark::State& state, EnableParams params) {
   if (SkipIfError(state, breakpoint.status())) return;
 
   // Created after the breakpoint so that they inherit it.
-  absl::StatusOr<std::unique_ptr<BackgroundThreads>> passive = BackgroundThreads::Start(
-      BackgroundThreads::kParked, params.passive, placement->others);
+  absl::StatusOr<std::unique_ptr<BackgroundThreads>> passive =
+      BackgroundThreads::Start(BackgroundThreads::kParked, params.passive, placement->others);
   if (SkipIfError(state, passive.status())) return;
-  absl::StatusOr<std::unique_ptr<BackgroundThreads>> active = BackgroundThreads::Start(
-      BackgroundThreads::kSpinning, params.active, placement->others);
+  absl::StatusOr<std::unique_ptr<BackgroundThreads>> active =
+      BackgroundThreads::Start(BackgroundThreads::kSpinning, params.active, placement->others);
   if (SkipIfError(state, active.status())) return;
   std::this_thread::sleep_for(std::chrono::milliseconds(10));
 
@@ -229,8 +229,7 @@ void BM_BreakpointEnable(benchmark::State& state, EnableParams params) {
     if (SkipIfError(state, disabled.ok() ? enabled : disabled)) return;
   }
   double elapsed_us =
-      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-          .count();
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
   double ops = static_cast<double>(state.iterations());
   state.counters["usecs/op"] = elapsed_us / ops;
   ReportKernelCost(state, meter, ops);
@@ -263,9 +262,9 @@ absl::Status RegisterThreadFamily(int cpus, const Capabilities& caps) {
   if (!breakpoints.ok()) return breakpoints.status();
   for (int64_t b : *breakpoints) {
     if (b > slots) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--breakpoints: ", b, " breakpoints asked for, but this machine has ", slots,
-          " hardware breakpoint slots"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--breakpoints: ", b, " breakpoints asked for, but this machine has ", slots,
+                       " hardware breakpoint slots"));
     }
   }
   std::vector<int64_t> default_parallelism = {cpus};
@@ -284,16 +283,16 @@ absl::Status RegisterThreadFamily(int cpus, const Capabilities& caps) {
     ThreadParams params{0, static_cast<int>(p), static_cast<int>(*threads), 1};
     absl::Status fits = caps.RequireThreads(ThreadsNeeded(params));
     if (!fits.ok() && (parallelism_flag.is_set() || threads_flag.is_set())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--parallelism=", p, " --threads=", *threads, ": ", fits.message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--parallelism=", p, " --threads=", *threads, ": ", fits.message()));
     }
   }
   for (int64_t b : *breakpoints) {
     for (int64_t p : *parallelism) {
-      ThreadParams params{static_cast<int>(b), static_cast<int>(p),
-                          static_cast<int>(*threads), static_cast<int>(*repeat)};
-      std::string name = absl::StrCat("BM_BreakpointThread/breakpoints:", b,
-                                      "/parallelism:", p, "/threads:", *threads);
+      ThreadParams params{static_cast<int>(b), static_cast<int>(p), static_cast<int>(*threads),
+                          static_cast<int>(*repeat)};
+      std::string name = absl::StrCat("BM_BreakpointThread/breakpoints:", b, "/parallelism:", p,
+                                      "/threads:", *threads);
       benchmark::RegisterBenchmark(name.c_str(), BM_BreakpointThread, params)
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
@@ -309,8 +308,7 @@ absl::Status RegisterEnableFamily(int cpus, const Capabilities& caps) {
   if (!passive.ok()) return passive.status();
   std::vector<int64_t> default_active;
   for (int64_t a = 1; a <= (QuickRun() ? 1 : cpus); ++a) default_active.push_back(a);
-  absl::StatusOr<std::vector<int64_t>> active =
-      ListFlag(active_flag, 0, 4096, default_active);
+  absl::StatusOr<std::vector<int64_t>> active = ListFlag(active_flag, 0, 4096, default_active);
   if (!active.ok()) return active.status();
   absl::StatusOr<std::vector<std::string>> placements =
       ParseChoiceList(placement_flag.value(), PlacementNames());
@@ -342,8 +340,7 @@ absl::Status RegisterEnableFamily(int cpus, const Capabilities& caps) {
       // Placement only moves inheriting threads; with none, every placement is one run.
       bool alone = p == 0 && a == 0;
       if (alone && placement != placements->front()) continue;
-      EnableParams params{static_cast<int>(p), static_cast<int>(a),
-                          alone ? "unpinned" : placement};
+      EnableParams params{static_cast<int>(p), static_cast<int>(a), alone ? "unpinned" : placement};
       std::string name = absl::StrCat("BM_BreakpointEnable/passive:", p, "/active:", a,
                                       "/placement:", params.placement);
       benchmark::RegisterBenchmark(name.c_str(), BM_BreakpointEnable, params)

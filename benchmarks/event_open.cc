@@ -67,27 +67,27 @@
 namespace perfscale {
 namespace {
 
-Flag& events_flag = DefineFlag(
-    "events", "1,100,700", "events opened on every CPU (and names resolved by BM_PmuResolve)");
-Flag& strategy_flag = DefineFlag(
-    "strategy", "event_major,cpu_major,parallel",
-    "order of the per-CPU event operations: event_major, cpu_major, parallel");
+Flag& events_flag = DefineFlag("events", "1,100,700",
+                               "events opened on every CPU (and names resolved by BM_PmuResolve)");
+Flag& strategy_flag =
+    DefineFlag("strategy", "event_major,cpu_major,parallel",
+               "order of the per-CPU event operations: event_major, cpu_major, parallel");
 Flag& cpus_flag =
     DefineFlag("cpus", "", "CPUs to open events on, e.g. 0-3,6 (default: all online)");
-Flag& event_kinds_flag = DefineFlag(
-    "event_kinds", "cpu-clock,dummy,sched:sched_switch",
-    "kinds of event to open: software events (cpu-clock, dummy, ...) or tracepoints "
-    "(subsystem:name)");
-Flag& phases_flag = DefineFlag(
-    "phases", "open,open_enabled,lifecycle",
-    "what is timed: open (opening disabled events, as perf stat), open_enabled (opening "
-    "enabled events, as perf record), lifecycle (open, enable, read, disable, close)");
+Flag& event_kinds_flag =
+    DefineFlag("event_kinds", "cpu-clock,dummy,sched:sched_switch",
+               "kinds of event to open: software events (cpu-clock, dummy, ...) or tracepoints "
+               "(subsystem:name)");
+Flag& phases_flag =
+    DefineFlag("phases", "open,open_enabled,lifecycle",
+               "what is timed: open (opening disabled events, as perf stat), open_enabled (opening "
+               "enabled events, as perf record), lifecycle (open, enable, read, disable, close)");
 Flag& group_size_flag = DefineFlag(
     "group_size", "1", "1: independent events; N > 1: weak groups of N events ({...}:W)");
-Flag& pmu_events_flag = DefineFlag(
-    "pmu_events", "",
-    "event names BM_PmuResolve resolves through sysfs, e.g. msr/tsc/,software/config=0/ "
-    "(default: every alias of every PMU, pmu/config=0/ for PMUs without)");
+Flag& pmu_events_flag =
+    DefineFlag("pmu_events", "",
+               "event names BM_PmuResolve resolves through sysfs, e.g. msr/tsc/,software/config=0/ "
+               "(default: every alias of every PMU, pmu/config=0/ for PMUs without)");
 Flag& pmu_lookup_flag = DefineFlag(
     "pmu_lookup", "per_event,per_pmu",
     "BM_PmuResolve's sysfs reads: per_event (load the PMU for every event), per_pmu (cache)");
@@ -112,7 +112,7 @@ struct OpenParams {
 };
 
 absl::StatusOr<perf_event_attr> KindAttr(const std::string& kind, bool disabled,
-                                          const Capabilities& caps) {
+                                         const Capabilities& caps) {
   perf_event_attr attr;
   if (absl::StrContains(kind, ':')) {
     if (absl::Status tracefs = caps.RequireTracefs(); !tracefs.ok()) return tracefs;
@@ -130,17 +130,23 @@ absl::StatusOr<perf_event_attr> KindAttr(const std::string& kind, bool disabled,
 
 absl::Status RunPhase(Phase phase, EventGrid& grid) {
   switch (phase) {
-    case kOpen: return grid.Open();
-    case kEnable: return grid.Enable();
+    case kOpen:
+      return grid.Open();
+    case kEnable:
+      return grid.Enable();
     case kRead: {
       absl::StatusOr<uint64_t> sum = grid.Read();
       if (!sum.ok()) return sum.status();
       benchmark::DoNotOptimize(*sum);
       return absl::OkStatus();
     }
-    case kDisable: return grid.Disable();
-    case kClose: grid.Close(); return absl::OkStatus();
-    default: return absl::InternalError("unknown phase");
+    case kDisable:
+      return grid.Disable();
+    case kClose:
+      grid.Close();
+      return absl::OkStatus();
+    default:
+      return absl::InternalError("unknown phase");
   }
 }
 
@@ -235,15 +241,14 @@ struct SysfsOps {
 
 SysfsAccess CountingSysfs(SysfsOps* ops) {
   SysfsAccess real = RealSysfs();
-  return SysfsAccess{
-      [real, ops](const std::string& path) {
-        ++ops->count;
-        return real.read_file(path);
-      },
-      [real, ops](const std::string& path) {
-        ++ops->count;
-        return real.list_dir(path);
-      }};
+  return SysfsAccess{[real, ops](const std::string& path) {
+                       ++ops->count;
+                       return real.read_file(path);
+                     },
+                     [real, ops](const std::string& path) {
+                       ++ops->count;
+                       return real.list_dir(path);
+                     }};
 }
 
 struct ResolveParams {
@@ -270,8 +275,7 @@ void BM_PmuResolve(benchmark::State& state, ResolveParams params) {
     loads = resolver.pmu_loads();
   }
   double elapsed_us =
-      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-          .count();
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
   double resolved = static_cast<double>(state.iterations()) * params.events;
   if (resolved <= 0) return;
   state.counters["usecs/event"] = elapsed_us / resolved;
@@ -287,8 +291,7 @@ std::string FlagText(const Flag& flag, const char* quick) {
 absl::StatusOr<std::vector<std::string>> ChoiceFlag(const Flag& flag,
                                                     const std::vector<std::string>& allowed,
                                                     const char* quick = nullptr) {
-  absl::StatusOr<std::vector<std::string>> values =
-      ParseChoiceList(FlagText(flag, quick), allowed);
+  absl::StatusOr<std::vector<std::string>> values = ParseChoiceList(FlagText(flag, quick), allowed);
   if (!values.ok()) return flag.Annotate(values.status());
   if (values->empty()) {
     return flag.Annotate(absl::InvalidArgumentError("expected at least one value"));
@@ -327,8 +330,7 @@ absl::StatusOr<std::vector<std::string>> ResolveEventKinds() {
   std::string text = FlagText(event_kinds_flag, "cpu-clock");
   for (absl::string_view kind : absl::StrSplit(text, ',')) {
     if (kind.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--event_kinds: empty item in '", text, "'"));
+      return absl::InvalidArgumentError(absl::StrCat("--event_kinds: empty item in '", text, "'"));
     }
     if (absl::StrContains(kind, ':')) {
       absl::StatusOr<TracepointName> name = ParseTracepointName(kind);
@@ -364,11 +366,15 @@ absl::Status RegisterOpenFamily(const std::vector<int64_t>& events) {
             PhasePlan plan = phase == "lifecycle"      ? PhasePlan::kLifecycle
                              : phase == "open_enabled" ? PhasePlan::kOpenEnabled
                                                        : PhasePlan::kOpen;
-            OpenParams params{*ParseGridOrder(strategy), static_cast<int>(e), kind, plan,
-                              static_cast<int>(g), *cpus};
-            std::string name = absl::StrCat("BM_EventOpen/strategy:", strategy, "/events:", e,
-                                            "/event:", kind, "/phases:", phase,
-                                            "/cpus:", cpus->size());
+            OpenParams params{*ParseGridOrder(strategy),
+                              static_cast<int>(e),
+                              kind,
+                              plan,
+                              static_cast<int>(g),
+                              *cpus};
+            std::string name =
+                absl::StrCat("BM_EventOpen/strategy:", strategy, "/events:", e, "/event:", kind,
+                             "/phases:", phase, "/cpus:", cpus->size());
             if (g > 1) absl::StrAppend(&name, "/group:", g);
             benchmark::RegisterBenchmark(name.c_str(), BM_EventOpen, params)
                 ->UseManualTime()
@@ -406,8 +412,8 @@ absl::Status RegisterResolveFamily(const std::vector<int64_t>& events) {
   for (const std::string& lookup : *lookups) {
     for (int64_t e : events) {
       ResolveParams params{*ParsePmuCaching(lookup), static_cast<int>(e), names, names_status};
-      std::string name = absl::StrCat("BM_PmuResolve/lookup:", lookup, "/events:", e,
-                                      "/names:", names.size());
+      std::string name =
+          absl::StrCat("BM_PmuResolve/lookup:", lookup, "/events:", e, "/names:", names.size());
       benchmark::RegisterBenchmark(name.c_str(), BM_PmuResolve, params)
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);

@@ -5,8 +5,8 @@
 namespace perfscale {
 namespace {
 
-Flag& quick_flag = DefineFlag("quick", "false",
-                              "smaller default parameter lists, for a smoke run (true/false)");
+Flag& quick_flag =
+    DefineFlag("quick", "false", "smaller default parameter lists, for a smoke run (true/false)");
 
 std::vector<Family>& MutableFamilies() {
   static auto* families = new std::vector<Family>;

@@ -73,31 +73,31 @@
 namespace perfscale {
 namespace {
 
-Flag& sets_flag = DefineFlag(
-    "trace_sets", "none,lock,sched,syscalls",
-    "tracepoint sets recorded during the pipe ping-pong: none, lock, sched, syscalls "
-    "(custom is added by --tracepoints)");
-Flag& tracepoints_flag = DefineFlag(
-    "tracepoints", "",
-    "extra set 'custom' of subsystem:event tracepoints, e.g. irq:irq_handler_entry");
+Flag& sets_flag =
+    DefineFlag("trace_sets", "none,lock,sched,syscalls",
+               "tracepoint sets recorded during the pipe ping-pong: none, lock, sched, syscalls "
+               "(custom is added by --tracepoints)");
+Flag& tracepoints_flag =
+    DefineFlag("tracepoints", "",
+               "extra set 'custom' of subsystem:event tracepoints, e.g. irq:irq_handler_entry");
 Flag& callchains_flag =
     DefineFlag("callchains", "off,on", "record callchains (frame pointer, depth 8): off, on");
-Flag& scope_flag = DefineFlag(
-    "trace_scope", "cpu,task",
-    "what is recorded: cpu (system-wide, perf record -a) or task (the ping-pong tasks, "
-    "inherited, perf record -- cmd)");
-Flag& tasks_flag = DefineFlag("pingpong_tasks", "processes",
-                              "the ping-pong peer: processes (fork) or threads");
-Flag& pingpong_placement_flag = DefineFlag(
-    "pingpong_placement", "unpinned",
-    "where the ping-pong tasks run: unpinned, same_cpu, other_cpus");
-Flag& ring_pages_flag = DefineFlag(
-    "ring_pages", "1024",
-    "data pages per CPU ring buffer, a power of two (perf lock record -m 1024: 4 MiB)");
-Flag& sink_flag = DefineFlag(
-    "trace_sink", "discard",
-    "what the reader does with the records: discard, or file (an unlinked temp file in "
-    "$TMPDIR, like perf.data)");
+Flag& scope_flag =
+    DefineFlag("trace_scope", "cpu,task",
+               "what is recorded: cpu (system-wide, perf record -a) or task (the ping-pong tasks, "
+               "inherited, perf record -- cmd)");
+Flag& tasks_flag =
+    DefineFlag("pingpong_tasks", "processes", "the ping-pong peer: processes (fork) or threads");
+Flag& pingpong_placement_flag =
+    DefineFlag("pingpong_placement", "unpinned",
+               "where the ping-pong tasks run: unpinned, same_cpu, other_cpus");
+Flag& ring_pages_flag =
+    DefineFlag("ring_pages", "1024",
+               "data pages per CPU ring buffer, a power of two (perf lock record -m 1024: 4 MiB)");
+Flag& sink_flag =
+    DefineFlag("trace_sink", "discard",
+               "what the reader does with the records: discard, or file (an unlinked temp file in "
+               "$TMPDIR, like perf.data)");
 
 struct Params {
   std::string set;
@@ -149,8 +149,8 @@ std::string DescribeSet(const Params& params) {
 }
 
 absl::Status Naming(const absl::Status& status, const Params& params) {
-  return absl::Status(status.code(), absl::StrCat("recording ", DescribeSet(params), ": ",
-                                                  status.message()));
+  return absl::Status(status.code(),
+                      absl::StrCat("recording ", DescribeSet(params), ": ", status.message()));
 }
 
 absl::StatusOr<std::unique_ptr<TraceRecorder>> OpenRecorder(const Params& params,
@@ -220,8 +220,7 @@ void BM_PipePingPong(benchmark::State& state, Params params) {
     }
   }
   double elapsed_us =
-      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-          .count();
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
   if (state.error_occurred()) return;  // the destructors stop, reap and close
 
   TraceStats stats;
@@ -286,8 +285,7 @@ absl::Status RegisterTraceOverheadFamily() {
   absl::StatusOr<std::vector<std::string>> callchains =
       ChoiceFlag(callchains_flag, {"off", "on"}, "off");
   if (!callchains.ok()) return callchains.status();
-  absl::StatusOr<std::vector<std::string>> scopes =
-      ChoiceFlag(scope_flag, {"cpu", "task"}, "cpu");
+  absl::StatusOr<std::vector<std::string>> scopes = ChoiceFlag(scope_flag, {"cpu", "task"}, "cpu");
   if (!scopes.ok()) return scopes.status();
   absl::StatusOr<std::vector<std::string>> tasks =
       ChoiceFlag(tasks_flag, {"processes", "threads"}, nullptr);

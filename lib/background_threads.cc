@@ -43,13 +43,11 @@ absl::StatusOr<std::unique_ptr<BackgroundThreads>> BackgroundThreads::Start(
       pthread_attr_setaffinity_np(&attr, mask.size_bytes(), mask.raw());
     }
     pthread_t thread;
-    int err = pthread_create(&thread, &attr, kind == kParked ? &Parked : &Spinning,
-                             group.get());
+    int err = pthread_create(&thread, &attr, kind == kParked ? &Parked : &Spinning, group.get());
     pthread_attr_destroy(&attr);
     if (err != 0) {
       group->Stop();
-      return ErrnoStatus(err, absl::StrCat("pthread_create (thread ", i + 1, " of ", count,
-                                           ")"));
+      return ErrnoStatus(err, absl::StrCat("pthread_create (thread ", i + 1, " of ", count, ")"));
     }
     group->threads_.push_back(thread);
   }

@@ -137,7 +137,8 @@ absl::Status Capabilities::RequireSystemWide() const {
   if (!CanProfileSystemWide()) {
     return absl::PermissionDeniedError(absl::StrCat(
         "per-CPU events need root, CAP_PERFMON or kernel.perf_event_paranoid <= 0 (it is ",
-        *perf_event_paranoid, "): 'sudo sysctl kernel.perf_event_paranoid=0' or "
+        *perf_event_paranoid,
+        "): 'sudo sysctl kernel.perf_event_paranoid=0' or "
         "'sudo setcap cap_perfmon+ep BINARY'"));
   }
   return absl::OkStatus();
@@ -158,18 +159,17 @@ absl::Status Capabilities::RequireTracefs() const {
 absl::Status Capabilities::RequireFds(uint64_t needed) const {
   if (needed > fd_hard_limit) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "needs ", needed, " file descriptors but the hard limit (RLIMIT_NOFILE) is ",
-        fd_hard_limit, ": raise it with 'ulimit -Hn ", needed + 64,
-        "' as root, or in /etc/security/limits.conf"));
+        "needs ", needed, " file descriptors but the hard limit (RLIMIT_NOFILE) is ", fd_hard_limit,
+        ": raise it with 'ulimit -Hn ", needed + 64, "' as root, or in /etc/security/limits.conf"));
   }
   return absl::OkStatus();
 }
 
 absl::Status Capabilities::RequireThreads(uint64_t needed) const {
   if (needed > thread_budget) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "needs ", needed, " threads but this process may create about ", thread_budget,
-        " more (kernel.threads-max, kernel.pid_max, RLIMIT_NPROC, cgroup pids.max)"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("needs ", needed, " threads but this process may create about ", thread_budget,
+                     " more (kernel.threads-max, kernel.pid_max, RLIMIT_NPROC, cgroup pids.max)"));
   }
   return absl::OkStatus();
 }
@@ -207,9 +207,8 @@ absl::StatusOr<ScopedFdLimit> ScopedFdLimit::Ensure(uint64_t needed) {
   if (want <= files.rlim_cur) return ScopedFdLimit(files.rlim_cur, false);
   if (want > files.rlim_max) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "needs ", want, " file descriptors but the hard limit (RLIMIT_NOFILE) is ",
-        files.rlim_max, ": raise it with 'ulimit -Hn ", want,
-        "' as root, or in /etc/security/limits.conf"));
+        "needs ", want, " file descriptors but the hard limit (RLIMIT_NOFILE) is ", files.rlim_max,
+        ": raise it with 'ulimit -Hn ", want, "' as root, or in /etc/security/limits.conf"));
   }
   rlimit raised = files;
   raised.rlim_cur = want;

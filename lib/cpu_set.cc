@@ -1,9 +1,8 @@
 #include "lib/cpu_set.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
-
-#include <algorithm>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -19,9 +18,8 @@ absl::StatusOr<int> ParseCpuNumber(absl::string_view token, absl::string_view wh
   int value = 0;
   if (token.empty() || !std::all_of(token.begin(), token.end(), absl::ascii_isdigit) ||
       !absl::SimpleAtoi(token, &value) || value > kMaxCpuNumber) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("bad CPU number '", token, "' in CPU list '", whole,
-                     "' (expected e.g. 0-3,5)"));
+    return absl::InvalidArgumentError(absl::StrCat("bad CPU number '", token, "' in CPU list '",
+                                                   whole, "' (expected e.g. 0-3,5)"));
   }
   return value;
 }
@@ -55,8 +53,8 @@ absl::StatusOr<std::vector<int>> ParseCpuList(absl::string_view text) {
       if (!parsed_last.ok()) return parsed_last.status();
       last = *parsed_last;
       if (last < *first) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "descending range '", item, "' in CPU list '", text, "'"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("descending range '", item, "' in CPU list '", text, "'"));
       }
     }
     ranges.emplace_back(*first, last);
@@ -95,9 +93,7 @@ absl::StatusOr<std::vector<int>> PossibleCpus() {
 }
 
 CpuMask::CpuMask(int max_cpu)
-    : max_cpu_(max_cpu),
-      size_bytes_(CPU_ALLOC_SIZE(max_cpu + 1)),
-      set_(CPU_ALLOC(max_cpu + 1)) {
+    : max_cpu_(max_cpu), size_bytes_(CPU_ALLOC_SIZE(max_cpu + 1)), set_(CPU_ALLOC(max_cpu + 1)) {
   CPU_ZERO_S(size_bytes_, set_);
 }
 
@@ -122,8 +118,7 @@ void CpuMask::Set(int cpu) {
 }
 
 bool CpuMask::IsSet(int cpu) const {
-  return cpu >= 0 && cpu <= max_cpu_ &&
-         CPU_ISSET_S(static_cast<size_t>(cpu), size_bytes_, set_);
+  return cpu >= 0 && cpu <= max_cpu_ && CPU_ISSET_S(static_cast<size_t>(cpu), size_bytes_, set_);
 }
 
 std::vector<int> CpuMask::Cpus() const {
@@ -149,8 +144,8 @@ absl::StatusOr<CpuMask> GetAffinity(pid_t tid) {
 
 absl::Status SetAffinity(const CpuMask& mask, pid_t tid) {
   if (sched_setaffinity(tid, mask.size_bytes(), mask.raw()) != 0) {
-    return ErrnoStatus(errno, absl::StrCat("sched_setaffinity to CPUs ",
-                                           FormatCpuList(mask.Cpus())));
+    return ErrnoStatus(errno,
+                       absl::StrCat("sched_setaffinity to CPUs ", FormatCpuList(mask.Cpus())));
   }
   return absl::OkStatus();
 }
@@ -180,8 +175,7 @@ absl::StatusOr<ScopedAffinity> ScopedAffinity::PinTo(const std::vector<int>& cpu
   return ScopedAffinity(*std::move(original));
 }
 
-ScopedAffinity::ScopedAffinity(CpuMask original)
-    : original_(std::move(original)), active_(true) {}
+ScopedAffinity::ScopedAffinity(CpuMask original) : original_(std::move(original)), active_(true) {}
 
 ScopedAffinity::ScopedAffinity(ScopedAffinity&& other) noexcept
     : original_(other.original_), active_(other.active_) {

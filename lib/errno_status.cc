@@ -44,33 +44,51 @@ absl::StatusCode CodeFor(int err) {
 
 const char* ErrnoName(int err) {
   switch (err) {
-    case EPERM: return "EPERM";
-    case EACCES: return "EACCES";
-    case ENOENT: return "ENOENT";
-    case ENODEV: return "ENODEV";
-    case ENXIO: return "ENXIO";
-    case EOPNOTSUPP: return "EOPNOTSUPP";
-    case ENOSYS: return "ENOSYS";
-    case EMFILE: return "EMFILE";
-    case ENFILE: return "ENFILE";
-    case ENOSPC: return "ENOSPC";
-    case EAGAIN: return "EAGAIN";
-    case ENOMEM: return "ENOMEM";
-    case E2BIG: return "E2BIG";
-    case EINVAL: return "EINVAL";
-    case EBADF: return "EBADF";
-    case EBUSY: return "EBUSY";
-    case EINTR: return "EINTR";
-    case ESRCH: return "ESRCH";
-    default: return "errno";
+    case EPERM:
+      return "EPERM";
+    case EACCES:
+      return "EACCES";
+    case ENOENT:
+      return "ENOENT";
+    case ENODEV:
+      return "ENODEV";
+    case ENXIO:
+      return "ENXIO";
+    case EOPNOTSUPP:
+      return "EOPNOTSUPP";
+    case ENOSYS:
+      return "ENOSYS";
+    case EMFILE:
+      return "EMFILE";
+    case ENFILE:
+      return "ENFILE";
+    case ENOSPC:
+      return "ENOSPC";
+    case EAGAIN:
+      return "EAGAIN";
+    case ENOMEM:
+      return "ENOMEM";
+    case E2BIG:
+      return "E2BIG";
+    case EINVAL:
+      return "EINVAL";
+    case EBADF:
+      return "EBADF";
+    case EBUSY:
+      return "EBUSY";
+    case EINTR:
+      return "EINTR";
+    case ESRCH:
+      return "ESRCH";
+    default:
+      return "errno";
   }
 }
 
 }  // namespace
 
 absl::Status ErrnoStatus(int err, absl::string_view what) {
-  std::string message = absl::StrCat(what, ": ", std::strerror(err), " (",
-                                     ErrnoName(err), ")");
+  std::string message = absl::StrCat(what, ": ", std::strerror(err), " (", ErrnoName(err), ")");
   absl::Status status(CodeFor(err), message);
   status.SetPayload(kErrnoPayload, absl::Cord(absl::StrCat(err)));
   return status;
@@ -87,9 +105,8 @@ std::optional<int> StatusErrno(const absl::Status& status) {
 
 absl::Status WithMessage(const absl::Status& status, absl::string_view message) {
   absl::Status copy(status.code(), message);
-  status.ForEachPayload([&copy](absl::string_view url, const absl::Cord& payload) {
-    copy.SetPayload(url, payload);
-  });
+  status.ForEachPayload(
+      [&copy](absl::string_view url, const absl::Cord& payload) { copy.SetPayload(url, payload); });
   return copy;
 }
 

@@ -11,15 +11,18 @@ absl::StatusOr<GridOrder> ParseGridOrder(absl::string_view name) {
   for (GridOrder order : {GridOrder::kEventMajor, GridOrder::kCpuMajor, GridOrder::kParallel}) {
     if (name == GridOrderName(order)) return order;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown order '", name, "' (expected event_major, cpu_major or parallel)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown order '", name, "' (expected event_major, cpu_major or parallel)"));
 }
 
 const char* GridOrderName(GridOrder order) {
   switch (order) {
-    case GridOrder::kEventMajor: return "event_major";
-    case GridOrder::kCpuMajor: return "cpu_major";
-    case GridOrder::kParallel: return "parallel";
+    case GridOrder::kEventMajor:
+      return "event_major";
+    case GridOrder::kCpuMajor:
+      return "cpu_major";
+    case GridOrder::kParallel:
+      return "parallel";
   }
   return "unknown";
 }
@@ -28,8 +31,7 @@ EventGrid::EventGrid(GridSpec spec, GridOrder order, CpuWorkers* workers, Pin pi
     : spec_(std::move(spec)),
       order_(order),
       workers_(workers),
-      pin_(pin ? std::move(pin)
-               : Pin([](int cpu) { return ScopedAffinity::PinTo(cpu); })),
+      pin_(pin ? std::move(pin) : Pin([](int cpu) { return ScopedAffinity::PinTo(cpu); })),
       num_events_(static_cast<int>(spec_.events.size())),
       num_cpus_(static_cast<int>(spec_.cpus.size())) {
   if (order_ == GridOrder::kParallel && workers_ != nullptr) {
@@ -39,15 +41,16 @@ EventGrid::EventGrid(GridSpec spec, GridOrder order, CpuWorkers* workers, Pin pi
 }
 
 PerfEvent& EventGrid::at(int cpu_index, int event) {
-  return set_.entries()[static_cast<size_t>(cpu_index) * static_cast<size_t>(num_events_) +
-                        static_cast<size_t>(event)]
+  return set_
+      .entries()[static_cast<size_t>(cpu_index) * static_cast<size_t>(num_events_) +
+                 static_cast<size_t>(event)]
       .event;
 }
 
 size_t EventGrid::open_fds() const {
-  return static_cast<size_t>(std::count_if(
-      set_.entries().begin(), set_.entries().end(),
-      [](const PerfEventSet::Entry& entry) { return entry.event.valid(); }));
+  return static_cast<size_t>(
+      std::count_if(set_.entries().begin(), set_.entries().end(),
+                    [](const PerfEventSet::Entry& entry) { return entry.event.valid(); }));
 }
 
 void EventGrid::NoteRefusal(int cpu, const absl::Status& status) {
@@ -79,8 +82,7 @@ absl::Status EventGrid::ForEach(const Op& op) {
       return absl::OkStatus();
     case GridOrder::kParallel: {
       if (workers_ == nullptr || workers_->size() != num_cpus_) {
-        return absl::FailedPreconditionError(
-            "parallel order needs one worker per CPU of the grid");
+        return absl::FailedPreconditionError("parallel order needs one worker per CPU of the grid");
       }
       for (int c = 0; c < num_cpus_; ++c) {
         if (workers_->cpu(c) != spec_.cpus[static_cast<size_t>(c)]) {
@@ -127,9 +129,9 @@ absl::Status EventGrid::OpenOne(int cpu_index, int event) {
   int cpu = spec_.cpus[static_cast<size_t>(cpu_index)];
   int group = event / spec_.group_size;
   int leader = group * spec_.group_size;
-  bool grouped = leader != event &&
-                 !broken_[static_cast<size_t>(group) * static_cast<size_t>(num_cpus_) +
-                          static_cast<size_t>(cpu_index)];
+  bool grouped =
+      leader != event && !broken_[static_cast<size_t>(group) * static_cast<size_t>(num_cpus_) +
+                                  static_cast<size_t>(cpu_index)];
   int group_fd = grouped ? at(cpu_index, leader).fd() : -1;
   absl::StatusOr<PerfEvent> opened = PerfEvent::Open(attr, -1, cpu, group_fd);
   if (opened.ok()) {

@@ -64,8 +64,7 @@ class EventGrid {
   using Pin = std::function<absl::StatusOr<ScopedAffinity>(int cpu)>;
 
   // `workers` is required for kParallel: one worker per entry of spec.cpus, same order.
-  EventGrid(GridSpec spec, GridOrder order, CpuWorkers* workers = nullptr,
-            Pin pin = nullptr);
+  EventGrid(GridSpec spec, GridOrder order, CpuWorkers* workers = nullptr, Pin pin = nullptr);
   EventGrid(const EventGrid&) = delete;
   EventGrid& operator=(const EventGrid&) = delete;
   ~EventGrid() = default;  // whatever is still open is closed

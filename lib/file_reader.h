@@ -19,8 +19,7 @@ namespace perfscale {
 absl::StatusOr<std::string> ReadTextFile(const std::string& path);
 
 // Lets components that read several files be handed a fake filesystem in tests.
-using TextFileReader =
-    std::function<absl::StatusOr<std::string>(const std::string& path)>;
+using TextFileReader = std::function<absl::StatusOr<std::string>(const std::string& path)>;
 
 }  // namespace perfscale
 

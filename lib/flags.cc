@@ -31,9 +31,8 @@ FlagTable& Table() {
 bool IsInteger(absl::string_view text) {
   if (text.empty()) return false;
   size_t start = text[0] == '-' ? 1 : 0;
-  return start < text.size() &&
-         std::all_of(text.begin() + static_cast<std::ptrdiff_t>(start), text.end(),
-                     absl::ascii_isdigit);
+  return start < text.size() && std::all_of(text.begin() + static_cast<std::ptrdiff_t>(start),
+                                            text.end(), absl::ascii_isdigit);
 }
 
 }  // namespace
@@ -42,12 +41,10 @@ absl::StatusOr<int64_t> ParseInt(absl::string_view text, int64_t min, int64_t ma
   absl::string_view body = absl::StripAsciiWhitespace(text);
   int64_t value = 0;
   if (!IsInteger(body) || !absl::SimpleAtoi(body, &value)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("'", body.substr(0, 40), "' is not an integer"));
+    return absl::InvalidArgumentError(absl::StrCat("'", body.substr(0, 40), "' is not an integer"));
   }
   if (value < min || value > max) {
-    return absl::OutOfRangeError(
-        absl::StrCat(value, " is out of range [", min, ", ", max, "]"));
+    return absl::OutOfRangeError(absl::StrCat(value, " is out of range [", min, ", ", max, "]"));
   }
   return value;
 }
@@ -87,8 +84,7 @@ absl::StatusOr<std::vector<int64_t>> ParseIntList(absl::string_view text, int64_
     for (int64_t v = first;; ++v) {
       if (std::find(values.begin(), values.end(), v) == values.end()) {
         if (values.size() == kMaxListValues) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("more than ", kMaxListValues, " values"));
+          return absl::InvalidArgumentError(absl::StrCat("more than ", kMaxListValues, " values"));
         }
         values.push_back(v);
       }
@@ -98,17 +94,17 @@ absl::StatusOr<std::vector<int64_t>> ParseIntList(absl::string_view text, int64_
   return values;
 }
 
-absl::StatusOr<std::vector<std::string>> ParseChoiceList(
-    absl::string_view text, const std::vector<std::string>& allowed) {
+absl::StatusOr<std::vector<std::string>> ParseChoiceList(absl::string_view text,
+                                                         const std::vector<std::string>& allowed) {
   absl::string_view body = absl::StripAsciiWhitespace(text);
   if (body.empty()) return absl::InvalidArgumentError("empty list");
   std::vector<std::string> chosen;
   for (absl::string_view item : absl::StrSplit(body, ',')) {
     std::string choice(absl::StripAsciiWhitespace(item));
     if (std::find(allowed.begin(), allowed.end(), choice) == allowed.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unknown value '", choice.substr(0, 40), "' (one of: ", absl::StrJoin(allowed, ", "),
-          ")"));
+      return absl::InvalidArgumentError(absl::StrCat("unknown value '", choice.substr(0, 40),
+                                                     "' (one of: ", absl::StrJoin(allowed, ", "),
+                                                     ")"));
     }
     if (std::find(chosen.begin(), chosen.end(), choice) == chosen.end()) {
       chosen.push_back(choice);

@@ -13,11 +13,11 @@
 
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace perfscale {
 
@@ -26,12 +26,11 @@ absl::StatusOr<int64_t> ParseInt(absl::string_view text, int64_t min, int64_t ma
 
 // "0,4" or "1-8" or "1,2,8-10", each value within [min, max], in the order given,
 // duplicates dropped. At most 4096 values, so a typo cannot ask for billions of runs.
-absl::StatusOr<std::vector<int64_t>> ParseIntList(absl::string_view text, int64_t min,
-                                                  int64_t max);
+absl::StatusOr<std::vector<int64_t>> ParseIntList(absl::string_view text, int64_t min, int64_t max);
 
 // "mutex,atomic" where every item is one of `allowed`; duplicates dropped.
-absl::StatusOr<std::vector<std::string>> ParseChoiceList(
-    absl::string_view text, const std::vector<std::string>& allowed);
+absl::StatusOr<std::vector<std::string>> ParseChoiceList(absl::string_view text,
+                                                         const std::vector<std::string>& allowed);
 
 class Flag {
  public:

@@ -37,9 +37,8 @@ absl::StatusOr<IpiCounts> ParseIpiCounts(absl::string_view text) {
     if (header.empty()) continue;
     for (absl::string_view column : absl::StrSplit(header, ' ', absl::SkipEmpty())) {
       if (!absl::StartsWith(column, "CPU")) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("/proc/interrupts: header has '", column,
-                         "' where a CPUn column was expected"));
+        return absl::InvalidArgumentError(absl::StrCat("/proc/interrupts: header has '", column,
+                                                       "' where a CPUn column was expected"));
       }
       ++num_cpus;
     }
@@ -71,10 +70,17 @@ absl::StatusOr<IpiCounts> ParseIpiCounts(absl::string_view text) {
       if (row == Row::kFunctionCall) counts.function_call_per_cpu[cpu] += value;
     }
     switch (row) {
-      case Row::kFunctionCall: counts.function_call += total; break;
-      case Row::kTlb: counts.tlb_shootdown += total; break;
-      case Row::kRescheduling: counts.rescheduling += total; break;
-      case Row::kOther: break;
+      case Row::kFunctionCall:
+        counts.function_call += total;
+        break;
+      case Row::kTlb:
+        counts.tlb_shootdown += total;
+        break;
+      case Row::kRescheduling:
+        counts.rescheduling += total;
+        break;
+      case Row::kOther:
+        break;
     }
   }
   return counts;
@@ -94,8 +100,7 @@ IpiCounts operator-(const IpiCounts& b, const IpiCounts& a) {
   d.rescheduling = sub(b.rescheduling, a.rescheduling);
   d.function_call_per_cpu.resize(b.function_call_per_cpu.size());
   for (size_t i = 0; i < b.function_call_per_cpu.size(); ++i) {
-    uint64_t before =
-        i < a.function_call_per_cpu.size() ? a.function_call_per_cpu[i] : 0;
+    uint64_t before = i < a.function_call_per_cpu.size() ? a.function_call_per_cpu[i] : 0;
     d.function_call_per_cpu[i] = sub(b.function_call_per_cpu[i], before);
   }
   return d;

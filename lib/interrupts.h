@@ -13,10 +13,10 @@
 #define PERFSCALE_LIB_INTERRUPTS_H_
 
 #include <cstdint>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace perfscale {
 

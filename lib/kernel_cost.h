@@ -25,8 +25,7 @@ struct KernelCost {
 
 class KernelCostMeter {
  public:
-  explicit KernelCostMeter(bool include_children = false)
-      : include_children_(include_children) {}
+  explicit KernelCostMeter(bool include_children = false) : include_children_(include_children) {}
   // Errors only when /proc/interrupts cannot be read; CPU times always work.
   absl::Status Start();
   absl::StatusOr<KernelCost> Stop();

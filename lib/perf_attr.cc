@@ -21,10 +21,14 @@ perf_event_attr ZeroedAttr(uint32_t type, uint64_t config) {
 
 uint32_t BreakpointType(BreakpointAccess access) {
   switch (access) {
-    case BreakpointAccess::kRead: return HW_BREAKPOINT_R;
-    case BreakpointAccess::kWrite: return HW_BREAKPOINT_W;
-    case BreakpointAccess::kReadWrite: return HW_BREAKPOINT_RW;
-    case BreakpointAccess::kExecute: return HW_BREAKPOINT_X;
+    case BreakpointAccess::kRead:
+      return HW_BREAKPOINT_R;
+    case BreakpointAccess::kWrite:
+      return HW_BREAKPOINT_W;
+    case BreakpointAccess::kReadWrite:
+      return HW_BREAKPOINT_RW;
+    case BreakpointAccess::kExecute:
+      return HW_BREAKPOINT_X;
   }
   return HW_BREAKPOINT_RW;
 }
@@ -57,9 +61,8 @@ perf_event_attr BreakpointAttr(const BreakpointSpec& spec) {
   attr.bp_type = BreakpointType(spec.access);
   attr.bp_addr = reinterpret_cast<uint64_t>(spec.address);
   // Execute breakpoints must be sizeof(long) wide on x86.
-  attr.bp_len = spec.access == BreakpointAccess::kExecute
-                    ? sizeof(long)
-                    : static_cast<uint64_t>(spec.length);
+  attr.bp_len =
+      spec.access == BreakpointAccess::kExecute ? sizeof(long) : static_cast<uint64_t>(spec.length);
   attr.inherit = spec.inherit ? 1 : 0;
   attr.disabled = spec.disabled ? 1 : 0;
   attr.exclude_kernel = 1;
@@ -67,9 +70,7 @@ perf_event_attr BreakpointAttr(const BreakpointSpec& spec) {
   return attr;
 }
 
-perf_event_attr SoftwareAttr(uint64_t config) {
-  return ZeroedAttr(PERF_TYPE_SOFTWARE, config);
-}
+perf_event_attr SoftwareAttr(uint64_t config) { return ZeroedAttr(PERF_TYPE_SOFTWARE, config); }
 
 absl::StatusOr<uint64_t> ParseSoftwareEventName(absl::string_view name) {
   std::string known;

@@ -12,9 +12,9 @@
 #include <linux/perf_event.h>
 
 #include <cstdint>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace perfscale {
 

@@ -17,11 +17,20 @@ namespace {
 std::string DescribeEvent(const perf_event_attr& attr, pid_t pid, int cpu) {
   const char* type = "event";
   switch (attr.type) {
-    case PERF_TYPE_BREAKPOINT: type = "hardware breakpoint"; break;
-    case PERF_TYPE_SOFTWARE: type = "software event"; break;
-    case PERF_TYPE_TRACEPOINT: type = "tracepoint"; break;
-    case PERF_TYPE_HARDWARE: type = "hardware event"; break;
-    default: break;
+    case PERF_TYPE_BREAKPOINT:
+      type = "hardware breakpoint";
+      break;
+    case PERF_TYPE_SOFTWARE:
+      type = "software event";
+      break;
+    case PERF_TYPE_TRACEPOINT:
+      type = "tracepoint";
+      break;
+    case PERF_TYPE_HARDWARE:
+      type = "hardware event";
+      break;
+    default:
+      break;
   }
   return absl::StrCat("perf_event_open(", type, " config=", attr.config, ", pid=", pid,
                       ", cpu=", cpu, ")");
@@ -37,8 +46,7 @@ std::string ParanoidLevel() {
 
 }  // namespace
 
-absl::Status ExplainPerfEventOpenError(int err, const perf_event_attr& attr, pid_t pid,
-                                       int cpu) {
+absl::Status ExplainPerfEventOpenError(int err, const perf_event_attr& attr, pid_t pid, int cpu) {
   absl::Status base = ErrnoStatus(err, DescribeEvent(attr, pid, cpu));
   std::string hint;
   switch (err) {
@@ -65,9 +73,9 @@ absl::Status ExplainPerfEventOpenError(int err, const perf_event_attr& attr, pid
     case EMFILE: {
       rlimit limit{};
       getrlimit(RLIMIT_NOFILE, &limit);
-      hint = absl::StrCat("open file limit reached (RLIMIT_NOFILE soft ", limit.rlim_cur,
-                          ", hard ", limit.rlim_max,
-                          "); raise it with 'ulimit -n' or /etc/security/limits.conf");
+      hint =
+          absl::StrCat("open file limit reached (RLIMIT_NOFILE soft ", limit.rlim_cur, ", hard ",
+                       limit.rlim_max, "); raise it with 'ulimit -n' or /etc/security/limits.conf");
       break;
     }
     case ENFILE:
@@ -80,8 +88,9 @@ absl::Status ExplainPerfEventOpenError(int err, const perf_event_attr& attr, pid
       break;
     case EINVAL:
       if (attr.type == PERF_TYPE_TRACEPOINT) {
-        hint = "no tracepoint with this id on this kernel (ids come from tracefs "
-               "events/<subsystem>/<event>/id)";
+        hint =
+            "no tracepoint with this id on this kernel (ids come from tracefs "
+            "events/<subsystem>/<event>/id)";
       } else if (cpu >= 0) {
         hint = "the CPU may be offline or out of range";
       }
@@ -93,8 +102,8 @@ absl::Status ExplainPerfEventOpenError(int err, const perf_event_attr& attr, pid
   return WithMessage(base, absl::StrCat(base.message(), ": ", hint));
 }
 
-absl::StatusOr<PerfEvent> PerfEvent::Open(const perf_event_attr& attr, pid_t pid,
-                                          int cpu, int group_fd) {
+absl::StatusOr<PerfEvent> PerfEvent::Open(const perf_event_attr& attr, pid_t pid, int cpu,
+                                          int group_fd) {
   long fd = syscall(SYS_perf_event_open, &attr, pid, cpu, group_fd, PERF_FLAG_FD_CLOEXEC);
   if (fd < 0 && errno == EINTR) {
     fd = syscall(SYS_perf_event_open, &attr, pid, cpu, group_fd, PERF_FLAG_FD_CLOEXEC);

@@ -53,8 +53,7 @@ class PerfEvent {
 };
 
 // Describes why perf_event_open failed with `err` for `attr` on `cpu`, and what to do.
-absl::Status ExplainPerfEventOpenError(int err, const perf_event_attr& attr, pid_t pid,
-                                       int cpu);
+absl::Status ExplainPerfEventOpenError(int err, const perf_event_attr& attr, pid_t pid, int cpu);
 
 }  // namespace perfscale
 

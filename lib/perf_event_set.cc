@@ -15,8 +15,7 @@ absl::StatusOr<PerfEventSet> PerfEventSet::OpenPerCpu(const perf_event_attr& att
   return set;
 }
 
-absl::Status PerfEventSet::Open(const perf_event_attr& attr, pid_t pid, int cpu,
-                                int group_fd) {
+absl::Status PerfEventSet::Open(const perf_event_attr& attr, pid_t pid, int cpu, int group_fd) {
   absl::StatusOr<PerfEvent> event = PerfEvent::Open(attr, pid, cpu, group_fd);
   if (!event.ok()) {
     CloseAll();

@@ -33,11 +33,16 @@ enum PeerExit : int {
 
 const char* DescribePeerExit(int code) {
   switch (code) {
-    case kPeerOrphaned: return "its parent died before it started";
-    case kPeerAffinity: return "sched_setaffinity failed";
-    case kPeerRead: return "a pipe read failed";
-    case kPeerWrite: return "a pipe write failed";
-    default: return "unexpected exit status";
+    case kPeerOrphaned:
+      return "its parent died before it started";
+    case kPeerAffinity:
+      return "sched_setaffinity failed";
+    case kPeerRead:
+      return "a pipe read failed";
+    case kPeerWrite:
+      return "a pipe write failed";
+    default:
+      return "unexpected exit status";
   }
 }
 
@@ -90,8 +95,8 @@ absl::StatusOr<std::unique_ptr<PipePingPong>> PipePingPong::Start(
   if (pipe2(pingpong->to_peer_, O_CLOEXEC) != 0 || pipe2(pingpong->from_peer_, O_CLOEXEC) != 0) {
     return ErrnoStatus(errno, "pipe2");  // the destructor closes whatever was created
   }
-  absl::Status started = peer == Peer::kProcess ? pingpong->StartProcess(peer_cpus)
-                                                : pingpong->StartThread(peer_cpus);
+  absl::Status started =
+      peer == Peer::kProcess ? pingpong->StartProcess(peer_cpus) : pingpong->StartThread(peer_cpus);
   if (!started.ok()) return started;
   return pingpong;
 }
@@ -160,8 +165,8 @@ absl::Status PipePingPong::StartThread(const std::vector<int>& peer_cpus) {
   int err = pthread_create(&thread_, &attr, &PipePingPong::ThreadPeer, this);
   pthread_attr_destroy(&attr);
   if (err != 0) {
-    return ErrnoStatus(err, mask ? "pthread_create (ping-pong peer, pinned)"
-                                 : "pthread_create (ping-pong peer)");
+    return ErrnoStatus(
+        err, mask ? "pthread_create (ping-pong peer, pinned)" : "pthread_create (ping-pong peer)");
   }
   thread_started_ = true;
   // The thread owns from_peer_[1] from now on and closes it when it ends.
@@ -193,8 +198,7 @@ absl::Status PipePingPong::RoundTrip() {
                  : absl::InternalError("short read from ping-pong peer");
   }
   if (echo != token) {
-    return absl::InternalError(
-        absl::StrCat("ping-pong peer echoed ", echo, " instead of ", token));
+    return absl::InternalError(absl::StrCat("ping-pong peer echoed ", echo, " instead of ", token));
   }
   return absl::OkStatus();
 }
@@ -227,8 +231,7 @@ absl::Status PipePingPong::ReapProcess() {
   child_ = -1;
   if (killed) return absl::DeadlineExceededError("ping-pong peer did not exit on EOF; killed");
   if (WIFSIGNALED(status)) {
-    return absl::InternalError(
-        absl::StrCat("ping-pong peer killed by signal ", WTERMSIG(status)));
+    return absl::InternalError(absl::StrCat("ping-pong peer killed by signal ", WTERMSIG(status)));
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) != kPeerClean) {
     return absl::InternalError(absl::StrCat("ping-pong peer exited with status ",

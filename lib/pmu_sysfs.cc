@@ -18,8 +18,7 @@ namespace perfscale {
 namespace {
 
 bool IsNameChar(char c) {
-  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ||
-         c == '.';
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
 }
 
 bool IsName(absl::string_view text) {
@@ -63,9 +62,12 @@ absl::StatusOr<int> ParseBit(absl::string_view text, absl::string_view whole) {
 
 __u64* Word(ConfigWord word, perf_event_attr* attr) {
   switch (word) {
-    case ConfigWord::kConfig: return &attr->config;
-    case ConfigWord::kConfig1: return &attr->config1;
-    case ConfigWord::kConfig2: return &attr->config2;
+    case ConfigWord::kConfig:
+      return &attr->config;
+    case ConfigWord::kConfig1:
+      return &attr->config1;
+    case ConfigWord::kConfig2:
+      return &attr->config2;
     case ConfigWord::kConfig3:
 #ifdef PERF_ATTR_SIZE_VER8
       return &attr->config3;
@@ -136,14 +138,14 @@ absl::StatusOr<PmuFormat> ParsePmuFormat(absl::string_view text) {
   absl::string_view body = absl::StripAsciiWhitespace(text);
   std::vector<absl::string_view> parts = absl::StrSplit(body, absl::MaxSplits(':', 1));
   if (parts.size() != 2 || parts[1].empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "bad format '", body.substr(0, 64), "' (expected e.g. config:0-7,21)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad format '", body.substr(0, 64), "' (expected e.g. config:0-7,21)"));
   }
   std::optional<ConfigWord> word = RawWord(parts[0]);
   if (!word) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "bad format '", body.substr(0, 64), "': '", parts[0].substr(0, 16),
-        "' is not config, config1, config2 or config3"));
+    return absl::InvalidArgumentError(absl::StrCat("bad format '", body.substr(0, 64), "': '",
+                                                   parts[0].substr(0, 16),
+                                                   "' is not config, config1, config2 or config3"));
   }
   PmuFormat format;
   format.word = *word;
@@ -182,9 +184,9 @@ absl::StatusOr<std::vector<EventTerm>> ParseEventTerms(absl::string_view text) {
     std::vector<absl::string_view> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
     EventTerm term;
     if (!IsName(kv[0])) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "bad term '", item.substr(0, 32), "' in '", body.substr(0, 64),
-          "' (expected name or name=value)"));
+      return absl::InvalidArgumentError(absl::StrCat("bad term '", item.substr(0, 32), "' in '",
+                                                     body.substr(0, 64),
+                                                     "' (expected name or name=value)"));
     }
     term.name = std::string(kv[0]);
     if (kv.size() == 2) {
@@ -194,8 +196,8 @@ absl::StatusOr<std::vector<EventTerm>> ParseEventTerms(absl::string_view text) {
       } else {
         absl::StatusOr<uint64_t> number = ParseNumber(value);
         if (!number.ok()) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "bad value in term '", item.substr(0, 32), "': ", number.status().message()));
+          return absl::InvalidArgumentError(absl::StrCat("bad value in term '", item.substr(0, 32),
+                                                         "': ", number.status().message()));
         }
         term.value = *number;
       }
@@ -210,10 +212,10 @@ absl::StatusOr<PmuEventName> ParsePmuEventName(absl::string_view text) {
   size_t first = body.find('/');
   if (first == absl::string_view::npos || body.size() < first + 2 || body.back() != '/' ||
       body.find('/', first + 1) != body.size() - 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "bad event name '", body.substr(0, 64),
-        "' (expected pmu/terms/, e.g. msr/tsc/ or cpu/event=0x3c/; modifiers are not "
-        "supported)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad event name '", body.substr(0, 64),
+                     "' (expected pmu/terms/, e.g. msr/tsc/ or cpu/event=0x3c/; modifiers are not "
+                     "supported)"));
   }
   PmuEventName name;
   name.pmu = std::string(body.substr(0, first));
@@ -289,8 +291,8 @@ absl::StatusOr<perf_event_attr> EncodePmuEvent(const PmuDescription& pmu,
   attr.type = pmu.type;
   auto apply = [&](const EventTerm& term, bool from_alias) -> absl::Status {
     if (term.is_parameter) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "term '", term.name, "' of PMU ", pmu.name, " needs a value (", term.name, "=N)"));
+      return absl::InvalidArgumentError(absl::StrCat("term '", term.name, "' of PMU ", pmu.name,
+                                                     " needs a value (", term.name, "=N)"));
     }
     uint64_t value = term.value.value_or(1);
     auto format = pmu.formats.find(term.name);
@@ -315,10 +317,10 @@ absl::StatusOr<perf_event_attr> EncodePmuEvent(const PmuDescription& pmu,
     if (!from_alias) {
       for (const auto& entry : pmu.aliases) known.push_back(entry.first);
     }
-    return absl::NotFoundError(absl::StrCat(
-        "PMU ", pmu.name, " has no term or event '", term.name, "'",
-        known.empty() ? std::string(" (it has none; use config=N)")
-                      : absl::StrCat(" (known: ", absl::StrJoin(known, ", "), ")")));
+    return absl::NotFoundError(
+        absl::StrCat("PMU ", pmu.name, " has no term or event '", term.name, "'",
+                     known.empty() ? std::string(" (it has none; use config=N)")
+                                   : absl::StrCat(" (known: ", absl::StrJoin(known, ", "), ")")));
   };
   for (const EventTerm& term : terms) {
     auto alias = pmu.aliases.find(term.name);

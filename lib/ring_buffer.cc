@@ -31,17 +31,16 @@ std::string KiB(uint64_t bytes) {
 
 std::string DescribeLimits(const MlockLimits& limits) {
   return absl::StrCat("kernel.perf_event_mlock_kb=", limits.perf_event_mlock_kb, " x ",
-                      limits.online_cpus, " CPUs + RLIMIT_MEMLOCK ",
-                      KiB(limits.rlimit_memlock));
+                      limits.online_cpus, " CPUs + RLIMIT_MEMLOCK ", KiB(limits.rlimit_memlock));
 }
 
 }  // namespace
 
 absl::Status ValidateRingPages(uint64_t pages) {
   if (pages == 0 || (pages & (pages - 1)) != 0 || pages > kMaxRingPages) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "ring buffer size must be a power of two number of pages between 1 and ",
-        kMaxRingPages, ", got ", pages, " (perf record -m would round it up to one)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("ring buffer size must be a power of two number of pages between 1 and ",
+                     kMaxRingPages, ", got ", pages, " (perf record -m would round it up to one)"));
   }
   return absl::OkStatus();
 }
@@ -71,8 +70,7 @@ MlockLimits ProbeMlockLimits() {
     }
   }
   if (!limits.exempt) {
-    if (absl::StatusOr<std::string> text =
-            ReadTextFile("/proc/sys/kernel/perf_event_paranoid");
+    if (absl::StatusOr<std::string> text = ReadTextFile("/proc/sys/kernel/perf_event_paranoid");
         text.ok()) {
       if (absl::StatusOr<int64_t> level = ParseSysctlInt(*text); level.ok() && *level == -1) {
         limits.exempt = true;
@@ -120,8 +118,9 @@ absl::StatusOr<RingBuffer> RingBuffer::Map(int fd, uint64_t data_pages) {
                           ", shared with this user's other perf buffers): use fewer pages, "
                           "raise 'ulimit -l' or run as root (CAP_IPC_LOCK)");
     } else if (err == EINVAL) {
-      hint = "the kernel refuses inherited per-task events opened with cpu=-1 (open one "
-             "per CPU instead) and sizes that are not a power of two pages";
+      hint =
+          "the kernel refuses inherited per-task events opened with cpu=-1 (open one "
+          "per CPU instead) and sizes that are not a power of two pages";
     }
     if (hint.empty()) return status;
     return absl::Status(status.code(), absl::StrCat(status.message(), ": ", hint));
@@ -198,8 +197,8 @@ absl::StatusOr<RingBuffer::Consumed> RingBuffer::ConsumeImpl(RecordVisitor on_re
   const uint64_t mask = data_size_ - 1;
   if (head - tail > data_size_) {
     publish_tail(head);
-    return absl::DataLossError(absl::StrCat("ring buffer head ", head, " is more than ",
-                                            data_size_, " bytes past tail ", tail));
+    return absl::DataLossError(absl::StrCat("ring buffer head ", head, " is more than ", data_size_,
+                                            " bytes past tail ", tail));
   }
   if (on_chunk != nullptr) {
     const uint64_t start = tail & mask;
@@ -221,9 +220,9 @@ absl::StatusOr<RingBuffer::Consumed> RingBuffer::ConsumeImpl(RecordVisitor on_re
     }
     if (header.size < sizeof(header) || header.size > head - position) {
       publish_tail(head);
-      return absl::DataLossError(absl::StrCat(
-          "corrupt record in ring buffer at ", position, ": size ", header.size, " with ",
-          head - position, " bytes published"));
+      return absl::DataLossError(absl::StrCat("corrupt record in ring buffer at ", position,
+                                              ": size ", header.size, " with ", head - position,
+                                              " bytes published"));
     }
     absl::Span<const uint8_t> record;
     if (offset + header.size <= data_size_) {

@@ -73,8 +73,7 @@ absl::StatusOr<std::string> ResolveGitHead(const TextFileReader& read_in_git_dir
   if (absl::StatusOr<std::string> packed = read_in_git_dir("packed-refs"); packed.ok()) {
     for (absl::string_view line : absl::StrSplit(*packed, '\n')) {
       std::vector<absl::string_view> parts = absl::StrSplit(line, ' ');
-      if (parts.size() == 2 && absl::StripAsciiWhitespace(parts[1]) == ref &&
-          IsHexHash(parts[0])) {
+      if (parts.size() == 2 && absl::StripAsciiWhitespace(parts[1]) == ref && IsHexHash(parts[0])) {
         return std::string(parts[0]);
       }
     }
@@ -88,8 +87,8 @@ std::string FindPerfscaleRevision() {
   }
   const char* workspace = std::getenv("BUILD_WORKSPACE_DIRECTORY");
   std::string git_dir = absl::StrCat(workspace != nullptr ? workspace : ".", "/.git/");
-  absl::StatusOr<std::string> revision = ResolveGitHead(
-      [&git_dir](const std::string& path) { return ReadTextFile(git_dir + path); });
+  absl::StatusOr<std::string> revision =
+      ResolveGitHead([&git_dir](const std::string& path) { return ReadTextFile(git_dir + path); });
   return revision.ok() ? *revision : "unknown";
 }
 
@@ -107,11 +106,10 @@ RunContext CollectRunContext() {
   }
   absl::StatusOr<std::string> cpuinfo = ReadTextFile("/proc/cpuinfo");
   absl::StatusOr<std::string> hypervisor_type = ReadTextFile("/sys/hypervisor/type");
-  context.hypervisor = DetectHypervisor(cpuinfo.ok() ? *cpuinfo : "",
-                                        hypervisor_type.ok() ? *hypervisor_type : "");
+  context.hypervisor =
+      DetectHypervisor(cpuinfo.ok() ? *cpuinfo : "", hypervisor_type.ok() ? *hypervisor_type : "");
   context.clocksource = Trimmed(
-      ReadTextFile("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
-      "unknown");
+      ReadTextFile("/sys/devices/system/clocksource/clocksource0/current_clocksource"), "unknown");
   context.perfscale_revision = FindPerfscaleRevision();
   return context;
 }

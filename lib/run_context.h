@@ -10,11 +10,11 @@
 #define PERFSCALE_LIB_RUN_CONTEXT_H_
 
 #include <string>
-#include "absl/strings/string_view.h"
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "lib/file_reader.h"
 
 namespace perfscale {
@@ -24,7 +24,7 @@ struct RunContext {
   std::string perf_event_paranoid;
   std::string online_cpus;  // kernel list format, e.g. "0-1"
   int num_online_cpus = 0;
-  std::string hypervisor;   // "none", or the vendor/"yes" when the CPU flag says so
+  std::string hypervisor;  // "none", or the vendor/"yes" when the CPU flag says so
   std::string clocksource;
   std::string perfscale_revision;  // "unknown" when it cannot be found
 

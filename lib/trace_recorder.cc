@@ -22,10 +22,9 @@
 namespace perfscale {
 namespace {
 
-constexpr const char* kLockdepTracepoints[] = {
-    "lock:lock_acquire", "lock:lock_acquired", "lock:lock_contended", "lock:lock_release"};
-constexpr const char* kContentionTracepoints[] = {"lock:contention_begin",
-                                                  "lock:contention_end"};
+constexpr const char* kLockdepTracepoints[] = {"lock:lock_acquire", "lock:lock_acquired",
+                                               "lock:lock_contended", "lock:lock_release"};
+constexpr const char* kContentionTracepoints[] = {"lock:contention_begin", "lock:contention_end"};
 
 // TracepointId's errors name the tracepoint except when tracefs itself is missing.
 absl::Status NameTracepoint(const absl::Status& status, absl::string_view name) {
@@ -81,8 +80,7 @@ absl::StatusOr<std::vector<std::string>> TracepointSet(absl::string_view set,
   }
   absl::Status lockdep = AllExist(kLockdepTracepoints, 4, reader);
   if (lockdep.ok()) {
-    return std::vector<std::string>(std::begin(kLockdepTracepoints),
-                                    std::end(kLockdepTracepoints));
+    return std::vector<std::string>(std::begin(kLockdepTracepoints), std::end(kLockdepTracepoints));
   }
   if (!absl::IsNotFound(lockdep)) return lockdep;  // tracefs unreadable: say so
   absl::Status contention = AllExist(kContentionTracepoints, 2, reader);
@@ -144,8 +142,8 @@ absl::StatusOr<std::unique_ptr<TraceRecorder>> TraceRecorder::Open(
     std::string path = TempDir(options.file_dir) + "/perfscale-trace-XXXXXX";
     recorder->file_fd_ = mkostemp(path.data(), O_CLOEXEC);
     if (recorder->file_fd_ < 0) {
-      return ErrnoStatus(errno, absl::StrCat("create a temporary trace file in ",
-                                             TempDir(options.file_dir)));
+      return ErrnoStatus(
+          errno, absl::StrCat("create a temporary trace file in ", TempDir(options.file_dir)));
     }
     // Gone from the directory at once: nothing is left behind, however the run ends.
     unlink(path.c_str());
@@ -157,8 +155,7 @@ absl::StatusOr<std::unique_ptr<TraceRecorder>> TraceRecorder::Open(
   for (int cpu : cpus) {
     int output_fd = -1;
     for (size_t i = 0; i < ids.size(); ++i) {
-      perf_event_attr attr =
-          RecordingAttr(ids[i], options.callchains, task, recorder->count_lost_);
+      perf_event_attr attr = RecordingAttr(ids[i], options.callchains, task, recorder->count_lost_);
       if (i == 0) {
         // perf record's tracking bits ride on one event per buffer: task names, forks
         // and exits, mmaps.
@@ -176,9 +173,9 @@ absl::StatusOr<std::unique_ptr<TraceRecorder>> TraceRecorder::Open(
         event = PerfEvent::Open(attr, pid, cpu);
       }
       if (!event.ok()) {
-        return absl::Status(event.status().code(),
-                            absl::StrCat("tracepoint ", options.tracepoints[i], ": ",
-                                         event.status().message()));
+        return absl::Status(
+            event.status().code(),
+            absl::StrCat("tracepoint ", options.tracepoints[i], ": ", event.status().message()));
       }
       int fd = event->fd();
       recorder->events_.push_back(*std::move(event));

@@ -55,8 +55,8 @@ struct TraceRecorderOptions {
   std::vector<std::string> tracepoints;  // "subsystem:event"
   bool callchains = false;
   TraceScope scope = TraceScope::kSystemWide;
-  pid_t task = 0;         // kTask: the recorded task; 0 is the calling thread
-  std::vector<int> cpus;  // empty: every online CPU
+  pid_t task = 0;              // kTask: the recorded task; 0 is the calling thread
+  std::vector<int> cpus;       // empty: every online CPU
   uint64_t ring_pages = 1024;  // data pages per CPU buffer (perf lock record -m 1024)
   TraceSink sink = TraceSink::kDiscard;
   std::string file_dir;  // kFile: where the temporary file goes; empty: $TMPDIR or /tmp
@@ -128,8 +128,8 @@ class TraceRecorder {
     RingBuffer ring;
   };
   std::vector<Buffer> buffers_;
-  int wake_fd_ = -1;  // eventfd: tells the reader to drain one last time and exit
-  int file_fd_ = -1;  // kFile: unlinked temporary file
+  int wake_fd_ = -1;        // eventfd: tells the reader to drain one last time and exit
+  int file_fd_ = -1;        // kFile: unlinked temporary file
   bool count_lost_ = true;  // the events were opened with PERF_FORMAT_LOST
   std::thread reader_;
   bool stopped_ = false;

@@ -11,8 +11,7 @@ namespace perfscale {
 namespace {
 
 bool IsTracefsNameChar(char c) {
-  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ||
-         c == '.';
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
 }
 
 bool IsValidPart(absl::string_view part) {
@@ -53,8 +52,7 @@ absl::StatusOr<uint64_t> ParseTracepointId(absl::string_view text) {
   uint64_t id = 0;
   absl::string_view body = absl::StripAsciiWhitespace(text);
   if (!absl::SimpleAtoi(body, &id) || body.empty() || body[0] == '-' || body[0] == '+') {
-    return absl::InvalidArgumentError(
-        absl::StrCat("bad tracepoint id '", body.substr(0, 32), "'"));
+    return absl::InvalidArgumentError(absl::StrCat("bad tracepoint id '", body.substr(0, 32), "'"));
   }
   return id;
 }
@@ -66,19 +64,17 @@ absl::StatusOr<uint64_t> TracepointId(absl::string_view name, const TextFileRead
   if (!mounts.ok()) return mounts.status();
   absl::StatusOr<std::string> root = FindTracefsMount(*mounts);
   if (!root.ok()) return root.status();
-  std::string path =
-      absl::StrCat(*root, "/events/", parsed->subsystem, "/", parsed->event, "/id");
+  std::string path = absl::StrCat(*root, "/events/", parsed->subsystem, "/", parsed->event, "/id");
   absl::StatusOr<std::string> text = reader(path);
   if (!text.ok()) {
     if (absl::IsNotFound(text.status())) {
-      return absl::NotFoundError(absl::StrCat(
-          "tracepoint ", name, " does not exist on this kernel (no ", path,
-          "); 'perf list tracepoint' shows the available ones"));
+      return absl::NotFoundError(
+          absl::StrCat("tracepoint ", name, " does not exist on this kernel (no ", path,
+                       "); 'perf list tracepoint' shows the available ones"));
     }
     if (absl::IsPermissionDenied(text.status())) {
       return absl::PermissionDeniedError(absl::StrCat(
-          "cannot read ", path, ": tracefs needs root (or 'chmod -R o+rX ", *root,
-          "')"));
+          "cannot read ", path, ": tracefs needs root (or 'chmod -R o+rX ", *root, "')"));
     }
     return text.status();
   }

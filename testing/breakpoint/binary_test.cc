@@ -57,8 +57,8 @@ TEST_F(BreakpointBinaryTest, JsonHasTheBenchmarksCountersAndContext) {
     GTEST_SKIP() << s.message();
   }
   Result result = RunBinary({"--breakpoints=0,1", "--parallelism=1", "--threads=2", "--repeat=2",
-                       "--passive=0,2", "--active=1", "--placement=unpinned,same_cpu",
-                       "--benchmark_min_time=0.01", "--benchmark_format=json"});
+                             "--passive=0,2", "--active=1", "--placement=unpinned,same_cpu",
+                             "--benchmark_min_time=0.01", "--benchmark_format=json"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   absl::StatusOr<Json> doc = ParseJson(result.out);
   ASSERT_TRUE(doc.ok()) << doc.status() << "\n" << result.out;
@@ -66,9 +66,8 @@ TEST_F(BreakpointBinaryTest, JsonHasTheBenchmarksCountersAndContext) {
 
   const Json* context = doc->Find("context");
   ASSERT_NE(context, nullptr);
-  for (const char* key : {"kernel_release", "perf_event_paranoid", "online_cpus",
-                          "num_online_cpus", "hypervisor", "clocksource",
-                          "perfscale_revision"}) {
+  for (const char* key : {"kernel_release", "perf_event_paranoid", "online_cpus", "num_online_cpus",
+                          "hypervisor", "clocksource", "perfscale_revision"}) {
     const Json* value = context->Find(key);
     ASSERT_NE(value, nullptr) << "context has no " << key;
     EXPECT_EQ(value->type, Json::kString) << key;
@@ -104,8 +103,7 @@ TEST_F(BreakpointBinaryTest, JsonHasTheBenchmarksCountersAndContext) {
     if (absl::StartsWith(name->string, "BM_BreakpointThread/")) {
       ExpectNumber(benchmark, "usecs/op/cpu");
       // parallelism 1: the per-CPU figure is the figure.
-      EXPECT_DOUBLE_EQ(benchmark.Find("usecs/op/cpu")->number,
-                       benchmark.Find("usecs/op")->number);
+      EXPECT_DOUBLE_EQ(benchmark.Find("usecs/op/cpu")->number, benchmark.Find("usecs/op")->number);
     }
     EXPECT_GT(benchmark.Find("usecs/op")->number, 0.0);
   }
@@ -123,8 +121,8 @@ TEST_F(BreakpointBinaryTest, JsonHasTheBenchmarksCountersAndContext) {
 
 TEST_F(BreakpointBinaryTest, BenchmarkFilterSelectsAFamily) {
   Result result = RunBinary({"--breakpoints=0", "--parallelism=1", "--passive=0", "--active=1",
-                       "--placement=unpinned", "--benchmark_filter=Thread",
-                       "--benchmark_list_tests=true"});
+                             "--placement=unpinned", "--benchmark_filter=Thread",
+                             "--benchmark_list_tests=true"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(result.out, "BM_BreakpointThread/breakpoints:0/parallelism:1/threads:20/real_time\n");
 }
@@ -155,10 +153,10 @@ TEST_F(BreakpointBinaryTest, BadValuesExitTwoNamingTheFlagBeforeRunning) {
   absl::StatusOr<int> slots = ProbeBreakpointSlots();
   if (slots.ok() && *slots < 64) {
     std::string too_many = absl::StrCat(*slots + 1);
-    cases.push_back({{"--breakpoints=0," + too_many},
-                     absl::StrCat("--breakpoints: ", too_many,
-                                  " breakpoints asked for, but this machine has ", *slots,
-                                  " hardware breakpoint slots")});
+    cases.push_back(
+        {{"--breakpoints=0," + too_many},
+         absl::StrCat("--breakpoints: ", too_many, " breakpoints asked for, but this machine has ",
+                      *slots, " hardware breakpoint slots")});
   }
   for (const BadFlag& bad : cases) {
     SCOPED_TRACE(bad.args[0]);

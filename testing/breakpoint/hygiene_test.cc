@@ -134,8 +134,7 @@ class BreakpointHygieneTest : public ::testing::Test {
       absl::StrAppend(&placement_flag, placement_flag.empty() ? "" : ",", p);
     }
     Argv flags({"hygiene_test", "--breakpoints=0,1", "--parallelism=1,2", "--threads=2",
-                "--repeat=2", "--passive=0,2", "--active=0,1",
-                "--placement=" + placement_flag});
+                "--repeat=2", "--passive=0,2", "--active=0,1", "--placement=" + placement_flag});
     registration_ = new absl::Status(ParseFlags(*flags.argc(), flags.argv()));
     if (!registration_->ok()) return;
     for (const Family& family : Families()) {
@@ -165,8 +164,7 @@ class BreakpointHygieneTest : public ::testing::Test {
   // Runs one benchmark by its exact name and returns its reports.
   std::vector<benchmark::BenchmarkReporter::Run> RunOne(const std::string& name) {
     CollectingReporter reporter;
-    size_t matched =
-        benchmark::RunSpecifiedBenchmarks(&reporter, "^" + RegexEscape(name) + "$");
+    size_t matched = benchmark::RunSpecifiedBenchmarks(&reporter, "^" + RegexEscape(name) + "$");
     EXPECT_EQ(matched, 1u) << name;
     return reporter.runs();
   }
@@ -254,8 +252,7 @@ TEST_F(BreakpointHygieneTest, SkipsWhenSlotsAreTakenAndLeavesProcessAsFound) {
     bool needs_breakpoint = !absl::StrContains(name, "/breakpoints:0/");
     if (needs_breakpoint) {
       EXPECT_TRUE(runs[0].error_occurred);
-      EXPECT_TRUE(absl::StartsWith(runs[0].error_message, "SKIPPED: "))
-          << runs[0].error_message;
+      EXPECT_TRUE(absl::StartsWith(runs[0].error_message, "SKIPPED: ")) << runs[0].error_message;
       EXPECT_TRUE(absl::StrContains(runs[0].error_message, "breakpoint slots"))
           << runs[0].error_message;
       ++skipped;

@@ -65,10 +65,9 @@ class Parser {
     }
     if (Consume("null")) return value;
     size_t start = pos_;
-    while (pos_ < text_.size() && (absl::ascii_isdigit(static_cast<unsigned char>(text_[pos_])) ||
-                                   text_[pos_] == '-' || text_[pos_] == '+' ||
-                                   text_[pos_] == '.' || text_[pos_] == 'e' ||
-                                   text_[pos_] == 'E')) {
+    while (pos_ < text_.size() &&
+           (absl::ascii_isdigit(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '-' ||
+            text_[pos_] == '+' || text_[pos_] == '.' || text_[pos_] == 'e' || text_[pos_] == 'E')) {
       ++pos_;
     }
     // Google Benchmark writes NaN and Inf unquoted when a counter divides by zero.
@@ -98,19 +97,35 @@ class Parser {
       if (pos_ >= text_.size()) break;
       char e = text_[pos_++];
       switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '/':
+          out += '/';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
         case 'u': {
           // Tests only compare ASCII; keep other code points as '?'.
           if (pos_ + 4 > text_.size()) return Error("short \\u escape");
-          unsigned long code = std::strtoul(std::string(text_.substr(pos_, 4)).c_str(),
-                                            nullptr, 16);
+          unsigned long code =
+              std::strtoul(std::string(text_.substr(pos_, 4)).c_str(), nullptr, 16);
           out += code < 0x80 ? static_cast<char>(code) : '?';
           pos_ += 4;
           break;

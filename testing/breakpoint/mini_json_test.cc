@@ -43,9 +43,9 @@ TEST(MiniJsonTest, BenchmarkShapedDocument) {
 }
 
 TEST(MiniJsonTest, MalformedIsAnError) {
-  for (const char* bad : {"", "{", "}", "[1,]", "{\"a\"}", "{\"a\":}", "{\"a\":1,}",
-                          "{a:1}", "\"unterminated", "[1 2]", "{} extra", "tru", "1.2.3",
-                          "\"bad \\q escape\"", "[\"\\u12\"]"}) {
+  for (const char* bad :
+       {"", "{", "}", "[1,]", "{\"a\"}", "{\"a\":}", "{\"a\":1,}", "{a:1}", "\"unterminated",
+        "[1 2]", "{} extra", "tru", "1.2.3", "\"bad \\q escape\"", "[\"\\u12\"]"}) {
     EXPECT_FALSE(ParseJson(bad).ok()) << "'" << bad << "' parsed";
   }
 }

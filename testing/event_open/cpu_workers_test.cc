@@ -79,9 +79,8 @@ TEST(CpuWorkers, FirstErrorByIndexIsReturned) {
   std::vector<int> cpus = AllowedCpus();
   absl::StatusOr<std::unique_ptr<CpuWorkers>> workers = CpuWorkers::Start(cpus);
   ASSERT_TRUE(workers.ok()) << workers.status();
-  absl::Status done = (*workers)->RunOnEach([](int index) {
-    return absl::InternalError(absl::StrCat("worker ", index));
-  });
+  absl::Status done = (*workers)->RunOnEach(
+      [](int index) { return absl::InternalError(absl::StrCat("worker ", index)); });
   EXPECT_EQ(done.message(), "worker 0");
   EXPECT_TRUE((*workers)->RunOnEach([](int) { return absl::OkStatus(); }).ok());
 }
@@ -89,21 +88,22 @@ TEST(CpuWorkers, FirstErrorByIndexIsReturned) {
 TEST(CpuWorkers, RefusedPinningIsReportedAndTheJobStillRuns) {
   std::vector<int> cpus = AllowedCpus();
   int refused = cpus.back();
-  absl::StatusOr<std::unique_ptr<CpuWorkers>> workers =
-      CpuWorkers::Start(cpus, [refused](int cpu) {
-        if (cpu == refused) {
-          return absl::InvalidArgumentError("sched_setaffinity: Invalid argument (EINVAL)");
-        }
-        return SetAffinity(std::vector<int>{cpu});
-      });
+  absl::StatusOr<std::unique_ptr<CpuWorkers>> workers = CpuWorkers::Start(cpus, [refused](int cpu) {
+    if (cpu == refused) {
+      return absl::InvalidArgumentError("sched_setaffinity: Invalid argument (EINVAL)");
+    }
+    return SetAffinity(std::vector<int>{cpu});
+  });
   ASSERT_TRUE(workers.ok()) << workers.status();
   EXPECT_EQ((*workers)->unpinned_cpus(), std::vector<int>{refused});
   EXPECT_NE((*workers)->refusal().find("EINVAL"), std::string::npos);
   std::atomic<int> ran{0};
-  EXPECT_TRUE((*workers)->RunOnEach([&](int) {
-    ran.fetch_add(1);
-    return absl::OkStatus();
-  }).ok());
+  EXPECT_TRUE((*workers)
+                  ->RunOnEach([&](int) {
+                    ran.fetch_add(1);
+                    return absl::OkStatus();
+                  })
+                  .ok());
   EXPECT_EQ(ran.load(), static_cast<int>(cpus.size()));
 }
 

@@ -120,8 +120,7 @@ TEST_P(EventGridTest, EachFdCountsOnItsCpu) {
     std::vector<uint64_t> values;
     for (const PerfEventSet::Entry& entry : grid.set().entries()) {
       uint64_t value = 0;
-      EXPECT_EQ(read(entry.event.fd(), &value, sizeof(value)),
-                static_cast<ssize_t>(sizeof(value)));
+      EXPECT_EQ(read(entry.event.fd(), &value, sizeof(value)), static_cast<ssize_t>(sizeof(value)));
       values.push_back(value);
     }
     return values;

@@ -64,8 +64,8 @@ ProcessState Snapshot() {
 }
 
 std::ostream& operator<<(std::ostream& os, const ProcessState& s) {
-  return os << "fds=" << s.fds << " threads=" << s.threads << " affinity="
-            << FormatCpuList(s.affinity) << " fd_soft_limit=" << s.fd_soft_limit;
+  return os << "fds=" << s.fds << " threads=" << s.threads
+            << " affinity=" << FormatCpuList(s.affinity) << " fd_soft_limit=" << s.fd_soft_limit;
 }
 
 TEST(EventOpenFamilies, RunCleanAndReportTheirCounters) {
@@ -130,8 +130,7 @@ TEST(EventOpenFamilies, RunCleanAndReportTheirCounters) {
         }
         EXPECT_NEAR(shares, 1.0, 1e-9) << name;
       }
-      EXPECT_EQ(run.counters.count("weak_fallbacks"),
-                absl::StrContains(name, "/group:2") ? 1u : 0u)
+      EXPECT_EQ(run.counters.count("weak_fallbacks"), absl::StrContains(name, "/group:2") ? 1u : 0u)
           << name;
       EXPECT_EQ(run.report_label, "") << name;  // affinity is never refused here
     } else {

@@ -73,9 +73,9 @@ TEST(ParseEventTerms, ValuesFlagsAndParameters) {
 }
 
 TEST(ParseEventTerms, Malformed) {
-  for (const char* text : {"", "  \n", ",", "a,,b", "=1", "a=", "a=b", "a=0x", "a=0xg",
-                           "a=-1", "a=1=2", "a b=1", "a=0x10000000000000000",
-                           "a=99999999999999999999", "a/b=1", "a=1,"}) {
+  for (const char* text :
+       {"", "  \n", ",", "a,,b", "=1", "a=", "a=b", "a=0x", "a=0xg", "a=-1", "a=1=2", "a b=1",
+        "a=0x10000000000000000", "a=99999999999999999999", "a/b=1", "a=1,"}) {
     EXPECT_FALSE(ParseEventTerms(text).ok()) << "'" << text << "'";
   }
 }
@@ -94,9 +94,9 @@ TEST(ParsePmuEventName, Forms) {
 }
 
 TEST(ParsePmuEventName, Malformed) {
-  for (const char* text : {"", "msr", "msr/", "msr//", "/tsc/", "msr/tsc", "msr/tsc/u",
-                           "msr/tsc/x/", "m sr/tsc/", "msr/t sc/", "msr/tsc=/", "cpu-clock",
-                           "sched:sched_switch"}) {
+  for (const char* text :
+       {"", "msr", "msr/", "msr//", "/tsc/", "msr/tsc", "msr/tsc/u", "msr/tsc/x/", "m sr/tsc/",
+        "msr/t sc/", "msr/tsc=/", "cpu-clock", "sched:sched_switch"}) {
     EXPECT_FALSE(ParsePmuEventName(text).ok()) << "'" << text << "'";
   }
 }
@@ -105,8 +105,8 @@ TEST(SplitEventList, CommasInsideSlashesStay) {
   absl::StatusOr<std::vector<std::string>> events =
       SplitEventList("msr/tsc/,cpu/event=1,umask=2/, software/config=0/");
   ASSERT_TRUE(events.ok()) << events.status();
-  EXPECT_EQ(*events, (std::vector<std::string>{"msr/tsc/", "cpu/event=1,umask=2/",
-                                               "software/config=0/"}));
+  EXPECT_EQ(*events,
+            (std::vector<std::string>{"msr/tsc/", "cpu/event=1,umask=2/", "software/config=0/"}));
   EXPECT_EQ(*SplitEventList("a/b/"), std::vector<std::string>{"a/b/"});
 }
 
@@ -136,26 +136,27 @@ class FakeSysfs {
  public:
   void Add(const std::string& path, const std::string& text) { files_[path] = text; }
   SysfsAccess Access() {
-    return SysfsAccess{
-        [this](const std::string& path) -> absl::StatusOr<std::string> {
-          ++ops;
-          auto it = files_.find(path);
-          if (it == files_.end()) return absl::NotFoundError(absl::StrCat("open ", path));
-          return it->second;
-        },
-        [this](const std::string& path) -> absl::StatusOr<std::vector<std::string>> {
-          ++ops;
-          std::vector<std::string> names;
-          std::string prefix = path + "/";
-          for (const auto& [file, text] : files_) {
-            if (file.compare(0, prefix.size(), prefix) != 0) continue;
-            std::string rest = file.substr(prefix.size());
-            std::string entry = rest.substr(0, rest.find('/'));
-            if (names.empty() || names.back() != entry) names.push_back(entry);
-          }
-          if (names.empty()) return absl::NotFoundError(absl::StrCat("opendir ", path));
-          return names;
-        }};
+    return SysfsAccess{[this](const std::string& path) -> absl::StatusOr<std::string> {
+                         ++ops;
+                         auto it = files_.find(path);
+                         if (it == files_.end())
+                           return absl::NotFoundError(absl::StrCat("open ", path));
+                         return it->second;
+                       },
+                       [this](const std::string& path) -> absl::StatusOr<std::vector<std::string>> {
+                         ++ops;
+                         std::vector<std::string> names;
+                         std::string prefix = path + "/";
+                         for (const auto& [file, text] : files_) {
+                           if (file.compare(0, prefix.size(), prefix) != 0) continue;
+                           std::string rest = file.substr(prefix.size());
+                           std::string entry = rest.substr(0, rest.find('/'));
+                           if (names.empty() || names.back() != entry) names.push_back(entry);
+                         }
+                         if (names.empty())
+                           return absl::NotFoundError(absl::StrCat("opendir ", path));
+                         return names;
+                       }};
   }
   int ops = 0;
 
@@ -197,8 +198,7 @@ TEST(LoadPmu, MissingAndMalformed) {
   FakeSysfs fs = CpuLikeTree();
   absl::StatusOr<PmuDescription> missing = LoadPmu("gpu", fs.Access(), "/d");
   EXPECT_TRUE(absl::IsNotFound(missing.status()));
-  EXPECT_NE(missing.status().message().find("cpu, plain"), std::string::npos)
-      << missing.status();
+  EXPECT_NE(missing.status().message().find("cpu, plain"), std::string::npos) << missing.status();
   EXPECT_FALSE(LoadPmu("../etc", fs.Access(), "/d").ok());
 
   FakeSysfs bad_type = CpuLikeTree();
@@ -279,8 +279,7 @@ TEST(ListPmuEventNames, AliasesOrRaw) {
   absl::StatusOr<std::vector<std::string>> names = ListPmuEventNames(fs.Access(), "/d");
   ASSERT_TRUE(names.ok()) << names.status();
   // offcore needs a parameter, so it is not offered.
-  EXPECT_EQ(*names, (std::vector<std::string>{"cpu/cycles/", "cpu/mem-loads/",
-                                              "plain/config=0/"}));
+  EXPECT_EQ(*names, (std::vector<std::string>{"cpu/cycles/", "cpu/mem-loads/", "plain/config=0/"}));
   FakeSysfs empty;
   EXPECT_FALSE(ListPmuEventNames(empty.Access(), "/d").ok());
 }

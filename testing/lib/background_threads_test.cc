@@ -104,9 +104,8 @@ TEST(BackgroundThreadsTest, PinnedThreadsRunOnlyWhereAsked) {
   std::vector<int> cpus = allowed->Cpus();
   ASSERT_FALSE(cpus.empty());
   std::vector<pid_t> before = Tasks();
-  absl::StatusOr<std::unique_ptr<BackgroundThreads>> spinning =
-      BackgroundThreads::Start(BackgroundThreads::kSpinning, 2 * static_cast<int>(cpus.size()),
-                               cpus);
+  absl::StatusOr<std::unique_ptr<BackgroundThreads>> spinning = BackgroundThreads::Start(
+      BackgroundThreads::kSpinning, 2 * static_cast<int>(cpus.size()), cpus);
   ASSERT_TRUE(spinning.ok()) << spinning.status();
   std::vector<pid_t> added = NewTasks(before);
   ASSERT_EQ(added.size(), 2 * cpus.size());

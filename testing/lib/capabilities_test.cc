@@ -60,8 +60,8 @@ TEST(ParseEffectiveCapabilitiesTest, AllSixtyFourBitsAndNoTrailingNewline) {
 }
 
 TEST(ParseEffectiveCapabilitiesTest, RejectsMissingAndMalformed) {
-  for (const char* bad : {"", "\n", "Name:\tcat\n", "CapEff:\n", "CapEff:\t\n",
-                          "CapEff:\tzzzz\n", "CapEff:\t0x1f\n", "CapEff:\t-1\n",
+  for (const char* bad : {"", "\n", "Name:\tcat\n", "CapEff:\n", "CapEff:\t\n", "CapEff:\tzzzz\n",
+                          "CapEff:\t0x1f\n", "CapEff:\t-1\n",
                           "CapEff:\t1ffffffffffffffff\n",  // 17 digits: overflow
                           "CapEff:\t00ff 00ff\n", "capeff:\t0\n", " CapEff:\t0\n"}) {
     absl::StatusOr<uint64_t> mask = ParseEffectiveCapabilities(bad);
@@ -90,9 +90,8 @@ TEST(ParseSysctlIntTest, Values) {
 }
 
 TEST(ParseSysctlIntTest, RejectsMalformed) {
-  for (const char* bad : {"", "\n", "max\n", "2 3", "1.5", "abc", "0x10",
-                          "9223372036854775808", "-9223372036854775809",
-                          "99999999999999999999999"}) {
+  for (const char* bad : {"", "\n", "max\n", "2 3", "1.5", "abc", "0x10", "9223372036854775808",
+                          "-9223372036854775809", "99999999999999999999999"}) {
     absl::StatusOr<int64_t> value = ParseSysctlInt(bad);
     EXPECT_FALSE(value.ok()) << "'" << bad << "' parsed as " << *value;
   }
@@ -141,8 +140,7 @@ TEST(CapabilitiesTest, ParanoidTwoAllowsPerTaskButNotSystemWide) {
   absl::Status status = caps.RequireSystemWide();
   EXPECT_EQ(status.code(), absl::StatusCode::kPermissionDenied);
   EXPECT_TRUE(absl::StrContains(status.message(), "(it is 2)")) << status;
-  EXPECT_TRUE(absl::StrContains(status.message(), "sysctl kernel.perf_event_paranoid=0"))
-      << status;
+  EXPECT_TRUE(absl::StrContains(status.message(), "sysctl kernel.perf_event_paranoid=0")) << status;
 }
 
 TEST(CapabilitiesTest, SystemWideWithLowParanoidOrCapabilities) {

@@ -80,8 +80,7 @@ TEST(FileReaderTest, EmptyPathFails) {
 TEST(FileReaderTest, DirectoryFailsOnReadAndSaysSo) {
   absl::StatusOr<std::string> text = ReadTextFile("/proc/self");
   ASSERT_FALSE(text.ok());
-  EXPECT_TRUE(absl::StrContains(text.status().message(), "read /proc/self"))
-      << text.status();
+  EXPECT_TRUE(absl::StrContains(text.status().message(), "read /proc/self")) << text.status();
 }
 
 TEST(FileReaderTest, NoFdLeftOpenOnSuccessOrFailure) {

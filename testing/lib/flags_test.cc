@@ -29,8 +29,8 @@ TEST(ParseIntTest, Values) {
 }
 
 TEST(ParseIntTest, NotIntegers) {
-  for (const char* bad : {"", " ", "-", "--1", "+5", "abc", "5x", "1e3", "0x10", "1.0",
-                          "1 2", "1,2", "١"}) {
+  for (const char* bad :
+       {"", " ", "-", "--1", "+5", "abc", "5x", "1e3", "0x10", "1.0", "1 2", "1,2", "١"}) {
     absl::StatusOr<int64_t> value = ParseInt(bad, kMin, kMax);
     EXPECT_FALSE(value.ok()) << "'" << bad << "' parsed as " << *value;
     if (!value.ok()) {
@@ -41,8 +41,8 @@ TEST(ParseIntTest, NotIntegers) {
 }
 
 TEST(ParseIntTest, OverflowIsNotAnInteger) {
-  for (const char* bad : {"9223372036854775808", "-9223372036854775809",
-                          "99999999999999999999999999999"}) {
+  for (const char* bad :
+       {"9223372036854775808", "-9223372036854775809", "99999999999999999999999999999"}) {
     absl::StatusOr<int64_t> value = ParseInt(bad, kMin, kMax);
     EXPECT_FALSE(value.ok()) << "'" << bad << "' parsed as " << *value;
   }
@@ -90,8 +90,8 @@ TEST(ParseIntListTest, NegativeValuesAndRanges) {
 }
 
 TEST(ParseIntListTest, Malformed) {
-  for (const char* bad : {"", " ", ",", "1,", ",1", "1,,2", "a", "1-", "-", "1-2-3",
-                          "1--2", "1-a", "0x4", "1;2", "1 2"}) {
+  for (const char* bad : {"", " ", ",", "1,", ",1", "1,,2", "a", "1-", "-", "1-2-3", "1--2", "1-a",
+                          "0x4", "1;2", "1 2"}) {
     absl::StatusOr<std::vector<int64_t>> values = ParseIntList(bad, 0, 1000);
     EXPECT_FALSE(values.ok()) << "'" << bad << "' parsed";
   }
@@ -141,8 +141,7 @@ std::vector<std::string> Choices(absl::string_view text) {
 
 TEST(ParseChoiceListTest, ChoicesInOrderWithoutDuplicates) {
   EXPECT_EQ(Choices("same_cpu"), (std::vector<std::string>{"same_cpu"}));
-  EXPECT_EQ(Choices("other_cpus,unpinned"),
-            (std::vector<std::string>{"other_cpus", "unpinned"}));
+  EXPECT_EQ(Choices("other_cpus,unpinned"), (std::vector<std::string>{"other_cpus", "unpinned"}));
   EXPECT_EQ(Choices(" unpinned , same_cpu,unpinned\n"),
             (std::vector<std::string>{"unpinned", "same_cpu"}));
 }
@@ -154,8 +153,8 @@ TEST(ParseChoiceListTest, UnknownValuesListTheAllowedOnes) {
         ParseChoiceList(bad, {"unpinned", "same_cpu", "other_cpus"});
     ASSERT_FALSE(chosen.ok()) << "'" << bad << "' accepted";
     EXPECT_EQ(chosen.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_TRUE(absl::StrContains(chosen.status().message(),
-                                  "(one of: unpinned, same_cpu, other_cpus)"))
+    EXPECT_TRUE(
+        absl::StrContains(chosen.status().message(), "(one of: unpinned, same_cpu, other_cpus)"))
         << chosen.status();
   }
   EXPECT_FALSE(ParseChoiceList("", {"a"}).ok());
@@ -240,8 +239,7 @@ TEST_F(ParseFlagsTest, UnknownFlagIsNamed) {
 TEST_F(ParseFlagsTest, MissingValueIsNamed) {
   absl::Status at_end = Parse({"--test_flag_x"});
   ASSERT_FALSE(at_end.ok());
-  EXPECT_TRUE(absl::StrContains(at_end.message(), "flag --test_flag_x needs a value"))
-      << at_end;
+  EXPECT_TRUE(absl::StrContains(at_end.message(), "flag --test_flag_x needs a value")) << at_end;
   absl::Status before_flag = Parse({"--test_flag_x", "--test_flag_y=1"});
   ASSERT_FALSE(before_flag.ok());
   EXPECT_TRUE(absl::StrContains(before_flag.message(), "--test_flag_x needs a value"))
@@ -280,15 +278,13 @@ TEST_F(ParseFlagsTest, ResetRestoresDefaults) {
 TEST(FlagTest, AnnotatePrefixesTheFlagName) {
   EXPECT_EQ(test_flag_x.Annotate(absl::OutOfRangeError("65 is out of range")).message(),
             "--test_flag_x: 65 is out of range");
-  EXPECT_EQ(test_flag_x.Annotate(absl::OutOfRangeError("x")).code(),
-            absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(test_flag_x.Annotate(absl::OutOfRangeError("x")).code(), absl::StatusCode::kOutOfRange);
   EXPECT_TRUE(test_flag_x.Annotate(absl::OkStatus()).ok());
 }
 
 TEST(FlagTest, HelpListsEveryFlagWithDefaultAndHelp) {
   std::string help = FlagsHelp();
-  EXPECT_TRUE(absl::StrContains(help, "--test_flag_x=1\n      an integer for the test"))
-      << help;
+  EXPECT_TRUE(absl::StrContains(help, "--test_flag_x=1\n      an integer for the test")) << help;
   EXPECT_TRUE(absl::StrContains(help, "--test_flag_y=...")) << help;
   EXPECT_LT(help.find("--test_flag_x"), help.find("--test_flag_y"));  // sorted
 }

@@ -143,8 +143,7 @@ TEST(ParseIpiCountsTest, ShortRowsStopAtTheDescription) {
 
 TEST(ParseIpiCountsTest, NumbersInDescriptionsAreNotCounted) {
   // More fields than CPUs: "27" in the description must not be read as CPU2's count.
-  IpiCounts counts =
-      MustParse("  CPU0 CPU1\nIPI1: 3 4 27 Function call interrupts\nCAL: 1 1 99\n");
+  IpiCounts counts = MustParse("  CPU0 CPU1\nIPI1: 3 4 27 Function call interrupts\nCAL: 1 1 99\n");
   EXPECT_EQ(counts.function_call, 3u + 4 + 1 + 1);
   EXPECT_EQ(counts.function_call_per_cpu, (std::vector<uint64_t>{4, 5}));
 }
@@ -182,7 +181,7 @@ TEST(IpiCountsTest, SubtractionIsPerFieldAndClampsResets) {
   IpiCounts b;
   b.function_call = 25;
   b.tlb_shootdown = 5;
-  b.rescheduling = 50;  // went backwards: a counter reset (CPU hotplug), not -50
+  b.rescheduling = 50;                    // went backwards: a counter reset (CPU hotplug), not -50
   b.function_call_per_cpu = {10, 15, 7};  // a CPU came online
   IpiCounts d = b - a;
   EXPECT_EQ(d.function_call, 15u);

@@ -108,8 +108,8 @@ TEST(KernelCostMeterTest, ChildrenCountOnlyWhenAsked) {
   double mine_total = mine->system_seconds + mine->user_seconds;
   double all_total = all->system_seconds + all->user_seconds;
   // The parent only waited; the child used >= 300 ms of CPU.
-  EXPECT_GT(all_total - mine_total, 0.1) << "self " << mine_total << " s, with children "
-                                         << all_total << " s";
+  EXPECT_GT(all_total - mine_total, 0.1)
+      << "self " << mine_total << " s, with children " << all_total << " s";
 }
 
 TEST(KernelCostMeterTest, CountsFunctionCallIpisOfCrossCpuWork) {

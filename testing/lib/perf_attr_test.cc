@@ -109,8 +109,8 @@ TEST(ParseSoftwareEventNameTest, PerfsNamesAndAliases) {
 }
 
 TEST(ParseSoftwareEventNameTest, UnknownNamesListTheKnownOnes) {
-  for (const char* bad : {"", "cycles", "CPU-CLOCK", " cpu-clock", "cpu-clock\n",
-                          "sched:sched_switch"}) {
+  for (const char* bad :
+       {"", "cycles", "CPU-CLOCK", " cpu-clock", "cpu-clock\n", "sched:sched_switch"}) {
     absl::StatusOr<uint64_t> config = ParseSoftwareEventName(bad);
     ASSERT_FALSE(config.ok()) << "'" << bad << "'";
     EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);

@@ -85,8 +85,7 @@ TEST_F(PerCpuTest, FailedOpenOnANonexistentCpuClosesEverything) {
   absl::StatusOr<PerfEventSet> set =
       PerfEventSet::OpenPerCpu(SoftwareAttr(PERF_COUNT_SW_CPU_CLOCK), cpus);
   ASSERT_FALSE(set.ok());
-  EXPECT_TRUE(absl::StrContains(set.status().message(),
-                                absl::StrCat("cpu=", possible->back() + 1)))
+  EXPECT_TRUE(absl::StrContains(set.status().message(), absl::StrCat("cpu=", possible->back() + 1)))
       << set.status();
   EXPECT_EQ(OpenFds(), fds_before);
 }
@@ -116,8 +115,7 @@ TEST(PerfEventSetTest, AddAdoptsAndCloseAllReleases) {
   int fds_before = OpenFds();
   PerfEventSet set;
   for (int i = 0; i < 3; ++i) {
-    absl::StatusOr<PerfEvent> event =
-        PerfEvent::Open(SoftwareAttr(PERF_COUNT_SW_DUMMY), 0, -1);
+    absl::StatusOr<PerfEvent> event = PerfEvent::Open(SoftwareAttr(PERF_COUNT_SW_DUMMY), 0, -1);
     if (!event.ok() && IsEnvironmentLimitation(event.status())) GTEST_SKIP() << event.status();
     ASSERT_TRUE(event.ok()) << event.status();
     set.Add(*std::move(event), -1);

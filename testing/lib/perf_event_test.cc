@@ -131,15 +131,13 @@ TEST_F(BreakpointTest, FifthBreakpointOnX86IsResourceExhaustedAboutSlots) {
     ASSERT_FALSE(fifth.ok());
     EXPECT_EQ(fifth.status().code(), absl::StatusCode::kResourceExhausted);
     EXPECT_TRUE(absl::StrContains(fifth.status().message(), "ENOSPC")) << fifth.status();
-    EXPECT_TRUE(absl::StrContains(fifth.status().message(), "breakpoint slots"))
-        << fifth.status();
+    EXPECT_TRUE(absl::StrContains(fifth.status().message(), "breakpoint slots")) << fifth.status();
   }
   EXPECT_EQ(OpenFds(), fds_before);
 }
 
 TEST(PerfEventTest, FdIsCloseOnExec) {
-  absl::StatusOr<PerfEvent> event =
-      PerfEvent::Open(SoftwareAttr(PERF_COUNT_SW_DUMMY), 0, -1);
+  absl::StatusOr<PerfEvent> event = PerfEvent::Open(SoftwareAttr(PERF_COUNT_SW_DUMMY), 0, -1);
   if (!event.ok() && IsEnvironmentLimitation(event.status())) GTEST_SKIP() << event.status();
   ASSERT_TRUE(event.ok()) << event.status();
   int flags = fcntl(event->fd(), F_GETFD);
@@ -148,8 +146,7 @@ TEST(PerfEventTest, FdIsCloseOnExec) {
 }
 
 TEST(PerfEventTest, TaskClockCountsThisThreadsWork) {
-  absl::StatusOr<PerfEvent> event =
-      PerfEvent::Open(SoftwareAttr(PERF_COUNT_SW_TASK_CLOCK), 0, -1);
+  absl::StatusOr<PerfEvent> event = PerfEvent::Open(SoftwareAttr(PERF_COUNT_SW_TASK_CLOCK), 0, -1);
   if (!event.ok() && IsEnvironmentLimitation(event.status())) GTEST_SKIP() << event.status();
   ASSERT_TRUE(event.ok()) << event.status();
   volatile uint64_t sink = 0;
@@ -161,8 +158,7 @@ TEST(PerfEventTest, TaskClockCountsThisThreadsWork) {
 
 TEST(PerfEventTest, MoveTransfersOwnershipAndCloseReleasesTheFd) {
   int fds_before = OpenFds();
-  absl::StatusOr<PerfEvent> opened =
-      PerfEvent::Open(SoftwareAttr(PERF_COUNT_SW_DUMMY), 0, -1);
+  absl::StatusOr<PerfEvent> opened = PerfEvent::Open(SoftwareAttr(PERF_COUNT_SW_DUMMY), 0, -1);
   if (!opened.ok() && IsEnvironmentLimitation(opened.status())) {
     GTEST_SKIP() << opened.status();
   }
@@ -193,8 +189,7 @@ TEST(PerfEventTest, DestructionClosesAndMoveAssignClosesTheOldFd) {
     absl::StatusOr<PerfEvent> first = PerfEvent::Open(SoftwareAttr(PERF_COUNT_SW_DUMMY), 0, -1);
     if (!first.ok() && IsEnvironmentLimitation(first.status())) GTEST_SKIP() << first.status();
     ASSERT_TRUE(first.ok()) << first.status();
-    absl::StatusOr<PerfEvent> second =
-        PerfEvent::Open(SoftwareAttr(PERF_COUNT_SW_DUMMY), 0, -1);
+    absl::StatusOr<PerfEvent> second = PerfEvent::Open(SoftwareAttr(PERF_COUNT_SW_DUMMY), 0, -1);
     ASSERT_TRUE(second.ok()) << second.status();
     EXPECT_EQ(OpenFds(), fds_before + 2);
     *first = *std::move(second);
@@ -264,8 +259,8 @@ TEST(PerfEventTest, RealEmfileExplainsTheLimit) {
   ASSERT_FALSE(event.ok()) << "opened fd " << event->fd() << " past a limit of " << lowest_free;
   EXPECT_EQ(event.status().code(), absl::StatusCode::kResourceExhausted) << event.status();
   EXPECT_TRUE(absl::StrContains(event.status().message(), "EMFILE")) << event.status();
-  EXPECT_TRUE(absl::StrContains(event.status().message(),
-                                absl::StrCat("RLIMIT_NOFILE soft ", lowest_free)))
+  EXPECT_TRUE(
+      absl::StrContains(event.status().message(), absl::StrCat("RLIMIT_NOFILE soft ", lowest_free)))
       << event.status();
 }
 
@@ -311,9 +306,9 @@ TEST(ExplainPerfEventOpenErrorTest, EmfileGivesTheLimitValues) {
   ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &limit), 0);
   absl::Status status = ExplainPerfEventOpenError(EMFILE, SoftwareAttr(0), -1, 1);
   EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_TRUE(absl::StrContains(status.message(),
-                                absl::StrCat("RLIMIT_NOFILE soft ", limit.rlim_cur, ", hard ",
-                                             limit.rlim_max)))
+  EXPECT_TRUE(absl::StrContains(
+      status.message(),
+      absl::StrCat("RLIMIT_NOFILE soft ", limit.rlim_cur, ", hard ", limit.rlim_max)))
       << status;
   EXPECT_TRUE(absl::StrContains(status.message(), "ulimit -n")) << status;
 

@@ -58,8 +58,7 @@ TEST(PlacementTest, UnknownNameIsRejected) {
 
 TEST(PlacementTest, NamesListsEveryAcceptedName) {
   for (const std::string& name : PlacementNames()) {
-    EXPECT_NE(ResolvePlacement(name).status().code(), absl::StatusCode::kInvalidArgument)
-        << name;
+    EXPECT_NE(ResolvePlacement(name).status().code(), absl::StatusCode::kInvalidArgument) << name;
   }
 }
 

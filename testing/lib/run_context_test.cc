@@ -23,8 +23,7 @@ namespace perfscale {
 namespace {
 
 TEST(DetectHypervisorTest, NoFlagIsNone) {
-  EXPECT_EQ(DetectHypervisor("processor\t: 0\nflags\t\t: fpu vme de pse tsc msr\n", "xen"),
-            "none");
+  EXPECT_EQ(DetectHypervisor("processor\t: 0\nflags\t\t: fpu vme de pse tsc msr\n", "xen"), "none");
   EXPECT_EQ(DetectHypervisor("", ""), "none");
   EXPECT_EQ(DetectHypervisor("garbage without lines", "kvm"), "none");
 }
@@ -77,10 +76,9 @@ TEST(ResolveGitHeadTest, LooseRef) {
 TEST(ResolveGitHeadTest, PackedRefs) {
   absl::StatusOr<std::string> rev = ResolveGitHead(FakeGit({
       {"HEAD", "ref: refs/heads/main\n"},
-      {"packed-refs",
-       "# pack-refs with: peeled fully-peeled sorted \n" + std::string(kOtherHash) +
-           " refs/heads/feature\n" + std::string(kHash) + " refs/heads/main\n" +
-           "^" + std::string(kOtherHash) + "\n"},
+      {"packed-refs", "# pack-refs with: peeled fully-peeled sorted \n" + std::string(kOtherHash) +
+                          " refs/heads/feature\n" + std::string(kHash) + " refs/heads/main\n" +
+                          "^" + std::string(kOtherHash) + "\n"},
   }));
   ASSERT_TRUE(rev.ok()) << rev.status();
   EXPECT_EQ(*rev, kHash);
@@ -99,8 +97,8 @@ TEST(ResolveGitHeadTest, GarbageLooseRefFallsBackToPackedRefs) {
 TEST(ResolveGitHeadTest, PackedRefsPrefixDoesNotMatch) {
   absl::StatusOr<std::string> rev = ResolveGitHead(FakeGit({
       {"HEAD", "ref: refs/heads/main\n"},
-      {"packed-refs", std::string(kHash) + " refs/heads/main2\n" + std::string(kHash) +
-                          " refs/heads/mai\n"},
+      {"packed-refs",
+       std::string(kHash) + " refs/heads/main2\n" + std::string(kHash) + " refs/heads/mai\n"},
   }));
   EXPECT_EQ(rev.status().code(), absl::StatusCode::kNotFound);
 }
@@ -113,8 +111,8 @@ TEST(ResolveGitHeadTest, UnbornBranchIsNotFound) {
 }
 
 TEST(ResolveGitHeadTest, UnsafeRefIsRejectedBeforeAnyRead) {
-  for (const char* head : {"ref: ../../../etc/shadow\n", "ref: refs/heads/../../../x\n",
-                           "ref: refs/..\n"}) {
+  for (const char* head :
+       {"ref: ../../../etc/shadow\n", "ref: refs/heads/../../../x\n", "ref: refs/..\n"}) {
     std::vector<std::string> requested;
     absl::StatusOr<std::string> rev =
         ResolveGitHead(FakeGit({{"HEAD", head}, {"../../../etc/shadow", kHash}}, &requested));
@@ -125,9 +123,9 @@ TEST(ResolveGitHeadTest, UnsafeRefIsRejectedBeforeAnyRead) {
 }
 
 TEST(ResolveGitHeadTest, MalformedHead) {
-  for (const char* head : {"", "\n", "garbage", "abc123", "ref:refs/heads/main",
-                           "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0",
-                           "059247z"}) {
+  for (const char* head :
+       {"", "\n", "garbage", "abc123", "ref:refs/heads/main",
+        "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0", "059247z"}) {
     absl::StatusOr<std::string> rev = ResolveGitHead(FakeGit({{"HEAD", head}}));
     EXPECT_FALSE(rev.ok()) << "'" << head << "' resolved to " << *rev;
   }
@@ -218,9 +216,8 @@ TEST(RunContextTest, FieldsHaveStableNamesAndOrder) {
   context.clocksource = "tsc";
   context.perfscale_revision = "abc1234";
   std::vector<std::pair<std::string, std::string>> expected = {
-      {"kernel_release", "6.1.0"}, {"perf_event_paranoid", "2"},
-      {"online_cpus", "0-1"},      {"num_online_cpus", "2"},
-      {"hypervisor", "kvm"},       {"clocksource", "tsc"},
+      {"kernel_release", "6.1.0"},       {"perf_event_paranoid", "2"}, {"online_cpus", "0-1"},
+      {"num_online_cpus", "2"},          {"hypervisor", "kvm"},        {"clocksource", "tsc"},
       {"perfscale_revision", "abc1234"},
   };
   EXPECT_EQ(context.Fields(), expected);

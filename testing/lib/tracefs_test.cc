@@ -28,10 +28,9 @@ TEST(ParseTracepointNameTest, SplitsSubsystemAndEvent) {
 }
 
 TEST(ParseTracepointNameTest, RejectsMalformedAndPathEscapingNames) {
-  for (const char* bad :
-       {"", ":", "sched", "sched:", ":sched_switch", "a:b:c", "sched::switch",
-        "../..:x", "..:id", "sched:..", ".:x", "sched/../..:x", "sched:a/b", "sched: x",
-        "sched:x\n", "sched:x y", "sched:x\t"}) {
+  for (const char* bad : {"", ":", "sched", "sched:", ":sched_switch", "a:b:c", "sched::switch",
+                          "../..:x", "..:id", "sched:..", ".:x", "sched/../..:x", "sched:a/b",
+                          "sched: x", "sched:x\n", "sched:x y", "sched:x\t"}) {
     absl::StatusOr<TracepointName> name = ParseTracepointName(bad);
     EXPECT_FALSE(name.ok()) << "'" << bad << "' accepted";
     if (!name.ok()) {
@@ -55,8 +54,7 @@ TEST(FindTracefsMountTest, PrefersTracefsEvenAfterDebugfs) {
 }
 
 TEST(FindTracefsMountTest, TracefsMountedSomewhereElse) {
-  absl::StatusOr<std::string> root =
-      FindTracefsMount("none /mnt/trace tracefs rw,relatime 0 0\n");
+  absl::StatusOr<std::string> root = FindTracefsMount("none /mnt/trace tracefs rw,relatime 0 0\n");
   ASSERT_TRUE(root.ok()) << root.status();
   EXPECT_EQ(*root, "/mnt/trace");
 }
@@ -71,8 +69,8 @@ TEST(FindTracefsMountTest, DebugfsOnlyUsesItsTracingDirectory) {
 }
 
 TEST(FindTracefsMountTest, NeitherIsNotFoundWithHowToMount) {
-  absl::StatusOr<std::string> root = FindTracefsMount(
-      "sysfs /sys sysfs rw 0 0\nproc /proc proc rw 0 0\n");
+  absl::StatusOr<std::string> root =
+      FindTracefsMount("sysfs /sys sysfs rw 0 0\nproc /proc proc rw 0 0\n");
   ASSERT_FALSE(root.ok());
   EXPECT_EQ(root.status().code(), absl::StatusCode::kNotFound);
   EXPECT_TRUE(absl::StrContains(root.status().message(), "mount -t tracefs"));
@@ -185,8 +183,8 @@ TEST(TracepointIdTest, GarbageIdFileIsInternalNamingTheFile) {
   absl::StatusOr<uint64_t> id = TracepointId("sched:sched_switch", fs.Reader());
   ASSERT_FALSE(id.ok());
   EXPECT_EQ(id.status().code(), absl::StatusCode::kInternal);
-  EXPECT_TRUE(absl::StrContains(id.status().message(),
-                                "/sys/kernel/tracing/events/sched/sched_switch/id"));
+  EXPECT_TRUE(
+      absl::StrContains(id.status().message(), "/sys/kernel/tracing/events/sched/sched_switch/id"));
 }
 
 TEST(TracepointIdTest, NoTracefsIsNotFoundWithHowToMount) {

@@ -52,10 +52,9 @@ double Number(const Json& benchmark, const char* key) {
 TEST_F(TraceOverheadBinaryTest, JsonHasTheBaselineFirstAndTheCounters) {
   Capabilities caps = ProbeCapabilities();
   if (absl::Status s = caps.RequireTracefs(); !s.ok()) GTEST_SKIP() << s.message();
-  Result result = RunBinary({"--trace_sets=none,sched", "--callchains=off,on",
-                             "--trace_scope=task", "--ring_pages=16",
-                             "--tracepoints=nosuch:event", "--benchmark_min_time=0.01",
-                             "--benchmark_format=json"});
+  Result result = RunBinary({"--trace_sets=none,sched", "--callchains=off,on", "--trace_scope=task",
+                             "--ring_pages=16", "--tracepoints=nosuch:event",
+                             "--benchmark_min_time=0.01", "--benchmark_format=json"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   absl::StatusOr<Json> doc = ParseJson(result.out);
   ASSERT_TRUE(doc.ok()) << doc.status() << "\n" << result.out;
@@ -109,9 +108,9 @@ TEST_F(TraceOverheadBinaryTest, WithoutTheBaselineThereIsNoOverhead) {
   if (absl::Status s = ProbeCapabilities().RequireTracefs(); !s.ok()) {
     GTEST_SKIP() << s.message();
   }
-  Result result = RunBinary({"--trace_sets=sched", "--callchains=off", "--trace_scope=task",
-                             "--ring_pages=16", "--benchmark_min_time=0.01",
-                             "--benchmark_format=json"});
+  Result result =
+      RunBinary({"--trace_sets=sched", "--callchains=off", "--trace_scope=task", "--ring_pages=16",
+                 "--benchmark_min_time=0.01", "--benchmark_format=json"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   absl::StatusOr<Json> doc = ParseJson(result.out);
   ASSERT_TRUE(doc.ok()) << doc.status();
@@ -172,7 +171,8 @@ TEST_F(TraceOverheadBinaryTest, RingBuffersOverTheMlockLimitExitTwo) {
   // with the reason (so that `all` still runs every other family).
   std::string by_default = absl::StrCat(
       "ulimit -l 64 && exec /usr/bin/setpriv --bounding-set=-ipc_lock --inh-caps=-ipc_lock ",
-      BinaryPath(), " --trace_sets=none,sched --callchains=off --trace_scope=task "
+      BinaryPath(),
+      " --trace_sets=none,sched --callchains=off --trace_scope=task "
       "--benchmark_min_time=0.01 --benchmark_format=json");
   Result defaulted = RunCommand({"/bin/sh", "-c", by_default});
   ASSERT_EQ(defaulted.exit_code, 0) << defaulted.err;

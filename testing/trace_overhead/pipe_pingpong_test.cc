@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "absl/strings/str_cat.h"
 #include "lib/cpu_set.h"
 #include "lib/file_reader.h"
 #include "testing/lib/process_state.h"
@@ -82,8 +82,7 @@ TEST_P(PipePingPongTest, PinsThePeer) {
   EXPECT_TRUE((*pingpong)->Stop().ok());
 }
 
-INSTANTIATE_TEST_SUITE_P(Peers, PipePingPongTest,
-                         ::testing::Values(Peer::kProcess, Peer::kThread),
+INSTANTIATE_TEST_SUITE_P(Peers, PipePingPongTest, ::testing::Values(Peer::kProcess, Peer::kThread),
                          [](const ::testing::TestParamInfo<Peer>& param_info) {
                            return param_info.param == Peer::kProcess ? "Process" : "Thread";
                          });
@@ -92,8 +91,7 @@ TEST(PipePingPongProcessTest, KilledPeerIsAnErrorNotAHangOrSigpipe) {
   absl::StatusOr<testing::ProcessState> before = testing::CaptureProcessState();
   ASSERT_TRUE(before.ok()) << before.status();
   {
-    absl::StatusOr<std::unique_ptr<PipePingPong>> pingpong =
-        PipePingPong::Start(Peer::kProcess);
+    absl::StatusOr<std::unique_ptr<PipePingPong>> pingpong = PipePingPong::Start(Peer::kProcess);
     ASSERT_TRUE(pingpong.ok()) << pingpong.status();
     ASSERT_TRUE((*pingpong)->RoundTrip().ok());
     ASSERT_EQ(kill((*pingpong)->peer_id(), SIGKILL), 0);
@@ -129,8 +127,7 @@ TEST(PipePingPongProcessTest, PeerDiesWithTheThreadThatStartedIt) {
   ASSERT_GE(helper, 0);
   if (helper == 0) {
     close(report[0]);
-    absl::StatusOr<std::unique_ptr<PipePingPong>> pingpong =
-        PipePingPong::Start(Peer::kProcess);
+    absl::StatusOr<std::unique_ptr<PipePingPong>> pingpong = PipePingPong::Start(Peer::kProcess);
     if (!pingpong.ok() || !(*pingpong)->RoundTrip().ok()) _exit(1);
     pid_t peer = (*pingpong)->peer_id();
     ssize_t ignored = write(report[1], &peer, sizeof(peer));

@@ -117,8 +117,8 @@ TEST(ValidateRingPagesTest, AcceptsPowersOfTwo) {
 }
 
 TEST(ValidateRingPagesTest, RejectsOthersWithTheValue) {
-  for (uint64_t pages : {uint64_t{0}, uint64_t{3}, uint64_t{1000}, kMaxRingPages * 2,
-                         uint64_t{1} << 40}) {
+  for (uint64_t pages :
+       {uint64_t{0}, uint64_t{3}, uint64_t{1000}, kMaxRingPages * 2, uint64_t{1} << 40}) {
     absl::Status status = ValidateRingPages(pages);
     EXPECT_TRUE(absl::IsInvalidArgument(status)) << pages;
     EXPECT_THAT(std::string(status.message()), HasSubstr("power of two"));

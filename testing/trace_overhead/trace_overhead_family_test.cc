@@ -47,8 +47,7 @@ absl::Status RegisterWithFlags(std::vector<std::string> args) {
   args.insert(args.begin(), "trace_overhead_family_test");
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
-  if (absl::Status parsed = ParseFlags(static_cast<int>(argv.size()), argv.data());
-      !parsed.ok()) {
+  if (absl::Status parsed = ParseFlags(static_cast<int>(argv.size()), argv.data()); !parsed.ok()) {
     return parsed;
   }
   for (const Family& family : Families()) {
@@ -84,12 +83,12 @@ TEST(TraceOverheadFamilyTest, RejectsBadFlagsBeforeRegistering) {
 TEST(TraceOverheadFamilyTest, EveryLayoutRunsReportsAndLeavesTheProcessAsFound) {
   absl::StatusOr<testing::ProcessState> before = testing::CaptureProcessState();
   ASSERT_TRUE(before.ok()) << before.status();
-  ASSERT_TRUE(RegisterWithFlags({"--trace_sets=none,syscalls", "--callchains=off,on",
-                                 "--trace_scope=cpu,task", "--pingpong_tasks=processes,threads",
-                                 "--pingpong_placement=unpinned,same_cpu,other_cpus",
-                                 "--ring_pages=16", "--trace_sink=discard,file",
-                                 "--tracepoints=sched:no_such_event"})
-                  .ok());
+  ASSERT_TRUE(
+      RegisterWithFlags({"--trace_sets=none,syscalls", "--callchains=off,on",
+                         "--trace_scope=cpu,task", "--pingpong_tasks=processes,threads",
+                         "--pingpong_placement=unpinned,same_cpu,other_cpus", "--ring_pages=16",
+                         "--trace_sink=discard,file", "--tracepoints=sched:no_such_event"})
+          .ok());
   CollectingReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::ClearRegisteredBenchmarks();

@@ -27,8 +27,8 @@ using ::testing::HasSubstr;
 constexpr char kMounts[] = "sysfs /sys sysfs rw 0 0\nnone /sys/kernel/tracing tracefs rw 0 0\n";
 
 // A tracefs with exactly the given events ("lock:contention_begin" -> id).
-TextFileReader FakeTracefs(std::map<std::string, std::string> events,
-                           std::string mounts = kMounts, bool readable = true) {
+TextFileReader FakeTracefs(std::map<std::string, std::string> events, std::string mounts = kMounts,
+                           bool readable = true) {
   return [events, mounts, readable](const std::string& path) -> absl::StatusOr<std::string> {
     if (path == "/proc/mounts") return mounts;
     if (!readable) return ErrnoStatus(EACCES, path);
@@ -52,8 +52,8 @@ TEST(TracepointSetTest, LockPrefersLockdepWhenAllFourExist) {
                              {"lock:contention_end", "6"}});
   absl::StatusOr<std::vector<std::string>> set = TracepointSet("lock", reader);
   ASSERT_TRUE(set.ok()) << set.status();
-  EXPECT_THAT(*set, ElementsAre("lock:lock_acquire", "lock:lock_acquired",
-                                "lock:lock_contended", "lock:lock_release"));
+  EXPECT_THAT(*set, ElementsAre("lock:lock_acquire", "lock:lock_acquired", "lock:lock_contended",
+                                "lock:lock_release"));
 }
 
 TEST(TracepointSetTest, LockFallsBackToContentionTracepoints) {
@@ -106,9 +106,8 @@ TEST(RecordingAttrTest, LooksLikePerfLockRecord) {
   EXPECT_EQ(attr.config, 42u);
   EXPECT_EQ(attr.sample_period, 1u);
   EXPECT_EQ(attr.freq, 0u);
-  const uint64_t wanted = PERF_SAMPLE_RAW | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
-                          PERF_SAMPLE_CPU | PERF_SAMPLE_IP | PERF_SAMPLE_ID |
-                          PERF_SAMPLE_PERIOD;
+  const uint64_t wanted = PERF_SAMPLE_RAW | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
+                          PERF_SAMPLE_IP | PERF_SAMPLE_ID | PERF_SAMPLE_PERIOD;
   EXPECT_EQ(attr.sample_type, wanted);
   EXPECT_EQ(attr.disabled, 1u);
   EXPECT_EQ(attr.inherit, 0u);
@@ -136,8 +135,8 @@ TEST(TraceRecorderTest, RejectsBadOptionsBeforeOpeningAnything) {
 TEST(TraceRecorderTest, UnknownTracepointIsNotFoundAndNamed) {
   TraceRecorderOptions options;
   options.tracepoints = {"sched:sched_switch", "sched:no_such_event"};
-  absl::StatusOr<std::unique_ptr<TraceRecorder>> recorder = TraceRecorder::Open(
-      options, FakeTracefs({{"sched:sched_switch", "7"}}));
+  absl::StatusOr<std::unique_ptr<TraceRecorder>> recorder =
+      TraceRecorder::Open(options, FakeTracefs({{"sched:sched_switch", "7"}}));
   ASSERT_TRUE(absl::IsNotFound(recorder.status())) << recorder.status();
   EXPECT_THAT(std::string(recorder.status().message()), HasSubstr("sched:no_such_event"));
 }
@@ -162,8 +161,8 @@ TEST(TraceRecorderTest, MissingTracefsNamesTheTracepoint) {
 }
 
 // Kernel-backed from here on: skip only where this machine cannot trace at all.
-absl::StatusOr<std::unique_ptr<TraceRecorder>> OpenOrSkipReason(
-    const TraceRecorderOptions& options, std::string* skip) {
+absl::StatusOr<std::unique_ptr<TraceRecorder>> OpenOrSkipReason(const TraceRecorderOptions& options,
+                                                                std::string* skip) {
   absl::StatusOr<std::unique_ptr<TraceRecorder>> recorder = TraceRecorder::Open(options);
   if (!recorder.ok() && IsEnvironmentLimitation(recorder.status())) {
     *skip = recorder.status().ToString();
@@ -226,7 +225,7 @@ INSTANTIATE_TEST_SUITE_P(Peers, TaskScopeTest,
                                            PipePingPong::Peer::kThread),
                          [](const ::testing::TestParamInfo<PipePingPong::Peer>& param_info) {
                            return param_info.param == PipePingPong::Peer::kProcess ? "Process"
-                                                                             : "Thread";
+                                                                                   : "Thread";
                          });
 
 TEST(TraceRecorderTest, CallchainsMakeEverySampleLarger) {
