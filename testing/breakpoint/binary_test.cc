@@ -27,15 +27,11 @@ using ::perfscale::testing::Json;
 using ::perfscale::testing::ParseJson;
 
 using Result = ::perfscale::testing::CommandResult;
-using ::perfscale::testing::RunCommand;
 
 std::string BinaryPath() { return ::perfscale::testing::RunfilePath("benchmarks/breakpoint"); }
 
-// Runs the benchmark binary with `args`.
 Result RunBinary(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {BinaryPath()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return RunCommand(argv);
+  return ::perfscale::testing::RunRunfile("benchmarks/breakpoint", args);
 }
 
 class BreakpointBinaryTest : public ::testing::Test {

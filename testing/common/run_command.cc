@@ -80,5 +80,11 @@ std::string RunfilePath(absl::string_view relative) {
                       workspace != nullptr ? workspace : "perfscale", "/", relative);
 }
 
+CommandResult RunRunfile(absl::string_view relative, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {RunfilePath(relative)};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv);
+}
+
 }  // namespace testing
 }  // namespace perfscale

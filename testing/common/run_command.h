@@ -29,6 +29,9 @@ CommandResult RunCommand(const std::vector<std::string>& argv);
 // The path of a data dependency inside this test's runfiles, e.g. "benchmarks/all".
 std::string RunfilePath(absl::string_view relative);
 
+// Runs that data dependency with `args`.
+CommandResult RunRunfile(absl::string_view relative, const std::vector<std::string>& args);
+
 }  // namespace testing
 }  // namespace perfscale
 

@@ -28,9 +28,7 @@ using ::perfscale::testing::RunCommand;
 std::string BinaryPath() { return ::perfscale::testing::RunfilePath("benchmarks/trace_overhead"); }
 
 Result RunBinary(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {BinaryPath()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return RunCommand(argv);
+  return ::perfscale::testing::RunRunfile("benchmarks/trace_overhead", args);
 }
 
 class TraceOverheadBinaryTest : public ::testing::Test {

@@ -84,10 +84,9 @@ def run_reference(case: Case) -> float:
     return case.reference_parse(result.stdout + result.stderr)
 
 
-def run_ours(binary: str, case: Case) -> float:
-    cmd = [binary, "--benchmark_format=json"] + case.ours_args
-    if case.ours_repetitions > 1:
-        cmd += ["--benchmark_repetitions=%d" % case.ours_repetitions]
+def run_benchmark_json(cmd: List[str]) -> List[dict]:
+    """Runs one of our benchmark binaries (cmd includes --benchmark_format=json) and
+    returns its per-repetition runs; a failed, skipped or errored run raises."""
     result = subprocess.run(cmd, capture_output=True, text=True)
     if result.returncode != 0:
         raise ParityError("%s failed (exit %d):\n%s" % (" ".join(cmd), result.returncode,
@@ -97,13 +96,24 @@ def run_ours(binary: str, case: Case) -> float:
     except ValueError as err:
         raise ParityError("%s printed no valid JSON (%s)" % (" ".join(cmd), err))
     runs = [b for b in report.get("benchmarks", []) if b.get("run_type") == "iteration"]
+    for run in runs:
+        if run.get("error_occurred"):
+            raise ParityError("%s: %s" % (run.get("name"), run.get("error_message")))
+    if not runs:
+        raise ParityError("%s ran no benchmark" % " ".join(cmd))
+    return runs
+
+
+def run_ours(binary: str, case: Case) -> float:
+    cmd = [binary, "--benchmark_format=json"] + case.ours_args
+    if case.ours_repetitions > 1:
+        cmd += ["--benchmark_repetitions=%d" % case.ours_repetitions]
+    runs = run_benchmark_json(cmd)
     names = sorted({b.get("name") for b in runs})
     if len(names) != 1 or len(runs) != max(1, case.ours_repetitions):
         raise ParityError("%s ran %d runs of %s, expected %d runs of exactly 1 benchmark" %
                           (" ".join(cmd), len(runs), names, max(1, case.ours_repetitions)))
     for run in runs:
-        if run.get("error_occurred"):
-            raise ParityError("%s: %s" % (run.get("name"), run.get("error_message")))
         if case.ours_counter not in run:
             raise ParityError("%s has no counter '%s'" % (run.get("name"), case.ours_counter))
     return statistics.median(float(run[case.ours_counter]) for run in runs)

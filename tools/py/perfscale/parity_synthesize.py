@@ -60,25 +60,11 @@ def run_perf(args):
 
 def run_ours(binary, flags, min_time):
     """{strategy: (usecs/record, records)} from one run of our binary."""
-    cmd = [binary, "--benchmark_format=json", "--benchmark_min_time=" + min_time] + flags
-    result = subprocess.run(cmd, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise pc.ParityError("%s failed (exit %d):\n%s" % (" ".join(cmd), result.returncode,
-                                                           result.stderr[-800:]))
-    try:
-        report = json.loads(result.stdout)
-    except ValueError as err:
-        raise pc.ParityError("%s printed no valid JSON (%s)" % (" ".join(cmd), err))
     found = {}
-    for run in report.get("benchmarks", []):
-        if run.get("run_type") != "iteration":
-            continue
-        if run.get("error_occurred"):
-            raise pc.ParityError("%s: %s" % (run.get("name"), run.get("error_message")))
+    cmd = [binary, "--benchmark_format=json", "--benchmark_min_time=" + min_time] + flags
+    for run in pc.run_benchmark_json(cmd):
         strategy = re.search(r"strategy:(\w+)", run["name"]).group(1)
         found[strategy] = (float(run["usecs/record"]), float(run["records"]))
-    if not found:
-        raise pc.ParityError("%s ran no benchmark" % " ".join(cmd))
     return found
 
 

@@ -77,24 +77,7 @@ def run_ours(binary, flags, min_time, prefix=()):
     """{benchmark name: run} of one run of our binary; errors raise ParityError."""
     cmd = list(prefix) + [binary, "--benchmark_format=json",
                           "--benchmark_min_time=" + min_time] + flags
-    result = subprocess.run(cmd, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise pc.ParityError("%s failed (exit %d):\n%s" % (" ".join(cmd), result.returncode,
-                                                           result.stderr[-800:]))
-    try:
-        report = json.loads(result.stdout)
-    except ValueError as err:
-        raise pc.ParityError("%s printed no valid JSON (%s)" % (" ".join(cmd), err))
-    runs = {}
-    for run in report.get("benchmarks", []):
-        if run.get("run_type") != "iteration":
-            continue
-        if run.get("error_occurred"):
-            raise pc.ParityError("%s: %s" % (run.get("name"), run.get("error_message")))
-        runs[run["name"]] = run
-    if not runs:
-        raise pc.ParityError("%s ran no benchmark" % " ".join(cmd))
-    return runs
+    return {run["name"]: run for run in pc.run_benchmark_json(cmd)}
 
 
 def one_run(runs, prefix):
