@@ -50,9 +50,10 @@ double Number(const Json& benchmark, const char* key) {
 TEST_F(TraceOverheadBinaryTest, JsonHasTheBaselineFirstAndTheCounters) {
   Capabilities caps = ProbeCapabilities();
   if (absl::Status s = caps.RequireTracefs(); !s.ok()) GTEST_SKIP() << s.message();
-  Result result = RunBinary({"--trace_sets=none,sched", "--callchains=off,on", "--trace_scope=task",
-                             "--ring_pages=16", "--tracepoints=nosuch:event",
-                             "--benchmark_min_time=0.01", "--benchmark_format=json"});
+  Result result =
+      RunBinary({"--trace_sets=none,sched", "--callchains=off,on", "--trace_scope=task",
+                 "--pingpong_placement=unpinned", "--ring_pages=16", "--tracepoints=nosuch:event",
+                 "--benchmark_min_time=0.01", "--benchmark_format=json"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   absl::StatusOr<Json> doc = ParseJson(result.out);
   ASSERT_TRUE(doc.ok()) << doc.status() << "\n" << result.out;
@@ -106,9 +107,9 @@ TEST_F(TraceOverheadBinaryTest, WithoutTheBaselineThereIsNoOverhead) {
   if (absl::Status s = ProbeCapabilities().RequireTracefs(); !s.ok()) {
     GTEST_SKIP() << s.message();
   }
-  Result result =
-      RunBinary({"--trace_sets=sched", "--callchains=off", "--trace_scope=task", "--ring_pages=16",
-                 "--benchmark_min_time=0.01", "--benchmark_format=json"});
+  Result result = RunBinary({"--trace_sets=sched", "--callchains=off", "--trace_scope=task",
+                             "--ring_pages=16", "--pingpong_placement=unpinned",
+                             "--benchmark_min_time=0.01", "--benchmark_format=json"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   absl::StatusOr<Json> doc = ParseJson(result.out);
   ASSERT_TRUE(doc.ok()) << doc.status();
@@ -170,7 +171,7 @@ TEST_F(TraceOverheadBinaryTest, RingBuffersOverTheMlockLimitExitTwo) {
   std::string by_default = absl::StrCat(
       "ulimit -l 64 && exec /usr/bin/setpriv --bounding-set=-ipc_lock --inh-caps=-ipc_lock ",
       BinaryPath(),
-      " --trace_sets=none,sched --callchains=off --trace_scope=task "
+      " --trace_sets=none,sched --callchains=off --trace_scope=task --pingpong_placement=unpinned "
       "--benchmark_min_time=0.01 --benchmark_format=json");
   Result defaulted = RunCommand({"/bin/sh", "-c", by_default});
   ASSERT_EQ(defaulted.exit_code, 0) << defaulted.err;
