@@ -323,6 +323,25 @@ absl::StatusOr<std::unique_ptr<ProcessTree>> ProcessTree::Start(const ProcessTre
     }
     return fail(absl::InternalError(absl::StrCat("a child process ", why)));
   }
+  // Every child closes its end right after its report: wait for the end of file too, so
+  // that no caller ever sees a child still holding a descriptor of ours.
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd poll_fd{fds[0], POLLIN, 0};
+    int polled = left.count() > 0 ? poll(&poll_fd, 1, static_cast<int>(left.count())) : 0;
+    if (polled < 0 && errno == EINTR) continue;
+    if (polled < 0) return fail(ErrnoStatus(errno, "poll (child reports)"));
+    if (polled == 0) {
+      return fail(absl::DeadlineExceededError("child processes did not close their report pipe"));
+    }
+    char extra;
+    ssize_t n = read(fds[0], &extra, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 0) break;
+    if (n < 0) return fail(ErrnoStatus(errno, "read (child reports)"));
+    return fail(absl::InternalError("a child process wrote more than its report"));
+  }
   close(fds[0]);
   return tree;
 }
