@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "benchmark/benchmark.h"
+#include "benchmarks/benchmark_flags.h"
 #include "benchmarks/family.h"
 #include "lib/flags.h"
 #include "lib/interrupt_cleanup.h"
@@ -28,6 +29,11 @@ int main(int argc, char** argv) {
       std::printf(" %s", family.name.c_str());
     }
     std::printf(")\n%s\nGoogle Benchmark flags:\n", perfscale::FlagsHelp().c_str());
+  }
+  if (absl::Status checked = perfscale::CheckBenchmarkFlags({argv + 1, argv + argc});
+      !checked.ok()) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], std::string(checked.message()).c_str());
+    return 2;
   }
   benchmark::Initialize(&argc, argv);  // exits after printing its help for --help
   if (absl::Status parsed = perfscale::ParseFlags(argc, argv); !parsed.ok()) {

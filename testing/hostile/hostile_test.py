@@ -99,7 +99,13 @@ class Hostile(unittest.TestCase):
         self.assertSkipMentions(report, "breakpoint")
 
     def test_sigint_mid_run(self):
-        tmp = tempfile.mkdtemp(prefix="perfscale-sigint-")
+        self.interrupt_mid_run(signal.SIGINT)
+
+    def test_sigterm_mid_run(self):
+        self.interrupt_mid_run(signal.SIGTERM)
+
+    def interrupt_mid_run(self, signal_number):
+        tmp = tempfile.mkdtemp(prefix="perfscale-signal-")
         try:
             env = dict(os.environ, TMPDIR=tmp)
             # The families that fork children and write files.
@@ -112,13 +118,15 @@ class Hostile(unittest.TestCase):
             while time.time() < deadline:  # watch it work, and remember its children
                 descendants |= children_of(proc.pid)
                 time.sleep(0.1)
-            proc.send_signal(signal.SIGINT)
+            proc.send_signal(signal_number)
             try:
                 rc = proc.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 proc.kill()
-                self.fail("did not exit within 15 s of SIGINT")
-            self.assertEqual(rc, 128 + signal.SIGINT, proc.stderr.read()[-2000:])
+                self.fail("did not exit within 15 s of signal %d" % signal_number)
+            stderr = proc.stderr.read()
+            proc.stderr.close()
+            self.assertEqual(rc, 128 + signal_number, stderr[-2000:])
             time.sleep(0.2)
             alive = [pid for pid in descendants if os.path.exists("/proc/%d" % pid)
                      and not is_zombie_reaped_elsewhere(pid)]

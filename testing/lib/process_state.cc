@@ -45,7 +45,29 @@ bool HasChildren() {
   return !(rc < 0 && errno == ECHILD);
 }
 
+#if defined(__SANITIZE_THREAD__)
+#define PERFSCALE_UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define PERFSCALE_UNDER_TSAN 1
+#endif
+#endif
+
+// ThreadSanitizer starts a background thread of its own the first time the program creates
+// a thread. Have it start before the first snapshot, so that every snapshot counts it and
+// only the code under test can change the count.
+void StartSanitizerThreads() {
+#ifdef PERFSCALE_UNDER_TSAN
+  static const bool started = [] {
+    std::thread([] {}).join();
+    return true;
+  }();
+  (void)started;
+#endif
+}
+
 absl::StatusOr<ProcessState> CaptureProcessState() {
+  StartSanitizerThreads();
   ProcessState state;
   absl::StatusOr<int> fds = CountOpenFds();
   if (!fds.ok()) return fds.status();
