@@ -1,14 +1,19 @@
-// Feeds arbitrary bytes to every text parser in lib/. A parser may reject its input;
-// it must never crash, hang, read out of bounds, or accept what it cannot round-trip.
+// Feeds arbitrary bytes to every text parser in lib/ and to the flag-value parsers. A parser may
+// reject its input; it must never crash, hang, read out of bounds, or accept what it cannot
+// round-trip.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "lib/capabilities.h"
 #include "lib/cpu_set.h"
+#include "lib/event_grid.h"
 #include "lib/flags.h"
 #include "lib/interrupts.h"
+#include "lib/parallel_synthesis.h"
+#include "lib/perf_attr.h"
 #include "lib/run_context.h"
 #include "lib/tracefs.h"
 
@@ -31,6 +36,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   perfscale::ParseInt(text, -1000, 1000).IgnoreError();
   perfscale::ParseIntList(text, 0, 1 << 20).IgnoreError();
   perfscale::ParseChoiceList(text, {"mutex", "atomic", "per_worker"}).IgnoreError();
+  perfscale::ParseSoftwareEventName(text).IgnoreError();
+  perfscale::ParseGridOrder(text).IgnoreError();
+  perfscale::ParseOutputStrategy(text).IgnoreError();
+  perfscale::ParseOutputSink(text).IgnoreError();
+  // A command line: the bytes split at NUL into arguments.
+  std::vector<std::string> args = {"fuzz"};
+  for (char c : text) {
+    if (c == '\0') {
+      args.emplace_back();
+    } else {
+      if (args.size() == 1) args.emplace_back();
+      args.back().push_back(c);
+    }
+  }
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  perfscale::ParseFlags(static_cast<int>(argv.size()), argv.data()).IgnoreError();
   perfscale::DetectHypervisor(text, text);
   perfscale::ResolveGitHead([text](const std::string&) -> absl::StatusOr<std::string> {
     return std::string(text);
