@@ -196,12 +196,9 @@ void BM_BreakpointEnable(benchmark::State& state, EnableParams params) {
   }
   absl::StatusOr<Placement> placement = ResolvePlacement(params.placement);
   if (SkipIfError(state, placement.status())) return;
-  std::unique_ptr<ScopedAffinity> pinned;
-  if (!placement->driver.empty()) {
-    absl::StatusOr<ScopedAffinity> pin = ScopedAffinity::PinTo(placement->driver);
-    if (SkipIfError(state, pin.status())) return;
-    pinned = std::make_unique<ScopedAffinity>(*std::move(pin));
-  }
+  // Restores the thread's affinity on every return path.
+  absl::StatusOr<std::unique_ptr<ScopedAffinity>> pinned = PinDriver(*placement);
+  if (SkipIfError(state, pinned.status())) return;
 
   // A stack byte, as perf bench watches: never touched while the threads exist.
   volatile char watched = 0;

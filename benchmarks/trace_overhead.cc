@@ -197,12 +197,9 @@ void BM_PipePingPong(benchmark::State& state, Params params) {
   }
   absl::StatusOr<Placement> placement = ResolvePlacement(params.placement);
   if (SkipIfError(state, placement.status())) return;
-  std::unique_ptr<ScopedAffinity> pinned;
-  if (!placement->driver.empty()) {
-    absl::StatusOr<ScopedAffinity> pin = ScopedAffinity::PinTo(placement->driver);
-    if (SkipIfError(state, pin.status())) return;
-    pinned = std::make_unique<ScopedAffinity>(*std::move(pin));
-  }
+  // Restores the thread's affinity on every return path.
+  absl::StatusOr<std::unique_ptr<ScopedAffinity>> pinned = PinDriver(*placement);
+  if (SkipIfError(state, pinned.status())) return;
   // The one peer needs one CPU: the first of the others.
   std::vector<int> peer_cpus;
   if (!placement->others.empty()) peer_cpus = {placement->others[0]};
@@ -234,7 +231,7 @@ void BM_PipePingPong(benchmark::State& state, Params params) {
   }
   // Reaped before the meter stops, so the peer's CPU time is counted.
   if (SkipIfError(state, (*pingpong)->Stop())) return;
-  pinned.reset();
+  pinned->reset();  // the thread's own affinity back before the counters are reported
 
   double ops = static_cast<double>(state.iterations());
   double usecs_per_op = elapsed_us / ops;

@@ -1,7 +1,8 @@
 #include "lib/placement.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
-#include "lib/cpu_set.h"
 
 namespace perfscale {
 
@@ -25,6 +26,13 @@ absl::StatusOr<Placement> ResolvePlacement(absl::string_view name) {
         "placement other_cpus needs at least 2 CPUs in this thread's affinity");
   }
   return Placement{{cpus[0]}, std::vector<int>(cpus.begin() + 1, cpus.end())};
+}
+
+absl::StatusOr<std::unique_ptr<ScopedAffinity>> PinDriver(const Placement& placement) {
+  if (placement.driver.empty()) return std::unique_ptr<ScopedAffinity>();
+  absl::StatusOr<ScopedAffinity> pin = ScopedAffinity::PinTo(placement.driver);
+  if (!pin.ok()) return pin.status();
+  return std::make_unique<ScopedAffinity>(*std::move(pin));
 }
 
 }  // namespace perfscale

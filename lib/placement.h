@@ -8,15 +8,18 @@
 //
 // Example:
 //   absl::StatusOr<perfscale::Placement> p = perfscale::ResolvePlacement("other_cpus");
-//   ScopedAffinity::PinTo(p->driver); start peers pinned to p->others;
+//   absl::StatusOr<std::unique_ptr<perfscale::ScopedAffinity>> pin = perfscale::PinDriver(*p);
+//   ... start the other threads pinned to p->others ...
 #ifndef PERFSCALE_LIB_PLACEMENT_H_
 #define PERFSCALE_LIB_PLACEMENT_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "lib/cpu_set.h"
 
 namespace perfscale {
 
@@ -30,6 +33,10 @@ struct Placement {
   std::vector<int> others;
 };
 absl::StatusOr<Placement> ResolvePlacement(absl::string_view name);
+
+// Pins the calling thread to placement.driver until the returned owner is destroyed;
+// nullptr (nothing to restore) when the placement leaves the driver unpinned.
+absl::StatusOr<std::unique_ptr<ScopedAffinity>> PinDriver(const Placement& placement);
 
 }  // namespace perfscale
 

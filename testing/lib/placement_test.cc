@@ -56,6 +56,23 @@ TEST(PlacementTest, UnknownNameIsRejected) {
   EXPECT_EQ(ResolvePlacement("").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(PlacementTest, PinDriverPinsAndRestoresOrLeavesAlone) {
+  std::vector<int> before = AllowedCpus();
+  absl::StatusOr<std::unique_ptr<ScopedAffinity>> none = PinDriver(Placement{});
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(*none, nullptr);
+  EXPECT_EQ(AllowedCpus(), before);
+  {
+    absl::StatusOr<Placement> same = ResolvePlacement("same_cpu");
+    ASSERT_TRUE(same.ok()) << same.status();
+    absl::StatusOr<std::unique_ptr<ScopedAffinity>> pinned = PinDriver(*same);
+    ASSERT_TRUE(pinned.ok()) << pinned.status();
+    EXPECT_NE(*pinned, nullptr);
+    EXPECT_EQ(AllowedCpus(), same->driver);
+  }
+  EXPECT_EQ(AllowedCpus(), before);
+}
+
 TEST(PlacementTest, NamesListsEveryAcceptedName) {
   for (const std::string& name : PlacementNames()) {
     EXPECT_NE(ResolvePlacement(name).status().code(), absl::StatusCode::kInvalidArgument) << name;
