@@ -8,7 +8,7 @@
 // it to 1.7 s; the thread names parallel per-CPU setup and fewer redundant /sys reads as
 // the next steps.
 //
-// BM_EventOpen/strategy:S/events:E/event:K/phases:P/cpus:C[/group:G]
+// BM_EventOpen/strategy:S/events:E/event:K/phases:P/cpus:C[/group:G][/load:L]
 //   E events of kind K (a software event such as cpu-clock or dummy, or a tracepoint
 //   subsystem:name), each opened system-wide (pid -1) on each of C CPUs: E x C fds.
 //   Strategy: event_major (for each event, for each CPU), cpu_major (for each CPU: move
@@ -22,6 +22,12 @@
 //   counters -- open (disabled), enable, read, disable, close -- every phase in the
 //   strategy's order. G > 1 opens the events in weak groups of G (members fall back to
 //   independent events where the kernel refuses the group, as '{...}:W').
+//   L > 0 runs L spinning threads while the events are opened, thread i pinned to the
+//   i-th of the C CPUs (all of them at L = C): the loaded machine on which perf stat
+//   --no-affinity (2026) says sched_setaffinity "may introduce a delay". cpu_major then
+//   waits for the scheduler on every CPU it moves to, event_major's IPIs interrupt the
+//   hogs, parallel's pinned workers share each CPU with one. The hogs start before and
+//   stop after the timed loop; the interrupts they take count in this process's sys_us.
 //   One iteration = those phases over all E x C fds (manual time: only the timed phases).
 //   Counters: usecs/fd, ipis/fd (function-call IPIs, system-wide, timed phases only),
 //   sys_us/fd (this process), fds (E x C), and for lifecycle share:<phase> (each phase's
@@ -50,10 +56,12 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "benchmark/benchmark.h"
 #include "benchmarks/bench_support.h"
 #include "benchmarks/family.h"
+#include "lib/background_threads.h"
 #include "lib/capabilities.h"
 #include "lib/cpu_set.h"
 #include "lib/cpu_workers.h"
@@ -84,6 +92,10 @@ Flag& phases_flag =
                "enabled events, as perf record), lifecycle (open, enable, read, disable, close)");
 Flag& group_size_flag = DefineFlag(
     "group_size", "1", "1: independent events; N > 1: weak groups of N events ({...}:W)");
+Flag& load_flag =
+    DefineFlag("load", "0,all",
+               "spinning threads pinned to the CPUs while BM_EventOpen runs: counts up to the "
+               "CPU count, or all (one per CPU)");
 Flag& pmu_events_flag =
     DefineFlag("pmu_events", "",
                "event names BM_PmuResolve resolves through sysfs, e.g. msr/tsc/,software/config=0/ "
@@ -109,6 +121,7 @@ struct OpenParams {
   PhasePlan plan;
   int group_size;
   std::vector<int> cpus;
+  int load = 0;  // spinning threads, pinned to cpus in turn
 };
 
 absl::StatusOr<perf_event_attr> KindAttr(const std::string& kind, bool disabled,
@@ -178,6 +191,13 @@ void BM_EventOpen(benchmark::State& state, OpenParams params) {
     absl::StatusOr<std::unique_ptr<CpuWorkers>> started = CpuWorkers::Start(params.cpus);
     if (SkipIfError(state, started.status())) return;
     workers = *std::move(started);
+  }
+  std::unique_ptr<BackgroundThreads> hogs;
+  if (params.load > 0) {
+    absl::StatusOr<std::unique_ptr<BackgroundThreads>> started =
+        BackgroundThreads::Start(BackgroundThreads::kSpinning, params.load, params.cpus);
+    if (SkipIfError(state, started.status())) return;
+    hogs = *std::move(started);
   }
   GridSpec spec;
   spec.events.assign(static_cast<size_t>(params.events), *attr);
@@ -309,6 +329,19 @@ absl::StatusOr<std::vector<int64_t>> IntListFlag(const Flag& flag, int64_t min, 
   return values;
 }
 
+// --load: hog counts, `all` being one per CPU.
+absl::StatusOr<std::vector<int64_t>> ResolveLoads(int cpus) {
+  std::string text = FlagText(load_flag, "0");
+  std::vector<std::string> items = absl::StrSplit(text, ',');
+  for (std::string& item : items) {
+    if (item == "all") item = absl::StrCat(cpus);
+  }
+  absl::StatusOr<std::vector<int64_t>> loads = ParseIntList(absl::StrJoin(items, ","), 0, cpus);
+  if (!loads.ok()) return load_flag.Annotate(loads.status());
+  if (loads->empty()) return load_flag.Annotate(absl::InvalidArgumentError("expected a value"));
+  return loads;
+}
+
 absl::StatusOr<std::vector<int>> ResolveCpus() {
   absl::StatusOr<std::vector<int>> online = OnlineCpus();
   if (!online.ok()) return online.status();
@@ -357,6 +390,8 @@ absl::Status RegisterOpenFamily(const std::vector<int64_t>& events) {
   if (!phases.ok()) return phases.status();
   absl::StatusOr<std::vector<int64_t>> group_sizes = IntListFlag(group_size_flag, 1, 1024);
   if (!group_sizes.ok()) return group_sizes.status();
+  absl::StatusOr<std::vector<int64_t>> loads = ResolveLoads(static_cast<int>(cpus->size()));
+  if (!loads.ok()) return loads.status();
 
   for (const std::string& strategy : *strategies) {
     for (int64_t e : events) {
@@ -376,9 +411,14 @@ absl::Status RegisterOpenFamily(const std::vector<int64_t>& events) {
                 absl::StrCat("BM_EventOpen/strategy:", strategy, "/events:", e, "/event:", kind,
                              "/phases:", phase, "/cpus:", cpus->size());
             if (g > 1) absl::StrAppend(&name, "/group:", g);
-            benchmark::RegisterBenchmark(name.c_str(), BM_EventOpen, params)
-                ->UseManualTime()
-                ->Unit(benchmark::kMicrosecond);
+            for (int64_t load : *loads) {
+              params.load = static_cast<int>(load);
+              // Unloaded runs keep the names they always had, so history still matches.
+              std::string loaded = load > 0 ? absl::StrCat(name, "/load:", load) : name;
+              benchmark::RegisterBenchmark(loaded.c_str(), BM_EventOpen, params)
+                  ->UseManualTime()
+                  ->Unit(benchmark::kMicrosecond);
+            }
           }
         }
       }

@@ -36,8 +36,8 @@ class EventOpenBinary(unittest.TestCase):
         self.assertIn("perf_event_paranoid", report["context"])
         benchmarks = report["benchmarks"]
         names = [b["name"] for b in benchmarks]
-        # 3 strategies x 2 kinds x 3 phase plans, then 2 lookups.
-        self.assertEqual(sum(n.startswith("BM_EventOpen/") for n in names), 18, names)
+        # 3 strategies x 2 kinds x 3 phase plans x 2 loads (0, all), then 2 lookups.
+        self.assertEqual(sum(n.startswith("BM_EventOpen/") for n in names), 36, names)
         self.assertEqual(sum(n.startswith("BM_PmuResolve/") for n in names), 2, names)
         root = os.geteuid() == 0
         cpus = online_cpus()
@@ -48,7 +48,7 @@ class EventOpenBinary(unittest.TestCase):
             self.assertFalse(bench.get("error_occurred", False),
                              "%s: %s" % (name, bench.get("error_message")))
             if name.startswith("BM_EventOpen/"):
-                self.assertIn("/cpus:%d/" % cpus, name)
+                self.assertIn("/cpus:%d" % cpus, name)
                 self.assertEqual(bench["fds"], 2 * cpus, name)
                 for counter in ("usecs/fd", "ipis/fd", "sys_us/fd"):
                     self.assertIn(counter, bench, name)
@@ -70,8 +70,23 @@ class EventOpenBinary(unittest.TestCase):
         self.assertEqual(names, [
             "BM_EventOpen/strategy:cpu_major/events:1/event:cpu-clock/phases:open/cpus:1"
             "/manual_time",
+            "BM_EventOpen/strategy:cpu_major/events:1/event:cpu-clock/phases:open/cpus:1"
+            "/load:1/manual_time",
             "BM_PmuResolve/lookup:per_pmu/events:1/names:1/real_time",
         ])
+
+    def test_load_all_is_one_hog_per_cpu(self):
+        result = run("--events=1", "--strategy=cpu_major", "--phases=open",
+                     "--event_kinds=cpu-clock", "--load=all,0,1", "--pmu_lookup=per_pmu",
+                     "--pmu_events=software/config=0/", "--benchmark_list_tests")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        cpus = online_cpus()
+        base = "BM_EventOpen/strategy:cpu_major/events:1/event:cpu-clock/phases:open/cpus:%d" % cpus
+        names = [n for n in result.stdout.split() if n.startswith("BM_EventOpen/")]
+        expected = [base + "/load:%d" % cpus, base]
+        if cpus > 1:
+            expected.append(base + "/load:1")
+        self.assertEqual(names, [n + "/manual_time" for n in expected])
 
     def test_quick_run_is_small(self):
         result = run("--quick=true", "--benchmark_list_tests")
@@ -94,6 +109,9 @@ class EventOpenBinary(unittest.TestCase):
             ("--strategy=", "--strategy"),
             ("--events=", "--events"),
             ("--group_size=0", "--group_size"),
+            ("--load=4096", "--load"),
+            ("--load=half", "--load"),
+            ("--load=", "--load"),
             ("--pmu_lookup=cached", "--pmu_lookup"),
             ("--pmu_events=msr/tsc", "--pmu_events"),
             ("--pmu_events=msr", "--pmu_events"),
