@@ -145,13 +145,17 @@ absl::Status Capabilities::RequireSystemWide() const {
 }
 
 absl::Status Capabilities::RequireTracefs() const {
-  if (!tracefs) {
-    return absl::NotFoundError(
-        "tracefs is not mounted: 'mount -t tracefs nodev /sys/kernel/tracing'");
+  std::string root;
+  if (tracefs) {
+    root = *tracefs;
+  } else {
+    absl::StatusOr<std::string> mounted = EnsureTracefs(cap_sys_admin);
+    if (!mounted.ok()) return mounted.status();
+    root = *mounted;
   }
-  if (access(tracefs->c_str(), R_OK | X_OK) != 0) {
+  if (access(root.c_str(), R_OK | X_OK) != 0) {
     return absl::PermissionDeniedError(
-        absl::StrCat("cannot read tracefs at ", *tracefs, ": run as root"));
+        absl::StrCat("cannot read tracefs at ", root, ": run as root"));
   }
   return absl::OkStatus();
 }

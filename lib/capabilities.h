@@ -34,7 +34,7 @@ struct Capabilities {
   bool cap_perfmon = false;
   bool cap_sys_admin = false;
   bool breakpoint_pmu = false;
-  std::optional<std::string> tracefs;  // mount point, when mounted
+  std::optional<std::string> tracefs;  // mount point, when mounted at probe time
   uint64_t fd_soft_limit = 0;
   uint64_t fd_hard_limit = 0;
   // How many more threads this process may create (threads-max, pid_max, RLIMIT_NPROC
@@ -47,6 +47,7 @@ struct Capabilities {
   absl::Status RequirePerfEvents() const;
   absl::Status RequireBreakpointPmu() const;
   absl::Status RequireSystemWide() const;
+  // When the probe found tracefs unmounted, mounts it if cap_sys_admin (EnsureTracefs).
   absl::Status RequireTracefs() const;
   // ResourceExhausted with the numbers when more fds than the hard limit are needed.
   absl::Status RequireFds(uint64_t needed) const;

@@ -102,6 +102,7 @@ TEST_P(EventGridTest, OpensEventsTimesCpusAndClosesThemAll) {
 // this thread counts this thread's syscalls only on the CPU it runs on. Pinned to CPU X,
 // the thread's syscalls must show up on exactly the fds of CPU X.
 TEST_P(EventGridTest, EachFdCountsOnItsCpu) {
+  if (absl::Status s = ProbeCapabilities().RequireTracefs(); !s.ok()) GTEST_SKIP() << s.message();
   absl::StatusOr<uint64_t> id = TracepointId("raw_syscalls:sys_enter");
   if (absl::IsNotFound(id.status())) GTEST_SKIP() << id.status().message();
   ASSERT_TRUE(id.ok()) << id.status();

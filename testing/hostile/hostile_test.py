@@ -84,11 +84,19 @@ class Hostile(unittest.TestCase):
         self.assertSkipMentions(report, "threads")
 
     def test_tracefs_not_mounted(self):
-        script = ("umount -l /sys/kernel/tracing 2>/dev/null; "
-                  "umount -l /sys/kernel/debug 2>/dev/null; exec \"$@\"")
-        report = self.run_binary(prefix=["unshare", "--mount", "--propagation", "private",
-                                         "sh", "-c", script, "sh"])
-        self.assertSkipMentions(report, "tracefs")
+        # A new machine: the kernel has tracefs, nothing mounted it. As root the binary
+        # mounts it and records; as nobody it skips saying how to mount it.
+        script = ("while umount -l /sys/kernel/tracing 2>/dev/null; do :; done; "
+                  "while umount -l /sys/kernel/debug 2>/dev/null; do :; done; exec \"$@\"")
+        namespace = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"]
+        flags = QUICK + ["--benchmark_filter=PipePingPong", "--trace_sets=none,sched"]
+        report = self.run_binary(prefix=namespace, flags=flags)
+        self.assertEqual(self.skips(report), [])
+        recorded = [b for b in report["benchmarks"] if "/set:sched/" in b["name"]]
+        self.assertTrue(recorded, [b["name"] for b in report["benchmarks"]])
+        # Per-task recording, which paranoid 2 allows nobody: only tracefs stands in the way.
+        report = self.run_binary(prefix=namespace + NOBODY, flags=flags + ["--trace_scope=task"])
+        self.assertSkipMentions(report, "mount -t tracefs nodev /sys/kernel/tracing")
 
     def test_breakpoint_pmu_missing(self):
         # An empty PMU directory: what a kernel without hardware breakpoints shows.

@@ -164,12 +164,10 @@ TEST(CapabilitiesTest, MissingBreakpointPmu) {
       << status;
 }
 
-TEST(CapabilitiesTest, Tracefs) {
+// An unmounted tracefs is EnsureTracefs' business (tracefs_test, in a private mount
+// namespace); here only what the probe found.
+TEST(CapabilitiesTest, UnreadableTracefs) {
   Capabilities caps = Unprivileged(2);
-  caps.tracefs.reset();
-  absl::Status missing = caps.RequireTracefs();
-  EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
-  EXPECT_TRUE(absl::StrContains(missing.message(), "mount -t tracefs")) << missing;
   caps.tracefs = "/nonexistent/tracing";
   EXPECT_EQ(caps.RequireTracefs().code(), absl::StatusCode::kPermissionDenied);
 }

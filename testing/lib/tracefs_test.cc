@@ -1,6 +1,12 @@
-// Tracepoint lookup: name parsing, finding tracefs in /proc/mounts text, and TracepointId
-// over a fake filesystem (to reach the NotFound / PermissionDenied paths) and the real one.
+// Tracepoint lookup: name parsing, finding tracefs in /proc/mounts text, what to do when it
+// is not mounted (PlanTracefs, fed text), EnsureTracefs for real in private mount
+// namespaces, and TracepointId over a fake filesystem (to reach the NotFound /
+// PermissionDenied paths) and the real one.
 #include "lib/tracefs.h"
+
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <map>
@@ -9,9 +15,13 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
+#include "lib/capabilities.h"
 #include "lib/errno_status.h"
 #include "lib/file_reader.h"
+#include "testing/common/run_command.h"
 
 namespace perfscale {
 namespace {
@@ -84,6 +94,157 @@ TEST(FindTracefsMountTest, EmptyAndGarbageAreNotFound) {
   // The type is the third field; a device or mount point named tracefs is not a mount.
   EXPECT_EQ(FindTracefsMount("tracefs /tracefs ext4 rw 0 0\n").status().code(),
             absl::StatusCode::kNotFound);
+}
+
+constexpr char kFilesystemsWithTracefs[] =
+    "nodev\tsysfs\nnodev\ttmpfs\nnodev\tdebugfs\nnodev\ttracefs\n\text4\n";
+constexpr char kBareMounts[] = "sysfs /sys sysfs rw 0 0\nproc /proc proc rw 0 0\n";
+
+TEST(PlanTracefsTest, UsesWhatIsMountedAndNeverMountsAgain) {
+  for (bool may_mount : {false, true}) {
+    absl::StatusOr<TracefsPlan> plan =
+        PlanTracefs(kTracefsMounts, kFilesystemsWithTracefs, may_mount);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_EQ(plan->root, "/sys/kernel/tracing");
+    EXPECT_FALSE(plan->mount);
+  }
+  absl::StatusOr<TracefsPlan> debugfs =
+      PlanTracefs("debugfs /sys/kernel/debug debugfs rw 0 0\n", kFilesystemsWithTracefs, true);
+  ASSERT_TRUE(debugfs.ok()) << debugfs.status();
+  EXPECT_EQ(debugfs->root, "/sys/kernel/debug/tracing");
+  EXPECT_FALSE(debugfs->mount);
+}
+
+TEST(PlanTracefsTest, MountsWhenTheKernelHasItAndWeMay) {
+  absl::StatusOr<TracefsPlan> plan = PlanTracefs(kBareMounts, kFilesystemsWithTracefs, true);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->root, "/sys/kernel/tracing");
+  EXPECT_TRUE(plan->mount);
+  // Spaces instead of a tab, no "nodev": still the name in the last field.
+  plan = PlanTracefs(kBareMounts, "   tracefs  \n", true);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(plan->mount);
+}
+
+TEST(PlanTracefsTest, WithoutThePrivilegeGivesTheExactCommand) {
+  absl::StatusOr<TracefsPlan> plan = PlanTracefs(kBareMounts, kFilesystemsWithTracefs, false);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(
+      absl::StrContains(plan.status().message(), "mount -t tracefs nodev /sys/kernel/tracing"))
+      << plan.status();
+  EXPECT_TRUE(absl::StrContains(plan.status().message(), "CAP_SYS_ADMIN")) << plan.status();
+}
+
+TEST(PlanTracefsTest, AKernelWithoutTracefsIsUnimplementedWhateverThePrivilege) {
+  for (absl::string_view filesystems :
+       {"nodev\tsysfs\nnodev\tdebugfs\n", "", "nodev\ttracefs2\n", "tracefs\tnodev\n"}) {
+    for (bool may_mount : {false, true}) {
+      absl::StatusOr<TracefsPlan> plan = PlanTracefs(kBareMounts, filesystems, may_mount);
+      ASSERT_FALSE(plan.ok()) << filesystems;
+      EXPECT_EQ(plan.status().code(), absl::StatusCode::kUnimplemented) << filesystems;
+      EXPECT_TRUE(absl::StrContains(plan.status().message(), "CONFIG_TRACING"));
+    }
+  }
+}
+
+// EnsureTracefs for real, each case in a fresh process (its mount happens once per
+// process) inside a private mount namespace, so the host's mounts are never touched.
+class EnsureTracefsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root to create a private mount namespace";
+    absl::StatusOr<std::string> filesystems = ReadTextFile("/proc/filesystems");
+    ASSERT_TRUE(filesystems.ok()) << filesystems.status();
+    if (!absl::StrContains(*filesystems, "tracefs")) GTEST_SKIP() << "this kernel has no tracefs";
+  }
+
+  // Runs `script` with sh in a private mount namespace where neither tracefs nor debugfs
+  // is mounted; "$0" in it is the ensure_tracefs helper.
+  static ::perfscale::testing::CommandResult InFreshNamespace(const std::string& script,
+                                                              const std::string& helper) {
+    return ::perfscale::testing::RunCommand(
+        {"unshare", "--mount", "--propagation", "private", "sh", "-c",
+         absl::StrCat("while umount -l /sys/kernel/tracing 2>/dev/null; do :; done; "
+                      "while umount -l /sys/kernel/debug 2>/dev/null; do :; done; ",
+                      script),
+         helper});
+  }
+
+  static std::string Helper() {
+    return ::perfscale::testing::RunfilePath("testing/lib/ensure_tracefs");
+  }
+
+  static int CountLines(absl::string_view text, absl::string_view needle) {
+    int count = 0;
+    for (absl::string_view line : absl::StrSplit(text, '\n'))
+      count += absl::StrContains(line, needle);
+    return count;
+  }
+};
+
+TEST_F(EnsureTracefsTest, MountsOnceWhereNothingDidAndSaysSoOnce) {
+  auto result = InFreshNamespace(
+      "grep -c ' tracefs ' /proc/mounts; \"$0\" 3; grep ' tracefs ' /proc/mounts", Helper());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  std::vector<std::string> lines = absl::StrSplit(result.out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 5u) << result.out;
+  EXPECT_EQ(lines[0], "0");  // the namespace starts as a new machine does
+  for (int i = 1; i <= 3; ++i) EXPECT_EQ(lines[i], "ok /sys/kernel/tracing") << result.out;
+  EXPECT_TRUE(absl::StartsWith(lines[4], "nodev /sys/kernel/tracing tracefs ")) << result.out;
+  EXPECT_EQ(CountLines(result.err,
+                       "perfscale: tracefs was not mounted; mounted it at "
+                       "/sys/kernel/tracing"),
+            1)
+      << result.err;
+}
+
+TEST_F(EnsureTracefsTest, MountsNothingWhenItIsThere) {
+  auto mounted = InFreshNamespace(
+      "mount -t tracefs nodev /sys/kernel/tracing && \"$0\" 2 && grep -c ' tracefs ' /proc/mounts",
+      Helper());
+  ASSERT_EQ(mounted.exit_code, 0) << mounted.err;
+  EXPECT_EQ(mounted.out, "ok /sys/kernel/tracing\nok /sys/kernel/tracing\n1\n");
+  EXPECT_EQ(mounted.err, "");
+  // debugfs alone: its tracing directory (which the kernel mounts on first access).
+  auto debugfs = InFreshNamespace(
+      "mount -t debugfs nodev /sys/kernel/debug && \"$0\" && "
+      "grep -c ' /sys/kernel/tracing ' /proc/mounts",
+      Helper());
+  EXPECT_EQ(debugfs.out, "ok /sys/kernel/debug/tracing\n0\n") << debugfs.err;
+  EXPECT_EQ(debugfs.err, "");
+}
+
+TEST_F(EnsureTracefsTest, TwoProcessesAtOnceMountItOnce) {
+  auto result = InFreshNamespace(
+      "\"$0\" & \"$0\" & \"$0\"; wait; grep -c ' /sys/kernel/tracing tracefs ' /proc/mounts",
+      Helper());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(CountLines(result.out, "ok /sys/kernel/tracing"), 3) << result.out;
+  EXPECT_TRUE(absl::EndsWith(result.out, "\n1\n")) << result.out;
+  EXPECT_EQ(CountLines(result.err, "mounted it at"), 1) << result.err;
+}
+
+TEST_F(EnsureTracefsTest, UnprivilegedGetsTheMountCommandAndMountsNothing) {
+  // nobody cannot execute from the runfiles under /root: a copy it can.
+  char dir[] = "/tmp/perfscale-tracefs-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  std::string copy = absl::StrCat(dir, "/ensure_tracefs");
+  auto copied = ::perfscale::testing::RunCommand({"cp", Helper(), copy});
+  ASSERT_EQ(copied.exit_code, 0) << copied.err;
+  chmod(dir, 0755);
+  auto result = InFreshNamespace(
+      "setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all --bounding-set=-all "
+      "-- \"$0\"; grep -c ' tracefs ' /proc/mounts",
+      copy);
+  unlink(copy.c_str());
+  rmdir(dir);
+  ASSERT_EQ(result.exit_code, 1) << result.err;  // grep found no tracefs mount
+  EXPECT_TRUE(absl::StartsWith(result.out, "error NOT_FOUND: ")) << result.out;
+  EXPECT_TRUE(absl::StrContains(result.out, "'sudo mount -t tracefs nodev /sys/kernel/tracing'"))
+      << result.out;
+  EXPECT_TRUE(absl::EndsWith(result.out, "\n0\n")) << result.out;
+  EXPECT_EQ(result.err, "");
 }
 
 TEST(ParseTracepointIdTest, Numbers) {
@@ -214,6 +375,7 @@ TEST(TracepointIdTest, BadNameTouchesNoFile) {
 }
 
 TEST(TracepointIdTest, RealSchedSwitch) {
+  if (absl::Status s = ProbeCapabilities().RequireTracefs(); !s.ok()) GTEST_SKIP() << s.message();
   absl::StatusOr<uint64_t> id = TracepointId("sched:sched_switch");
   if (!id.ok() && (absl::IsNotFound(id.status()) || absl::IsPermissionDenied(id.status()))) {
     GTEST_SKIP() << id.status().message();
@@ -229,9 +391,7 @@ TEST(TracepointIdTest, RealSchedSwitch) {
 }
 
 TEST(TracepointIdTest, RealMissingTracepointIsNotFound) {
-  absl::StatusOr<std::string> mounts = ReadTextFile("/proc/mounts");
-  ASSERT_TRUE(mounts.ok()) << mounts.status();
-  if (!FindTracefsMount(*mounts).ok()) GTEST_SKIP() << "tracefs is not mounted";
+  if (absl::Status s = ProbeCapabilities().RequireTracefs(); !s.ok()) GTEST_SKIP() << s.message();
   absl::StatusOr<uint64_t> id = TracepointId("sched:perfscale_no_such_event");
   ASSERT_FALSE(id.ok());
   EXPECT_EQ(id.status().code(), absl::StatusCode::kNotFound) << id.status();

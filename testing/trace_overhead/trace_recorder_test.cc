@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "lib/capabilities.h"
 #include "lib/errno_status.h"
 #include "lib/file_reader.h"
 #include "lib/pipe_pingpong.h"
@@ -163,6 +164,11 @@ TEST(TraceRecorderTest, MissingTracefsNamesTheTracepoint) {
 // Kernel-backed from here on: skip only where this machine cannot trace at all.
 absl::StatusOr<std::unique_ptr<TraceRecorder>> OpenOrSkipReason(const TraceRecorderOptions& options,
                                                                 std::string* skip) {
+  // The families' gate, which mounts tracefs on a machine where nothing did yet.
+  if (absl::Status tracefs = ProbeCapabilities().RequireTracefs(); !tracefs.ok()) {
+    *skip = tracefs.ToString();
+    return tracefs;
+  }
   absl::StatusOr<std::unique_ptr<TraceRecorder>> recorder = TraceRecorder::Open(options);
   if (!recorder.ok() && IsEnvironmentLimitation(recorder.status())) {
     *skip = recorder.status().ToString();
