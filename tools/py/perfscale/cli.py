@@ -7,7 +7,7 @@ Each command lives in its own module `perfscale.<command>` exposing `main(argv) 
 import importlib
 import sys
 
-COMMANDS = ("parity", "compare", "nightly", "plot", "report")
+COMMANDS = ("parity", "compare", "nightly", "plot", "report", "vm", "bisect")
 
 
 def _usage() -> str:
@@ -19,7 +19,8 @@ def main(argv):
         print(_usage(), file=sys.stderr)
         return 2
     command, rest = argv[0], argv[1:]
-    module_name = "perfscale." + command
+    # A module named bisect would shadow the standard library's.
+    module_name = "perfscale." + {"bisect": "kernel_bisect"}.get(command, command)
     if command == "parity":
         if not rest or rest[0].startswith("-"):
             print("usage: tools/perfscale parity FAMILY [options]  "

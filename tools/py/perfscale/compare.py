@@ -8,7 +8,7 @@ script or CI job can stop on it (compare.py itself always exits 0). Exit 2: unus
 import argparse
 import sys
 
-from perfscale import results_comparepy, results_io, results_stats
+from perfscale import comparability, results_comparepy, results_io, results_stats
 
 
 def add_gate_options(parser):
@@ -76,6 +76,9 @@ def main(argv):
     except results_io.ResultsError as err:
         print("perfscale compare: %s" % err, file=sys.stderr)
         return 2
+    judged = comparability.judge(base, new, sys.stdout)
+    if judged is not None:
+        return judged
     if not args.no_table:
         sys.stdout.write(results_comparepy.table(
             args.base, args.new, args.alpha, results_comparepy.stdout_wants_color(),

@@ -2,6 +2,9 @@
 
     tools/perfscale plot RESULTS.json... -o DIR     scaling curves, one PNG per family and
                                                     numeric parameter (threads, breakpoints...)
+    tools/perfscale plot --vs-cpus RESULTS.json... -o DIR  [--relative passive]
+                                                    counts against vCPUs, one file per size
+                                                    (see plot_cpus)
     tools/perfscale plot --history DB -o DIR        each benchmark's trend over nightly runs,
                                                     regressions marked
 
@@ -207,6 +210,11 @@ def main(argv):
     parser.add_argument("--host", help="with --history: only runs of this host")
     parser.add_argument("--config", help="with --history: only runs of this config")
     parser.add_argument("--filter", metavar="REGEX", help="only benchmarks matching REGEX")
+    parser.add_argument("--vs-cpus", action="store_true",
+                        help="counts against the runs' vCPUs, one results file per size")
+    parser.add_argument("--relative", default="", metavar="PARAM,...",
+                        help="with --vs-cpus: parameters sized from the CPUs, drawn as a "
+                        "multiple of them (e.g. passive)")
     parser.add_argument("-o", "--output", required=True, metavar="DIR")
     args = parser.parse_args(argv)
     if bool(args.results) == bool(args.history):
@@ -231,7 +239,12 @@ def main(argv):
                 for results in result_sets:
                     results.entries = {k: v for k, v in results.entries.items()
                                        if pattern.search(k)}
-            written = scaling_plots(result_sets, args.output)
+            if args.vs_cpus:
+                from perfscale import plot_cpus
+                written = plot_cpus.plots(result_sets, args.output,
+                                          [p for p in args.relative.split(",") if p])
+            else:
+                written = scaling_plots(result_sets, args.output)
     except (results_io.ResultsError, history.HistoryError) as err:
         print("perfscale plot: %s" % err, file=sys.stderr)
         return 2

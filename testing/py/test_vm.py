@@ -1,0 +1,285 @@
+"""`vm`, `bisect`, `plot --vs-cpus` and compare's comparability check.
+
+The unit tests need nothing but Python. test_debian_guest_runs_quick_suite boots Debian's
+6.1 cloud kernel with 4 vCPUs in QEMU (TCG here: KVM guests hang on this nested host) and
+runs the quick suite inside; tools/setup installs QEMU and busybox-static, and `vm`
+fetches the kernel with apt, so it runs wherever `tools/perfscale test` runs. It skips,
+saying why, only where QEMU cannot run at all.
+"""
+
+import gzip
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import REPO_ROOT, data
+from perfscale import comparability, kernel_bisect as bisect, plot_cpus, results_io, vm
+
+PERFSCALE = os.path.join(REPO_ROOT, "tools", "perfscale")
+
+
+# --- initramfs and the results port ----------------------------------------------------
+
+def cpio_names(gzipped):
+    """(name, mode) of each member of a newc archive."""
+    blob, at, members = gzip.decompress(gzipped), 0, []
+    while True:
+        assert blob[at:at + 6] == b"070701"
+        fields = [int(blob[at + 6 + 8 * i:at + 14 + 8 * i], 16) for i in range(13)]
+        mode, size, name_size = fields[1], fields[6], fields[11]
+        name = blob[at + 110:at + 110 + name_size - 1].decode()
+        at = (at + 110 + name_size + 3) & ~3
+        at = (at + size + 3) & ~3
+        if name == "TRAILER!!!":
+            return members
+        members.append((name, mode))
+
+
+def test_cpio_holds_directories_before_files_and_a_console():
+    archive = vm.Cpio()
+    archive.char_device("dev/console", 5, 1)
+    archive.file("lib/x86_64-linux-gnu/libfoo.so", b"abc")
+    archive.symlink("bin/sh", "busybox")
+    names = cpio_names(archive.gzipped())
+    assert [n for n, _ in names] == ["dev/console", "lib", "lib/x86_64-linux-gnu",
+                                     "lib/x86_64-linux-gnu/libfoo.so", "bin", "bin/sh"]
+    assert dict(names)["dev/console"] == 0o20600
+
+
+def test_initramfs_takes_the_binary_its_libraries_and_busybox_only():
+    if not os.path.isfile(vm.BUSYBOX):
+        pytest.skip("no %s (tools/setup vm installs busybox-static)" % vm.BUSYBOX)
+    binary = shutil.which("true")
+    members = cpio_names(vm.build_initramfs(binary, ["--x"], {}))
+    files = {name for name, mode in members if mode & 0o170000 == 0o100000}
+    libraries = {lib.lstrip("/") for lib in vm.shared_libraries(binary)}
+    assert libraries and any("ld-linux" in lib for lib in libraries)
+    assert files == libraries | {"perfscale/true", "bin/busybox", "init"}
+
+
+def test_init_quotes_arguments_and_reports_the_exit_code():
+    script = vm.init_script(["/perfscale/all", "--benchmark_filter=a'b c"], {}, "vm-on-x")
+    assert "'/perfscale/all' '--benchmark_filter=a'\\''b c'" in script
+    assert "mount -t tracefs" in script and "mount -t debugfs" in script
+    assert '"%s $rc"' % vm.END in script
+
+
+def test_results_are_decoded_from_the_port_and_truncation_is_said():
+    import base64
+    payload = base64.encodebytes(b'{"context": {}}').decode()
+    text = "noise\r\n%s\r\n%s%s 3\r\n" % (vm.BEGIN, payload, vm.END)
+    assert vm.decode_results(text) == (3, '{"context": {}}')
+    assert vm.decode_results("%s\n%s 0\n" % (vm.BEGIN, vm.END)) == (0, None)
+    with pytest.raises(vm.VmError, match="cut off"):
+        vm.decode_results("%s\n%s" % (vm.BEGIN, payload))
+    with pytest.raises(vm.VmError, match="no results"):
+        vm.decode_results("")
+
+
+def test_out_flag_points_into_the_guest():
+    out, flags = vm._split_out_flag(["--a", "--benchmark_out=/host/r.json"])
+    assert out == "/host/r.json" and flags == ["--a", "--benchmark_out=" + vm.GUEST_OUT]
+
+
+def test_unknown_kernels_are_refused(tmp_path):
+    with pytest.raises(vm.VmError, match="unknown Debian kernel"):
+        vm.resolve_kernel("debian:5.10")
+    with pytest.raises(vm.VmError, match="no such kernel image"):
+        vm.resolve_kernel(str(tmp_path / "missing"))
+
+
+# --- comparability ----------------------------------------------------------------------
+
+def labelled(tmp_path, name, **vm_args):
+    with open(data("base.json")) as f:
+        document = json.load(f)
+    if vm_args:
+        document["context"].update(comparability.vm_context(**vm_args))
+    path = tmp_path / name
+    path.write_text(json.dumps(document))
+    return path
+
+
+TCG = dict(kernel="debian:6.1", vcpus=2, mem_mib=1024, accel="tcg", host_cpus=2)
+
+
+def test_tcg_and_oversubscribed_guests_are_labelled():
+    assert comparability.vm_context(**TCG)["timings_comparable"] == "no"
+    wide = comparability.vm_context(kernel="k", vcpus=16, mem_mib=1, accel="kvm", host_cpus=2)
+    assert wide["timings_comparable"] == "no" and "16 vCPUs" in wide["timings_note"]
+    fair = comparability.vm_context(kernel="k", vcpus=2, mem_mib=1, accel="kvm", host_cpus=2)
+    assert fair["timings_comparable"] == "yes"
+
+
+def test_compare_refuses_a_tcg_run_against_bare_metal(tmp_path, cli):
+    code, out, _ = cli("compare", labelled(tmp_path, "bare.json"),
+                       labelled(tmp_path, "tcg.json", **TCG))
+    assert code == 2 and "refusing to compare timings" in out and "TCG" in out
+
+
+def test_compare_of_two_guests_judges_counts_only(tmp_path, cli):
+    base = labelled(tmp_path, "a.json", **TCG)
+    with open(base) as f:
+        document = json.load(f)
+    for bench in document["benchmarks"]:
+        if "BM_BreakpointEnable" in bench["name"] and "ipis/op" in bench:
+            bench["ipis/op"] *= 3
+            bench["real_time"] /= 10  # faster, yet not judged
+    new = tmp_path / "b.json"
+    new.write_text(json.dumps(document))
+    code, out, _ = cli("compare", base, new)
+    assert code == 1 and "timings not judged" in out
+    assert "COUNTS HIGHER" in out and "BM_BreakpointEnable" in out
+    assert "usecs/op" not in out
+    assert cli("compare", base, base)[0] == 0
+
+
+# --- plot --vs-cpus -----------------------------------------------------------------------
+
+def test_plot_vs_cpus_joins_cpu_sized_parameters(tmp_path):
+    sets = []
+    for cpus in (2, 4, 8):
+        text = json.dumps({"context": {"vm_vcpus": str(cpus)}, "benchmarks": [
+            {"name": "BM_BreakpointEnable/passive:%d/real_time" % (4 * cpus),
+             "run_type": "iteration", "real_time": 1.0, "cpu_time": 1.0, "time_unit": "us",
+             "iterations": 1, "ipis/op": 8.0 * cpus, "usecs/op": 1.0}]})
+        sets.append(results_io.parse_results(text, "cpus%d" % cpus))
+    curves = plot_cpus.collect(sets, {"passive"})
+    assert curves == {("BM_BreakpointEnable", "ipis/op"): {
+        "BM_BreakpointEnable/passive:4xCPUs": [(2, [16.0]), (4, [32.0]), (8, [64.0])]}}
+    written = plot_cpus.plots(sets, str(tmp_path), ["passive"])
+    assert len(written) == 1 and os.path.getsize(written[0][0]) > 0
+
+
+# --- bisect -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("first_bad_at", [1, 2, 5, 8, 9])
+def test_bisect_names_the_first_bad_kernel(first_bad_at):
+    kernels = ["k%d" % i for i in range(10)]
+    runs = []
+
+    def measure(kernel):
+        runs.append(kernel)
+        return 16.0 if int(kernel[1:]) >= first_bad_at else 2.0
+    index, _ = bisect.first_bad(kernels, 0, 9, measure)
+    assert kernels[index] == "k%d" % first_bad_at
+    assert len(runs) == len(set(runs)) <= 2 + 4  # good, bad, then log2(8) rounded up
+
+
+def test_bisect_follows_the_data_when_the_counter_drops():
+    kernels = ["a", "b", "c", "d"]
+    values = {"a": 10.0, "b": 10.2, "c": 3.0, "d": 2.9}
+    assert bisect.first_bad(kernels, 0, 3, values.get)[0] == 2
+
+
+def test_bisect_refuses_what_it_cannot_bisect():
+    with pytest.raises(bisect.BisectError, match="do not differ"):
+        bisect.first_bad(["a", "b", "c"], 0, 2, lambda k: 5.0)
+    with pytest.raises(bisect.BisectError, match="before"):
+        bisect.first_bad(["a", "b"], 1, 0, lambda k: 5.0)
+
+
+def test_bisect_cli_checks_its_kernels(cli):
+    with pytest.raises(SystemExit) as exit_info:
+        cli("bisect", "--good", "x", "--bad", "b", "--kernels", "a,b",
+            "--benchmark", "BM", "--counter", "ipis/op")
+    assert exit_info.value.code == 2
+
+
+def test_counter_median_wants_exactly_one_benchmark():
+    results = results_io.load_results(data("base.json"))
+    with pytest.raises(bisect.BisectError, match="matched"):
+        bisect.counter_median(results, "BM_", "ipis/op")
+    name = "BM_BreakpointEnable/passive:8/active:0/placement:0/real_time"
+    assert bisect.counter_median(results, "^" + name + "$", "ipis/op") > 0
+
+
+# --- guests ---------------------------------------------------------------------------------
+
+def qemu_missing():
+    if not shutil.which("qemu-system-x86_64"):
+        return "qemu-system-x86_64 is not installed (tools/setup vm installs it)"
+    if not os.path.isfile(vm.BUSYBOX):
+        return "%s is missing (tools/setup vm installs busybox-static)" % vm.BUSYBOX
+    return None
+
+
+def qemu_processes_under(directory):
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                if str(directory).encode() in f.read():
+                    found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
+def perfscale_vm(tmp_path, *args, timeout):
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    return subprocess.run([PERFSCALE, "vm"] + list(args), capture_output=True, text=True,
+                          env=env, timeout=timeout)
+
+
+def test_a_kernel_that_does_not_boot_is_said_and_leaves_no_qemu(tmp_path):
+    reason = qemu_missing()
+    if reason:
+        pytest.skip(reason)
+    bogus = tmp_path / "vmlinuz-bogus"
+    bogus.write_bytes(b"\0" * 4096)
+    result = perfscale_vm(tmp_path, "--kernel", str(bogus), "--cpus", "1", "--timeout", "60",
+                          "--", "run", "--quick", timeout=300)
+    assert result.returncode == 1, result.stderr
+    assert "perfscale vm: " in result.stderr and "QEMU failed" in result.stderr
+    assert qemu_processes_under(tmp_path) == []
+
+
+def test_usage_errors_name_the_flag(tmp_path):
+    result = perfscale_vm(tmp_path, "--kernel", "debian:6.1", "--cpus", "0", "--", "run",
+                          timeout=60)
+    assert result.returncode == 2 and "--cpus" in result.stderr
+    result = perfscale_vm(tmp_path, "--cpus", "2", "--", "run", timeout=60)
+    assert result.returncode == 2 and "--kernel is required" in result.stderr
+    result = perfscale_vm(tmp_path, "--kernel", "debian:6.1", "--cpus", "2", timeout=60)
+    assert result.returncode == 2 and "-- run" in result.stderr
+
+
+def test_a_hung_guest_times_out_and_leaves_no_qemu(tmp_path):
+    reason = qemu_missing()
+    if reason:
+        pytest.skip(reason)
+    result = perfscale_vm(tmp_path, "--kernel", "debian:6.1-cloud", "--cpus", "1",
+                          "--timeout", "3", "--", "run", "--quick", timeout=300)
+    assert result.returncode == 1
+    assert "did not finish in 3 s (--timeout)" in result.stderr
+    assert qemu_processes_under(tmp_path) == []
+
+
+def test_debian_guest_runs_quick_suite(tmp_path):
+    """4 vCPUs, Debian 6.1: every family runs or skips with its reason inside."""
+    reason = qemu_missing()
+    if reason:
+        pytest.skip(reason)
+    out = tmp_path / "guest.json"
+    result = perfscale_vm(tmp_path, "--kernel", "debian:6.1-cloud", "--cpus", "4",
+                          "--timeout", "540", "--", "run", "--quick", "--out", str(out),
+                          timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = results_io.load_results(str(out))
+    context = results.context
+    assert context["kernel_release"].startswith("6.1.0-")
+    assert context["num_online_cpus"] == "4" and context["vm_vcpus"] == "4"
+    assert context["vm_accelerator"] in ("kvm", "tcg") and context["vm_memory_mib"] == "1024"
+    assert context["timings_comparable"] in ("yes", "no")
+    families = {e.family for e in results.entries.values()}
+    for family in ("BM_BreakpointThread", "BM_BreakpointEnable", "BM_EventOpen",
+                   "BM_Synthesize", "BM_PipePingPong"):
+        assert family in families, "no %s row in the guest's results" % family
+    for entry in results.entries.values():
+        # A row either measured something or says why it did not.
+        assert entry.real_ns or all(entry.errors), entry.name
+    assert qemu_processes_under(tmp_path) == []

@@ -1,0 +1,474 @@
+"""`tools/perfscale vm`: runs a family binary inside a kernel booted in QEMU.
+
+The bash front end builds the binary and its flags exactly as `run` does, then hands them
+to `vm guest`, which boots the chosen kernel with an initramfs holding only that binary,
+its shared libraries (found with ldd), Debian's static busybox and a short /init. The
+guest writes the JSON results base64-encoded to a second serial port (the first carries
+the kernel log and the benchmark table), so kernel messages can never corrupt them.
+
+    vm guest --kernel K --cpus N [--mem MIB] [--timeout S] -- BINARY FLAGS...
+    vm kernel K          prints the vmlinuz path of K (fetching a Debian kernel if needed)
+
+K is a vmlinuz path or debian:6.1, debian:6.1-rt, debian:6.1-cloud: the newest such
+Debian package, fetched with `apt-get download` and unpacked with `dpkg-deb -x` into
+~/.cache/perfscale/kernels/.
+"""
+
+import argparse
+import base64
+import glob
+import gzip
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from perfscale import comparability, results_io
+
+CACHE = os.path.join(os.path.expanduser("~"), ".cache", "perfscale")
+DEBIAN_FLAVOURS = {"debian:6.1": "", "debian:6.1-rt": "rt-", "debian:6.1-cloud": "cloud-"}
+BUSYBOX = "/bin/busybox"  # Debian's busybox-static: no shared libraries of its own
+GUEST_OUT = "/tmp/results.json"
+BEGIN, END = "PERFSCALE-RESULTS-BEGIN", "PERFSCALE-RESULTS-END"
+STARTED = "PERFSCALE-INIT-STARTED"
+# A kernel that reaches /init under TCG does so in about 10 s with 16 vCPUs here; one that
+# has printed nothing for this long is taken as hung.
+BOOT_TIMEOUT_S = 120
+# KVM works when the probe guest reaches /init this fast; nested KVM here hangs instead.
+KVM_PROBE_TIMEOUT_S = 15
+
+
+class VmError(Exception):
+    """What stopped a guest run, in words a user can act on."""
+
+
+# --- kernels -------------------------------------------------------------------------
+
+def _newest_debian_package(flavour):
+    pattern = re.compile(r"^linux-image-6\.1\.0-(\d+)-%samd64-unsigned$" % re.escape(flavour))
+    try:
+        names = subprocess.run(["apt-cache", "pkgnames", "linux-image-6.1.0-"],
+                               capture_output=True, text=True, check=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError) as err:
+        raise VmError("cannot list Debian kernel packages with apt-cache (%s)" % err)
+    found = sorted((int(m.group(1)), name) for name in names for m in [pattern.match(name)] if m)
+    if not found:
+        raise VmError("apt knows no linux-image-6.1.0-*-%samd64-unsigned package; run "
+                      "`apt-get update` (Debian 12 with its security archive has them)"
+                      % flavour)
+    return found[-1][1]
+
+
+def _unpacked_vmlinuz(directory):
+    kernels = glob.glob(os.path.join(directory, "boot", "vmlinuz-*"))
+    return kernels[0] if len(kernels) == 1 else None
+
+
+def fetch_debian_kernel(spec, cache=CACHE):
+    """The vmlinuz of the newest Debian package for `spec`, downloaded once and kept."""
+    package = _newest_debian_package(DEBIAN_FLAVOURS[spec])
+    directory = os.path.join(cache, "kernels", package)
+    vmlinuz = _unpacked_vmlinuz(directory)
+    if vmlinuz:
+        return vmlinuz
+    print("perfscale vm: fetching %s" % package, file=sys.stderr)
+    scratch = tempfile.mkdtemp(prefix="perfscale-kernel-")
+    try:
+        download = subprocess.run(["apt-get", "download", package], cwd=scratch,
+                                  capture_output=True, text=True)
+        debs = glob.glob(os.path.join(scratch, "*.deb"))
+        if download.returncode != 0 or len(debs) != 1:
+            raise VmError("apt-get download %s failed: %s" % (package, download.stderr.strip()))
+        unpacked = os.path.join(scratch, "root")
+        subprocess.run(["dpkg-deb", "-x", debs[0], unpacked], check=True)
+        # Only boot/ is kept: what the guest needs (serial console, tracefs, perf events,
+        # initramfs) is built into Debian's 6.1 kernels, so the modules are not.
+        os.makedirs(directory + ".partial", exist_ok=True)
+        shutil.rmtree(directory + ".partial")
+        shutil.move(os.path.join(unpacked, "boot"), os.path.join(directory + ".partial", "boot"))
+        os.replace(directory + ".partial", directory)
+    except subprocess.CalledProcessError as err:
+        raise VmError("unpacking %s failed: %s" % (package, err))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return _unpacked_vmlinuz(directory)
+
+
+def resolve_kernel(spec):
+    """(vmlinuz path, a label for the JSON): Debian names are fetched, paths checked."""
+    if spec in DEBIAN_FLAVOURS:
+        path = fetch_debian_kernel(spec)
+        return path, "%s (%s)" % (spec, os.path.basename(path))
+    if spec.startswith("debian:"):
+        raise VmError("--kernel: unknown Debian kernel '%s' (one of: %s)"
+                      % (spec, ", ".join(DEBIAN_FLAVOURS)))
+    if not os.path.isfile(spec):
+        raise VmError("--kernel: no such kernel image '%s'" % spec)
+    return os.path.abspath(spec), os.path.abspath(spec)
+
+
+# --- the initramfs -------------------------------------------------------------------
+
+class Cpio:
+    """A newc cpio archive, the format the kernel unpacks as its initramfs."""
+
+    def __init__(self):
+        self._parts = []
+        self._inode = 1
+        self._seen = set()
+
+    def _entry(self, name, mode, data=b"", rdev=(0, 0)):
+        fields = [self._inode, mode, 0, 0, 1, 0, len(data), 0, 0, rdev[0], rdev[1],
+                  len(name) + 1, 0]
+        self._inode += 1
+        header = b"070701" + b"".join(b"%08X" % f for f in fields)
+        self._parts += [header, name.encode() + b"\0"]
+        self._pad()
+        self._parts.append(data)
+        self._pad()
+
+    def _pad(self):
+        size = sum(len(p) for p in self._parts)
+        self._parts.append(b"\0" * (-size % 4))
+
+    def directory(self, name):
+        parts = name.strip("/").split("/")
+        for depth in range(1, len(parts) + 1):
+            path = "/".join(parts[:depth])
+            if path and path not in self._seen:
+                self._seen.add(path)
+                self._entry(path, 0o40755)
+
+    def file(self, name, data, mode=0o755):
+        name = name.strip("/")
+        self.directory(os.path.dirname(name))
+        self._entry(name, 0o100000 | mode, data)
+
+    def symlink(self, name, target):
+        name = name.strip("/")
+        self.directory(os.path.dirname(name))
+        self._entry(name, 0o120777, target.encode())
+
+    def char_device(self, name, major, minor):
+        self._entry(name.strip("/"), 0o20600, rdev=(major, minor))
+
+    def gzipped(self):
+        self._entry("TRAILER!!!", 0)
+        return gzip.compress(b"".join(self._parts), compresslevel=1)
+
+
+def shared_libraries(binary):
+    """Every library the dynamic loader maps for `binary`, the loader included (from ldd)."""
+    result = subprocess.run(["ldd", binary], capture_output=True, text=True)
+    if result.returncode != 0:
+        raise VmError("ldd %s failed: %s" % (binary, result.stderr.strip()))
+    libraries = []
+    for line in result.stdout.splitlines():
+        if "not found" in line:
+            raise VmError("%s needs a library the host lacks: %s" % (binary, line.strip()))
+        match = re.search(r"(/\S+) \(0x", line)
+        if match:
+            libraries.append(match.group(1))
+    return libraries
+
+
+def init_script(argv, env, hostname):
+    """The guest's /init: mounts, runs argv, sends the JSON home, powers off."""
+    quoted = " ".join("'%s'" % a.replace("'", "'\\''") for a in argv)
+    exports = "".join("export %s='%s'\n" % (k, v.replace("'", "")) for k, v in env.items())
+    return """#!/bin/busybox sh
+/bin/busybox mkdir -p /bin /sbin /proc /sys /dev /tmp
+/bin/busybox --install -s /bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t tmpfs tmpfs /tmp
+mount -t debugfs debugfs /sys/kernel/debug
+mount -t tracefs tracefs /sys/kernel/tracing
+ip link set lo up 2>/dev/null
+hostname %s
+%sexport HOME=/tmp PATH=/bin TERM=dumb
+echo %s
+cd /tmp
+%s
+rc=$?
+{ echo %s; [ -f %s ] && base64 %s; echo "%s $rc"; } >/dev/ttyS1
+sync
+reboot -f
+""" % (hostname, exports, STARTED, quoted, BEGIN, GUEST_OUT, GUEST_OUT, END)
+
+
+def busybox_archive():
+    """The mount points, a console for /init's output, and busybox."""
+    if not os.path.isfile(BUSYBOX):
+        raise VmError("%s is missing: run tools/setup vm (package busybox-static)" % BUSYBOX)
+    archive = Cpio()
+    for name in ("proc", "sys", "dev", "tmp", "sys/kernel/debug"):
+        archive.directory(name)
+    archive.char_device("dev/console", 5, 1)
+    with open(BUSYBOX, "rb") as f:
+        archive.file("bin/busybox", f.read())
+    return archive
+
+
+def build_initramfs(binary, argv, env):
+    """The gzipped initramfs: busybox, the binary, its libraries and /init, nothing more."""
+    archive = busybox_archive()
+    for library in shared_libraries(binary):
+        with open(library, "rb") as f:
+            archive.file(library, f.read())
+    guest_binary = "/perfscale/" + os.path.basename(binary)
+    with open(binary, "rb") as f:
+        archive.file(guest_binary, f.read())
+    hostname = "vm-on-" + os.uname().nodename.split(".")[0]
+    archive.file("init", init_script([guest_binary] + argv, env, hostname).encode())
+    return archive.gzipped()
+
+
+# --- QEMU ----------------------------------------------------------------------------
+
+def qemu_command(vmlinuz, initrd, cpus, mem_mib, accel, console, results):
+    cpu = "host" if accel == "kvm" else "max"
+    return ["qemu-system-x86_64", "-accel", accel if accel == "kvm" else "tcg,thread=multi",
+            "-cpu", cpu, "-smp", str(cpus), "-m", str(mem_mib), "-kernel", vmlinuz,
+            "-initrd", initrd, "-nodefaults", "-display", "none", "-no-reboot",
+            "-chardev", "file,id=console,path=" + console, "-serial", "chardev:console",
+            "-chardev", "file,id=results,path=" + results, "-serial", "chardev:results",
+            "-append", "console=ttyS0 panic=-1 quiet loglevel=4 rdinit=/init "
+            "nokaslr mitigations=off"]
+
+
+class Guest:
+    """One QEMU process; stop() always leaves none behind."""
+
+    def __init__(self, command):
+        self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                        start_new_session=True)
+
+    def running(self):
+        return self.process.poll() is None
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.stdout.read().decode(errors="replace")
+
+
+def _read(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode(errors="replace")
+    except FileNotFoundError:
+        return ""
+
+
+def _tail(text, lines=15):
+    return "\n".join("  | " + line for line in text.rstrip().splitlines()[-lines:])
+
+
+def boot(vmlinuz, initrd, cpus, mem_mib, accel, timeout_s, scratch, echo=None,
+         boot_timeout_s=BOOT_TIMEOUT_S):
+    """Runs the guest to its end; returns (console text, results text).
+
+    `echo` receives console text after /init started, as it arrives. Raises VmError on a
+    boot failure, a panic or a timeout, and in every case leaves no QEMU process.
+    """
+    console, results = os.path.join(scratch, "console"), os.path.join(scratch, "results")
+    for path in (console, results):
+        open(path, "w").close()
+    guest = Guest(qemu_command(vmlinuz, initrd, cpus, mem_mib, accel, console, results))
+    start, shown, started = time.monotonic(), 0, -1
+    try:
+        while guest.running():
+            time.sleep(0.2)
+            text = _read(console)
+            if started < 0 and STARTED in text:
+                started = text.index(STARTED) + len(STARTED) + 1
+                shown = started
+            if started >= 0 and echo and len(text) > shown:
+                echo(text[shown:])
+                shown = len(text)
+            if "Kernel panic" in text:
+                time.sleep(0.5)
+                raise VmError("the guest kernel panicked:\n" + _tail(_read(console)))
+            elapsed = time.monotonic() - start
+            if started < 0 and elapsed > boot_timeout_s:
+                raise VmError("the kernel did not reach /init in %d s (%s, %d vCPUs); last "
+                              "console lines:\n%s" % (boot_timeout_s, accel, cpus,
+                                                      _tail(text) or "  | (nothing)"))
+            if elapsed > timeout_s:
+                raise VmError("the guest did not finish in %d s (--timeout); last console "
+                              "lines:\n%s" % (timeout_s, _tail(text)))
+    finally:
+        qemu_output = guest.stop()
+    text = _read(console)
+    if echo and started >= 0 and len(text) > shown:
+        echo(text[shown:])
+    if guest.process.returncode not in (0, None) and STARTED not in text:
+        raise VmError("QEMU failed (exit %d): %s\n%s" % (guest.process.returncode,
+                                                         qemu_output.strip(), _tail(text)))
+    if STARTED not in text:
+        raise VmError("the guest stopped before /init ran; last console lines:\n"
+                      + _tail(text))
+    return text, _read(results)
+
+
+def decode_results(text):
+    """(exit code of the guest's command, JSON text or None) from the results port."""
+    lines = text.replace("\r", "").splitlines()
+    if BEGIN not in lines:
+        raise VmError("the guest sent no results (it stopped while the benchmark ran?)")
+    body = lines[lines.index(BEGIN) + 1:]
+    ends = [i for i, line in enumerate(body) if line.startswith(END + " ")]
+    if not ends:
+        raise VmError("the guest's results were cut off (no end marker)")
+    code = int(body[ends[0]].split()[1])
+    payload = "".join(body[:ends[0]])
+    return code, (base64.b64decode(payload).decode() if payload else None)
+
+
+def _boot_id():
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return "unknown"
+
+
+def choose_accelerator(vmlinuz, cache=CACHE):
+    """('kvm' or 'tcg', why): KVM only when a probe guest really reaches /init with it.
+
+    /dev/kvm can exist and create VMs while its guests hang (nested virtualization here),
+    so opening it proves nothing; the probe boots the kernel with a do-nothing /init under
+    a short deadline. The answer is kept per host boot and kernel.
+    """
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return "tcg", "no usable /dev/kvm"
+    key = re.sub(r"[^A-Za-z0-9]+", "_", "%s-%s" % (_boot_id(), vmlinuz))
+    memo = os.path.join(cache, "accel", key)
+    try:
+        with open(memo) as f:
+            accel, why = f.read().split("\n", 1)
+            return accel, why.strip() + " (probed earlier this boot)"
+    except (OSError, ValueError):
+        pass
+    archive = busybox_archive()
+    archive.file("init", ("#!/bin/busybox sh\n/bin/busybox echo %s\n/bin/busybox reboot -f\n"
+                          % STARTED).encode())
+    scratch = tempfile.mkdtemp(prefix="perfscale-kvm-probe-")
+    try:
+        initrd = os.path.join(scratch, "initrd")
+        with open(initrd, "wb") as f:
+            f.write(archive.gzipped())
+        boot(vmlinuz, initrd, 1, 256, "kvm", KVM_PROBE_TIMEOUT_S, scratch,
+             boot_timeout_s=KVM_PROBE_TIMEOUT_S)
+        accel, why = "kvm", "a KVM probe guest booted"
+    except VmError:
+        accel, why = "tcg", "a KVM probe guest did not reach /init in %d s" % (
+            KVM_PROBE_TIMEOUT_S)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    os.makedirs(os.path.dirname(memo), exist_ok=True)
+    with open(memo, "w") as f:
+        f.write("%s\n%s\n" % (accel, why))
+    return accel, why
+
+
+def _split_out_flag(flags):
+    """(host path of --benchmark_out, the flags with it pointing into the guest)."""
+    out, rewritten = None, []
+    for flag in flags:
+        if flag.startswith("--benchmark_out="):
+            out = flag.split("=", 1)[1]
+            flag = "--benchmark_out=" + GUEST_OUT
+        rewritten.append(flag)
+    return out, rewritten
+
+
+def run_guest(args):
+    vmlinuz, label = resolve_kernel(args.kernel)
+    accel, why = choose_accelerator(vmlinuz)
+    host_cpus = os.cpu_count() or 1
+    print("perfscale vm: %s, %d vCPUs, %d MiB, %s (%s)"
+          % (label, args.cpus, args.mem, accel.upper(), why), file=sys.stderr)
+    out, flags = _split_out_flag(args.command[1:])
+    env = {k: v for k, v in os.environ.items() if k == "PERFSCALE_REVISION"}
+    scratch = tempfile.mkdtemp(prefix="perfscale-vm-")
+    try:
+        initrd = os.path.join(scratch, "initrd")
+        with open(initrd, "wb") as f:
+            f.write(build_initramfs(args.command[0], flags, env))
+        def echo(text):
+            # The kernel's own lines (a timestamp first) are not the benchmark's output.
+            text = re.sub(r"(?m)^\[ *\d+\.\d+\] .*\n?", "", text.replace("\r", ""))
+            sys.stdout.write(text)
+            sys.stdout.flush()
+
+        _, results = boot(vmlinuz, initrd, args.cpus, args.mem, accel, args.timeout, scratch,
+                          echo=echo)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    code, document = decode_results(results)
+    if out is not None:
+        if document is None:
+            raise VmError("the guest's command exited %d without writing results (did "
+                          "--benchmark_filter match anything at this size?)" % code)
+        parsed = json.loads(document)
+        parsed.setdefault("context", {}).update(comparability.vm_context(
+            kernel=label, vcpus=args.cpus, mem_mib=args.mem, accel=accel,
+            host_cpus=host_cpus))
+        with open(out, "w") as f:
+            f.write(results_io.dumps(parsed, indent=2) + "\n")
+    return code
+
+
+def _positive(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be a positive integer")
+    return value
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(prog="tools/perfscale vm")
+    sub = parser.add_subparsers(dest="what", required=True)
+    guest = sub.add_parser("guest", help="boot a kernel and run BINARY FLAGS inside")
+    guest.add_argument("--kernel", required=True)
+    guest.add_argument("--cpus", type=_positive, required=True)
+    guest.add_argument("--mem", type=_positive, default=1024, metavar="MIB")
+    guest.add_argument("--timeout", type=_positive, default=900, metavar="S")
+    guest.add_argument("command", nargs=argparse.REMAINDER)
+    kernel = sub.add_parser("kernel", help="print the vmlinuz path of a --kernel value")
+    kernel.add_argument("spec")
+    args = parser.parse_args(argv)
+    # So that a killed `vm` still stops its guest (Guest.stop runs in a finally).
+    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    try:
+        if args.what == "kernel":
+            print(resolve_kernel(args.spec)[0])
+            return 0
+        if args.command[:1] == ["--"]:
+            args.command = args.command[1:]
+        if not args.command:
+            parser.error("vm guest needs -- BINARY FLAGS...")
+        return run_guest(args)
+    except VmError as err:
+        print("perfscale vm: %s" % err, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _terminate_as_interrupt(signum, frame):
+    raise KeyboardInterrupt
