@@ -28,6 +28,21 @@
 //   reader itself, as `perf record -a`) or task (the benchmark thread with inherit, the
 //   peer created afterwards; still one event per CPU, since the kernel refuses to mmap
 //   an inherited cpu=-1 event: exactly what `perf record -- cmd` does).
+// BM_PipePingPong/set:S/recorder:bpf/scope:P/tasks:T/placement:X
+//   The same sets (not custom) aggregated in the kernel instead, as `perf lock contention
+//   --use-bpf` does (benchmarks/trace_overhead/bpf_recorder.h): BPF programs on the set's
+//   tracepoints pair each task's begin and end (contention_begin/end, sys_enter/exit,
+//   switched out/in) and keep counts and log2 wait histograms per key (lock and caller,
+//   syscall, task) in maps that are read once, after the run. Scope task: this process
+//   and the processes it forks after the recorder is opened.
+//   Counters: samples/op (tracepoint hits the programs counted), bytes/op (the maps read
+//   after the run, per round trip), lost (waits dropped for a full map), and what the
+//   BPF side aggregated: bpf_pairs/op, bpf_wait_us/op, bpf_keys, bpf_unpaired (ends whose
+//   begin came before the run), bpf_wait_p50_us, bpf_wait_p99_us (histogram bucket upper
+//   bounds), bpf_wait_max_us; the label names the key with the longest total wait.
+//   Needs kernel BTF and root (or CAP_BPF with CAP_PERFMON); skipped with the reason
+//   otherwise.
+//
 //   Counters: usecs/op (one round trip), samples/op, bytes/op (ring buffer bytes),
 //   lost (samples the kernel could not write: its own per-event count, Linux 6.0+,
 //   else the PERF_RECORD_LOST records), ipis/op, sys_us/op (this process and the reaped
@@ -60,6 +75,7 @@
 #include "benchmark/benchmark.h"
 #include "benchmarks/bench_support.h"
 #include "benchmarks/family.h"
+#include "benchmarks/trace_overhead/bpf_recorder.h"
 #include "lib/capabilities.h"
 #include "lib/cpu_set.h"
 #include "lib/flags.h"
@@ -94,6 +110,10 @@ Flag& tasks_flag =
 Flag& pingpong_placement_flag =
     DefineFlag("pingpong_placement", "unpinned,same_cpu",
                "where the ping-pong tasks run: unpinned, same_cpu, other_cpus");
+Flag& recorder_flag =
+    DefineFlag("trace_recorder", "ring,bpf",
+               "how the sets are recorded: ring (perf record's ring buffers, drained by a thread) "
+               "or bpf (BPF programs aggregating in kernel maps, perf lock contention --use-bpf)");
 Flag& ring_pages_flag =
     DefineFlag("ring_pages", "1024",
                "data pages per CPU ring buffer, a power of two (perf lock record -m 1024: 4 MiB)");
@@ -104,6 +124,7 @@ Flag& sink_flag =
 
 struct Params {
   std::string set;
+  bool bpf = false;                      // recorder:bpf rather than the ring recorder
   std::vector<std::string> tracepoints;  // set custom
   bool callchains = false;
   TraceScope scope = TraceScope::kSystemWide;
@@ -183,11 +204,56 @@ absl::StatusOr<std::unique_ptr<TraceRecorder>> OpenRecorder(const Params& params
   return TraceRecorder::Open(options);
 }
 
+absl::StatusOr<std::unique_ptr<BpfRecorder>> OpenBpfRecorder(const Params& params) {
+  BpfRecorderOptions options;
+  options.set = params.set;
+  options.task_scope = params.scope == TraceScope::kTask;
+  absl::StatusOr<std::unique_ptr<BpfRecorder>> recorder = BpfRecorder::Open(options);
+  if (!recorder.ok()) {
+    return absl::Status(recorder.status().code(),
+                        absl::StrCat("recording ", DescribeSet(params),
+                                     " with BPF: ", recorder.status().message()));
+  }
+  return recorder;
+}
+
+// What the BPF side aggregated, as counters and a label.
+void ReportBpfStats(benchmark::State& state, const Params& params, const BpfStats& stats,
+                    double ops) {
+  state.counters["samples/op"] = static_cast<double>(stats.events) / ops;
+  state.counters["bytes/op"] = static_cast<double>(stats.map_bytes) / ops;
+  state.counters["lost"] = static_cast<double>(stats.dropped);
+  state.counters["bpf_pairs/op"] = static_cast<double>(stats.pairs) / ops;
+  state.counters["bpf_wait_us/op"] = static_cast<double>(stats.total_ns) / 1e3 / ops;
+  state.counters["bpf_keys"] = static_cast<double>(stats.keys.size());
+  state.counters["bpf_unpaired"] = static_cast<double>(stats.unpaired);
+  state.counters["bpf_wait_p50_us"] = static_cast<double>(stats.QuantileNs(0.5)) / 1e3;
+  state.counters["bpf_wait_p99_us"] = static_cast<double>(stats.QuantileNs(0.99)) / 1e3;
+  state.counters["bpf_wait_max_us"] = static_cast<double>(stats.max_ns) / 1e3;
+  std::string label = absl::StrCat("bpf ", params.set, ": ", stats.keys.size(), " keys");
+  if (!stats.keys.empty()) {
+    const BpfKeyStats& top = stats.keys.front();
+    std::string what = params.set == "lock"
+                           ? absl::StrCat("lock in ", top.caller.empty() ? "?" : top.caller)
+                       : params.set == "sched" ? absl::StrCat("tgid ", top.object, " off-CPU")
+                                               : absl::StrCat("syscall ", top.object);
+    absl::StrAppend(&label, "; longest total wait: ", what, ", ", top.count, " x ",
+                    static_cast<double>(top.total_ns) / 1e3 / static_cast<double>(top.count),
+                    " us");
+  }
+  state.SetLabel(label);
+}
+
 void BM_PipePingPong(benchmark::State& state, Params params) {
   // Opened before the benchmark thread is pinned and before the peer exists: the
   // reader thread keeps the original affinity, and the peer inherits the events.
   std::unique_ptr<TraceRecorder> recorder;
-  if (params.set != "none") {
+  std::unique_ptr<BpfRecorder> bpf;
+  if (params.bpf) {
+    absl::StatusOr<std::unique_ptr<BpfRecorder>> opened = OpenBpfRecorder(params);
+    if (SkipIfError(state, opened.status())) return;
+    bpf = *std::move(opened);
+  } else if (params.set != "none") {
     if (SkipIfError(state, params.budget)) return;
     std::string label;
     absl::StatusOr<std::unique_ptr<TraceRecorder>> opened = OpenRecorder(params, &label);
@@ -209,6 +275,7 @@ void BM_PipePingPong(benchmark::State& state, Params params) {
   // One untimed round trip: the peer is up and the pipes are warm.
   if (SkipIfError(state, (*pingpong)->RoundTrip())) return;
   if (recorder != nullptr && SkipIfError(state, recorder->Enable())) return;
+  if (bpf != nullptr && SkipIfError(state, bpf->Enable())) return;
 
   KernelCostMeter meter(/*include_children=*/true);
   if (!StartOrSkip(state, meter)) return;
@@ -229,6 +296,12 @@ void BM_PipePingPong(benchmark::State& state, Params params) {
     if (SkipIfError(state, recorded.status())) return;
     stats = *recorded;
   }
+  BpfStats aggregated;
+  if (bpf != nullptr) {
+    absl::StatusOr<BpfStats> read = bpf->Stop();
+    if (SkipIfError(state, read.status())) return;
+    aggregated = *std::move(read);
+  }
   // Reaped before the meter stops, so the peer's CPU time is counted.
   if (SkipIfError(state, (*pingpong)->Stop())) return;
   pinned->reset();  // the thread's own affinity back before the counters are reported
@@ -236,12 +309,16 @@ void BM_PipePingPong(benchmark::State& state, Params params) {
   double ops = static_cast<double>(state.iterations());
   double usecs_per_op = elapsed_us / ops;
   state.counters["usecs/op"] = usecs_per_op;
-  if (recorder == nullptr) {
+  if (params.set == "none") {
     RecordBaseline(params.Layout(), static_cast<int64_t>(state.iterations()), usecs_per_op);
   } else {
-    state.counters["samples/op"] = static_cast<double>(stats.samples) / ops;
-    state.counters["bytes/op"] = static_cast<double>(stats.bytes) / ops;
-    state.counters["lost"] = static_cast<double>(stats.lost);
+    if (bpf != nullptr) {
+      ReportBpfStats(state, params, aggregated, ops);
+    } else {
+      state.counters["samples/op"] = static_cast<double>(stats.samples) / ops;
+      state.counters["bytes/op"] = static_cast<double>(stats.bytes) / ops;
+      state.counters["lost"] = static_cast<double>(stats.lost);
+    }
     auto baseline = Baselines().find(params.Layout());
     if (baseline != Baselines().end() && baseline->second.runs > 0) {
       double none_usecs = baseline->second.sum_usecs / baseline->second.runs;
@@ -296,6 +373,11 @@ absl::Status RegisterTraceOverheadFamily() {
   absl::StatusOr<std::vector<std::string>> sinks =
       ChoiceFlag(sink_flag, {"discard", "file"}, nullptr);
   if (!sinks.ok()) return sinks.status();
+  absl::StatusOr<std::vector<std::string>> recorders =
+      ChoiceFlag(recorder_flag, {"ring", "bpf"}, nullptr);
+  if (!recorders.ok()) return recorders.status();
+  const bool ring = std::find(recorders->begin(), recorders->end(), "ring") != recorders->end();
+  const bool bpf = std::find(recorders->begin(), recorders->end(), "bpf") != recorders->end();
   absl::StatusOr<int64_t> pages =
       ParseInt(ring_pages_flag.value(), 1, static_cast<int64_t>(kMaxRingPages));
   if (!pages.ok()) return ring_pages_flag.Annotate(pages.status());
@@ -303,7 +385,7 @@ absl::Status RegisterTraceOverheadFamily() {
     return ring_pages_flag.Annotate(valid);
   }
   bool records = false;
-  for (const std::string& set : *sets) records |= set != "none";
+  for (const std::string& set : *sets) records |= ring && set != "none";
   absl::Status budget;
   if (records) {
     // One buffer per online CPU, whatever the scope.
@@ -337,6 +419,23 @@ absl::Status RegisterTraceOverheadFamily() {
       }
       for (const std::string& set : *sets) {
         if (set == "none") continue;
+        // BPF programs exist for the named sets only.
+        for (const std::string& scope : *scopes) {
+          if (!bpf || set == "custom") break;
+          Params params;
+          params.set = set;
+          params.bpf = true;
+          params.scope = scope == "cpu" ? TraceScope::kSystemWide : TraceScope::kTask;
+          params.peer = peer;
+          params.placement = placement;
+          std::string name =
+              absl::StrCat("BM_PipePingPong/set:", set, "/recorder:bpf/scope:", scope,
+                           "/tasks:", task, "/placement:", placement);
+          benchmark::RegisterBenchmark(name.c_str(), BM_PipePingPong, params)
+              ->UseRealTime()
+              ->Unit(benchmark::kMicrosecond);
+        }
+        if (!ring) continue;
         for (const std::string& callchain : *callchains) {
           for (const std::string& scope : *scopes) {
             for (const std::string& sink : *sinks) {

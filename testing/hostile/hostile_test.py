@@ -74,6 +74,8 @@ class Hostile(unittest.TestCase):
             paranoid = f.read().strip()
         if paranoid != "-1":
             self.assertSkipMentions(report, "perf_event_paranoid")
+        # recorder:bpf cannot load programs: it says which capabilities it needs.
+        self.assertSkipMentions(report, "with BPF", "CAP_BPF")
 
     def test_low_fd_limit(self):
         report = self.run_binary(prefix=["prlimit", "--nofile=48:48"])

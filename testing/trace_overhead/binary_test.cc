@@ -25,10 +25,12 @@ using ::perfscale::testing::ParseJson;
 using Result = ::perfscale::testing::CommandResult;
 using ::perfscale::testing::RunCommand;
 
-std::string BinaryPath() { return ::perfscale::testing::RunfilePath("benchmarks/trace_overhead"); }
+std::string BinaryPath() {
+  return ::perfscale::testing::RunfilePath("benchmarks/trace_overhead/trace_overhead");
+}
 
 Result RunBinary(const std::vector<std::string>& args) {
-  return ::perfscale::testing::RunRunfile("benchmarks/trace_overhead", args);
+  return ::perfscale::testing::RunRunfile("benchmarks/trace_overhead/trace_overhead", args);
 }
 
 class TraceOverheadBinaryTest : public ::testing::Test {
@@ -50,10 +52,10 @@ double Number(const Json& benchmark, const char* key) {
 TEST_F(TraceOverheadBinaryTest, JsonHasTheBaselineFirstAndTheCounters) {
   Capabilities caps = ProbeCapabilities();
   if (absl::Status s = caps.RequireTracefs(); !s.ok()) GTEST_SKIP() << s.message();
-  Result result =
-      RunBinary({"--trace_sets=none,sched", "--callchains=off,on", "--trace_scope=task",
-                 "--pingpong_placement=unpinned", "--ring_pages=16", "--tracepoints=nosuch:event",
-                 "--benchmark_min_time=0.01", "--benchmark_format=json"});
+  Result result = RunBinary(
+      {"--trace_sets=none,sched", "--trace_recorder=ring", "--callchains=off,on",
+       "--trace_scope=task", "--pingpong_placement=unpinned", "--ring_pages=16",
+       "--tracepoints=nosuch:event", "--benchmark_min_time=0.01", "--benchmark_format=json"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   absl::StatusOr<Json> doc = ParseJson(result.out);
   ASSERT_TRUE(doc.ok()) << doc.status() << "\n" << result.out;
@@ -103,13 +105,60 @@ TEST_F(TraceOverheadBinaryTest, JsonHasTheBaselineFirstAndTheCounters) {
   EXPECT_EQ(names, expected);
 }
 
+// recorder:bpf on every set and scope: the BPF side's counters beside the shared ones.
+TEST_F(TraceOverheadBinaryTest, BpfRecorderReportsWhatItAggregated) {
+  Result result = RunBinary({"--trace_sets=none,lock,sched,syscalls", "--trace_recorder=bpf",
+                             "--trace_scope=cpu,task", "--pingpong_placement=same_cpu",
+                             "--benchmark_min_time=0.01", "--benchmark_format=json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  absl::StatusOr<Json> doc = ParseJson(result.out);
+  ASSERT_TRUE(doc.ok()) << doc.status() << "\n" << result.out;
+  std::vector<std::string> names;
+  for (const Json& benchmark : doc->Find("benchmarks")->array) {
+    const std::string& name = benchmark.Find("name")->string;
+    names.push_back(name);
+    SCOPED_TRACE(name);
+    if (const Json* error = benchmark.Find("error_occurred"); error != nullptr && error->boolean) {
+      const std::string& message = benchmark.Find("error_message")->string;
+      // Only what the machine forbids may stop it, and never as root with BTF.
+      EXPECT_TRUE(absl::StartsWith(message, "SKIPPED: ")) << message;
+      EXPECT_TRUE(geteuid() != 0 || access("/sys/kernel/btf/vmlinux", R_OK) != 0) << message;
+      continue;
+    }
+    if (absl::StrContains(name, "set:none")) continue;
+    for (const char* counter : {"usecs/op", "overhead_pct", "samples/op", "bytes/op", "lost",
+                                "bpf_pairs/op", "bpf_wait_us/op", "bpf_keys", "bpf_unpaired",
+                                "bpf_wait_p50_us", "bpf_wait_p99_us", "bpf_wait_max_us"}) {
+      EXPECT_GE(Number(benchmark, counter), counter == std::string("overhead_pct") ? -100.0 : 0.0)
+          << counter;
+    }
+    EXPECT_EQ(Number(benchmark, "lost"), 0.0);
+    EXPECT_TRUE(absl::StartsWith(benchmark.Find("label")->string, "bpf ")) << name;
+    if (!absl::StrContains(name, "set:lock")) {
+      // Every round trip switches and makes syscalls; contention may not happen at all.
+      EXPECT_GT(Number(benchmark, "samples/op"), 1.0);
+      EXPECT_GT(Number(benchmark, "bpf_pairs/op"), 0.5);
+    }
+  }
+  std::vector<std::string> expected = {
+      "BM_PipePingPong/set:none/tasks:processes/placement:same_cpu/real_time"};
+  for (const char* set : {"lock", "sched", "syscalls"}) {
+    for (const char* scope : {"cpu", "task"}) {
+      expected.push_back(absl::StrCat("BM_PipePingPong/set:", set, "/recorder:bpf/scope:", scope,
+                                      "/tasks:processes/placement:same_cpu/real_time"));
+    }
+  }
+  EXPECT_EQ(names, expected);
+}
+
 TEST_F(TraceOverheadBinaryTest, WithoutTheBaselineThereIsNoOverhead) {
   if (absl::Status s = ProbeCapabilities().RequireTracefs(); !s.ok()) {
     GTEST_SKIP() << s.message();
   }
-  Result result = RunBinary({"--trace_sets=sched", "--callchains=off", "--trace_scope=task",
-                             "--ring_pages=16", "--pingpong_placement=unpinned",
-                             "--benchmark_min_time=0.01", "--benchmark_format=json"});
+  Result result =
+      RunBinary({"--trace_sets=sched", "--trace_recorder=ring", "--callchains=off",
+                 "--trace_scope=task", "--ring_pages=16", "--pingpong_placement=unpinned",
+                 "--benchmark_min_time=0.01", "--benchmark_format=json"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   absl::StatusOr<Json> doc = ParseJson(result.out);
   ASSERT_TRUE(doc.ok()) << doc.status();
@@ -136,6 +185,8 @@ TEST_F(TraceOverheadBinaryTest, BadValuesExitTwoNamingTheFlagBeforeRunning) {
       {{"--pingpong_tasks=fibers"}, "--pingpong_tasks: unknown value 'fibers'"},
       {{"--pingpong_placement=far"}, "--pingpong_placement: unknown value 'far'"},
       {{"--trace_sink=null"}, "--trace_sink: unknown value 'null'"},
+      {{"--trace_recorder=perf"}, "--trace_recorder: unknown value 'perf'"},
+      {{"--trace_recorder="}, "--trace_recorder"},
   };
   for (const BadFlag& bad : cases) {
     SCOPED_TRACE(bad.args[0]);
@@ -171,7 +222,8 @@ TEST_F(TraceOverheadBinaryTest, RingBuffersOverTheMlockLimitExitTwo) {
   std::string by_default = absl::StrCat(
       "ulimit -l 64 && exec /usr/bin/setpriv --bounding-set=-ipc_lock --inh-caps=-ipc_lock ",
       BinaryPath(),
-      " --trace_sets=none,sched --callchains=off --trace_scope=task --pingpong_placement=unpinned "
+      " --trace_sets=none,sched --trace_recorder=ring --callchains=off --trace_scope=task "
+      "--pingpong_placement=unpinned "
       "--benchmark_min_time=0.01 --benchmark_format=json");
   Result defaulted = RunCommand({"/bin/sh", "-c", by_default});
   ASSERT_EQ(defaulted.exit_code, 0) << defaulted.err;

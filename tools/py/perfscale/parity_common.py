@@ -70,6 +70,8 @@ def build_binary(target: str) -> str:
         raise ParityError("bazel build //benchmarks:%s failed:\n%s" %
                           (target, result.stderr[-2000:]))
     path = os.path.join(ROOT, "bazel-bin", "benchmarks", target)
+    if os.path.isdir(path):  # the binary is kept in the family's folder
+        path = os.path.join(path, target)
     if not os.access(path, os.X_OK):
         raise ParityError("built, but %s is not there" % path)
     return path
