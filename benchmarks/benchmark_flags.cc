@@ -1,11 +1,18 @@
 #include "benchmarks/benchmark_flags.h"
 
+#include <fcntl.h>
+#include <regex.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
+#include "lib/errno_status.h"
+#include "lib/flags.h"
 
 namespace perfscale {
 namespace {
@@ -22,11 +29,36 @@ bool IsOneOf(absl::string_view value, std::initializer_list<absl::string_view> c
   return false;
 }
 
-// The directory a file would be created in must exist and be writable.
-bool CanCreate(const std::string& path) {
-  size_t slash = path.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
-  return access(dir.c_str(), W_OK | X_OK) == 0;
+// Asks the kernel, as Google Benchmark's open will: access(2) says yes to root for /proc
+// and /sys. A file the probe created is removed again; an existing one is left as it was.
+absl::Status ProbeWritable(const std::string& path) {
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NONBLOCK | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    close(fd);
+    unlink(path.c_str());
+    return absl::OkStatus();
+  }
+  if (errno != EEXIST) return ErrnoStatus(errno, "create");
+  fd = open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(errno, "open for writing");
+  close(fd);
+  return absl::OkStatus();
+}
+
+// Google Benchmark compiles the filter as a POSIX extended regex after dropping a
+// leading '-' (a negative filter), and runs nothing when it does not compile.
+absl::Status CompileFilter(absl::string_view filter) {
+  absl::ConsumePrefix(&filter, "-");
+  std::string pattern(filter);
+  regex_t compiled;
+  int err = regcomp(&compiled, pattern.c_str(), REG_EXTENDED | REG_NOSUB);
+  if (err == 0) {
+    regfree(&compiled);
+    return absl::OkStatus();
+  }
+  char message[256];
+  regerror(err, &compiled, message, sizeof(message));
+  return absl::InvalidArgumentError(message);
 }
 
 absl::Status CheckOne(absl::string_view name, absl::string_view value) {
@@ -44,9 +76,22 @@ absl::Status CheckOne(absl::string_view name, absl::string_view value) {
     if (!IsOneOf(value, {"console", "json", "csv"}))
       return Bad(name, value, "console, json or csv");
   } else if (name == "benchmark_out") {
-    if (value.empty() || !CanCreate(std::string(value))) {
-      return Bad(name, value, "a file in an existing, writable directory");
+    if (value.empty()) return Bad(name, value, "a file in an existing, writable directory");
+    if (absl::Status writable = ProbeWritable(std::string(value)); !writable.ok()) {
+      return Bad(name, value,
+                 absl::StrCat("a file this process can write (", writable.message(), ")"));
     }
+  } else if (name == "benchmark_time_unit") {
+    if (!IsOneOf(value, {"ns", "us", "ms", "s"})) return Bad(name, value, "ns, us, ms or s");
+  } else if (name == "benchmark_filter") {
+    if (absl::Status compiled = CompileFilter(value); !compiled.ok()) {
+      return Bad(name, value, absl::StrCat("a regular expression (", compiled.message(), ")"));
+    }
+  } else if (IsOneOf(name, {"benchmark_list_tests", "benchmark_enable_random_interleaving",
+                            "benchmark_report_aggregates_only", "benchmark_display_aggregates_only",
+                            "benchmark_counters_tabular"})) {
+    // Google Benchmark reads anything but a few spellings of "false" as true.
+    if (!ParseBool(value).ok()) return Bad(name, value, "true or false");
   } else if (name == "benchmark_color") {
     if (!IsOneOf(value, {"auto", "true", "false", "yes", "no", "1", "0"})) {
       return Bad(name, value, "auto, true or false");

@@ -29,6 +29,16 @@ const std::vector<Family>& Families();
 // parameter lists to a smoke run of seconds. Explicit flags still win.
 bool QuickRun();
 
+// True when this run will execute the benchmark registered as `name`: it is not only
+// listing (--benchmark_list_tests) and --benchmark_filter selects the name (Google
+// Benchmark's rules: a POSIX extended regex searched in the name, a leading '-' excludes).
+// A family checks what it needs from the machine (a writable directory, ...) only for
+// benchmarks that will run, so a run of other families never fails on it.
+bool WillRun(const std::string& name);
+
+// Set by main once the flags are parsed; until then every benchmark will run.
+void SetRunSelection(const std::string& filter, bool list_only);
+
 }  // namespace perfscale
 
 #define PERFSCALE_FAMILY(name, fn) \

@@ -74,10 +74,10 @@ Flag& exec_maps_flag =
 Flag& data_maps_flag = DefineFlag("synth_data_maps", "16",
                                   "data mappings each controlled process adds (synthesized "
                                   "only with --synth_data)");
-Flag& data_flag = DefineFlag("synth_data", "false",
-                             "also synthesize readable data mappings (perf record --data)");
-Flag& namespaces_flag = DefineFlag("synth_namespaces", "false",
-                                   "also synthesize NAMESPACES records (perf record --namespaces)");
+Flag& data_flag = DefineBoolFlag("synth_data", false,
+                                 "also synthesize readable data mappings (perf record --data)");
+Flag& namespaces_flag = DefineBoolFlag(
+    "synth_namespaces", false, "also synthesize NAMESPACES records (perf record --namespaces)");
 Flag& comm_flag = DefineFlag(
     "synth_comm", "status",
     "where COMM names come from: status (its Name: line, as perf) or comm (the comm file)");
@@ -171,13 +171,6 @@ void BM_Synthesize(benchmark::State& state, Params params, Settings settings) {
     state.counters["mutex_wait_share"] = wait_seconds / worker_seconds;
   }
   ReportKernelCost(state, meter, total, "record");
-}
-
-absl::StatusOr<bool> BoolFlag(const Flag& flag) {
-  if (flag.value() == "true" || flag.value() == "1") return true;
-  if (flag.value() == "false" || flag.value() == "0") return false;
-  return flag.Annotate(
-      absl::InvalidArgumentError(absl::StrCat("'", flag.value(), "' is not true or false")));
 }
 
 absl::StatusOr<int> IntFlag(const Flag& flag, int64_t min, int64_t max) {
@@ -275,12 +268,8 @@ absl::Status RegisterSynthesizeFamily() {
     }
   }
 
-  absl::StatusOr<bool> data = BoolFlag(data_flag);
-  if (!data.ok()) return data.status();
-  absl::StatusOr<bool> namespaces = BoolFlag(namespaces_flag);
-  if (!namespaces.ok()) return namespaces.status();
-  settings.synthesis.data_mmaps = *data;
-  settings.synthesis.namespaces = *namespaces;
+  settings.synthesis.data_mmaps = data_flag.bool_value();
+  settings.synthesis.namespaces = namespaces_flag.bool_value();
   if (comm_flag.value() == "status") {
     settings.synthesis.comm_source = CommSource::kStatus;
   } else if (comm_flag.value() == "comm") {
@@ -291,19 +280,7 @@ absl::Status RegisterSynthesizeFamily() {
   }
 
   settings.dir = dir_flag.value().empty() ? DefaultDir() : dir_flag.value();
-  bool file_sink = false;
-  for (const std::string& s : *sinks) file_sink |= s == "file";
-  if (file_sink) {
-    // Fail now, with the flag's name, rather than skip every file benchmark later. The
-    // probe file has no name and its directory is gone once Create returns.
-    absl::StatusOr<ScratchFile> probe = ScratchFile::Create(settings.dir);
-    if (!probe.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--synth_dir=", settings.dir,
-                       ": cannot write the file sink there: ", probe.status().message()));
-    }
-  }
-
+  bool file_sink_runs = false;
   for (const std::string& workload : *workloads) {
     for (const std::string& sink : *sinks) {
       for (const std::string& strategy : *strategies) {
@@ -312,11 +289,22 @@ absl::Status RegisterSynthesizeFamily() {
                         *ParseOutputStrategy(strategy), static_cast<int>(w)};
           std::string name = absl::StrCat("BM_Synthesize/workload:", workload, "/sink:", sink,
                                           "/strategy:", strategy, "/workers:", w);
+          file_sink_runs |= sink == "file" && WillRun(name);
           benchmark::RegisterBenchmark(name.c_str(), BM_Synthesize, params, settings)
               ->UseManualTime()
               ->Unit(benchmark::kMillisecond);
         }
       }
+    }
+  }
+  if (file_sink_runs) {
+    // Fail now, with the flag's name, rather than skip every file benchmark later. The
+    // probe file has no name and its directory is gone once Create returns.
+    absl::StatusOr<ScratchFile> probe = ScratchFile::Create(settings.dir);
+    if (!probe.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--synth_dir=", settings.dir,
+                       ": cannot write the file sink there: ", probe.status().message()));
     }
   }
   return absl::OkStatus();

@@ -17,8 +17,10 @@ absl::StatusCode CodeFor(int err) {
   switch (err) {
     case EPERM:
     case EACCES:
+    case EROFS:
       return absl::StatusCode::kPermissionDenied;
     case ENOENT:
+    case ENOTDIR:
     case ENODEV:
     case ENXIO:
       return absl::StatusCode::kNotFound;
@@ -28,6 +30,7 @@ absl::StatusCode CodeFor(int err) {
     case EMFILE:
     case ENFILE:
     case ENOSPC:
+    case EDQUOT:
     case EAGAIN:
     case ENOMEM:
     case E2BIG:
@@ -42,47 +45,11 @@ absl::StatusCode CodeFor(int err) {
   }
 }
 
-const char* ErrnoName(int err) {
-  switch (err) {
-    case EPERM:
-      return "EPERM";
-    case EACCES:
-      return "EACCES";
-    case ENOENT:
-      return "ENOENT";
-    case ENODEV:
-      return "ENODEV";
-    case ENXIO:
-      return "ENXIO";
-    case EOPNOTSUPP:
-      return "EOPNOTSUPP";
-    case ENOSYS:
-      return "ENOSYS";
-    case EMFILE:
-      return "EMFILE";
-    case ENFILE:
-      return "ENFILE";
-    case ENOSPC:
-      return "ENOSPC";
-    case EAGAIN:
-      return "EAGAIN";
-    case ENOMEM:
-      return "ENOMEM";
-    case E2BIG:
-      return "E2BIG";
-    case EINVAL:
-      return "EINVAL";
-    case EBADF:
-      return "EBADF";
-    case EBUSY:
-      return "EBUSY";
-    case EINTR:
-      return "EINTR";
-    case ESRCH:
-      return "ESRCH";
-    default:
-      return "errno";
-  }
+// glibc names every errno it knows (strerrorname_np, glibc 2.32); a number it does not
+// know is shown as such rather than as a bare "errno".
+std::string ErrnoName(int err) {
+  if (const char* name = strerrorname_np(err); name != nullptr) return name;
+  return absl::StrCat("errno ", err);
 }
 
 }  // namespace

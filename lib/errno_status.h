@@ -15,9 +15,10 @@
 
 namespace perfscale {
 
-// EPERM/EACCES -> PermissionDenied, ENOENT/ENODEV/EOPNOTSUPP -> NotFound/Unimplemented,
-// EMFILE/ENFILE/ENOSPC/EAGAIN/ENOMEM -> ResourceExhausted, EINVAL -> InvalidArgument,
-// everything else Internal. The message is "<what>: <strerror> (<ERRNO>)".
+// EPERM/EACCES/EROFS -> PermissionDenied, ENOENT/ENOTDIR/ENODEV/EOPNOTSUPP ->
+// NotFound/Unimplemented, EMFILE/ENFILE/ENOSPC/EDQUOT/EAGAIN/ENOMEM -> ResourceExhausted,
+// EINVAL -> InvalidArgument, everything else Internal. The message is
+// "<what>: <strerror> (<ERRNO>)", with the errno's symbolic name.
 absl::Status ErrnoStatus(int err, absl::string_view what);
 
 // The errno a status was made from by ErrnoStatus (kept as a payload), if any. Lets a

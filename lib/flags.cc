@@ -94,6 +94,14 @@ absl::StatusOr<std::vector<int64_t>> ParseIntList(absl::string_view text, int64_
   return values;
 }
 
+absl::StatusOr<bool> ParseBool(absl::string_view text) {
+  absl::string_view body = absl::StripAsciiWhitespace(text);
+  if (body == "true" || body == "1" || body == "yes") return true;
+  if (body == "false" || body == "0" || body == "no") return false;
+  return absl::InvalidArgumentError(
+      absl::StrCat("'", body.substr(0, 40), "' is not a boolean (true or false)"));
+}
+
 absl::StatusOr<std::vector<std::string>> ParseChoiceList(absl::string_view text,
                                                          const std::vector<std::string>& allowed) {
   absl::string_view body = absl::StripAsciiWhitespace(text);
@@ -118,17 +126,29 @@ absl::Status Flag::Annotate(const absl::Status& status) const {
   return absl::Status(status.code(), absl::StrCat("--", name_, ": ", status.message()));
 }
 
-Flag& DefineFlag(std::string name, std::string default_value, std::string help) {
+namespace {
+
+Flag& AddFlag(std::string name, std::string default_value, std::string help, bool is_bool) {
   FlagTable& table = Table();
   if (table.flags.count(name) != 0) {
     std::fprintf(stderr, "perfscale: flag --%s is defined twice\n", name.c_str());
     std::abort();
   }
   table.defaults[name] = default_value;
-  auto flag = std::make_unique<Flag>(name, std::move(default_value), std::move(help));
+  auto flag = std::make_unique<Flag>(name, std::move(default_value), std::move(help), is_bool);
   Flag& ref = *flag;
   table.flags[name] = std::move(flag);
   return ref;
+}
+
+}  // namespace
+
+Flag& DefineFlag(std::string name, std::string default_value, std::string help) {
+  return AddFlag(std::move(name), std::move(default_value), std::move(help), false);
+}
+
+Flag& DefineBoolFlag(std::string name, bool default_value, std::string help) {
+  return AddFlag(std::move(name), default_value ? "true" : "false", std::move(help), true);
 }
 
 absl::Status ParseFlags(int argc, char** argv) {
@@ -147,13 +167,25 @@ absl::Status ParseFlags(int argc, char** argv) {
       return absl::InvalidArgumentError(absl::StrCat(
           "unknown flag --", name, " (--help lists perfscale's and Google Benchmark's flags)"));
     }
+    Flag& flag = *it->second;
+    std::string value;
     if (eq != absl::string_view::npos) {
-      it->second->Set(std::string(body.substr(eq + 1)));
+      value = std::string(body.substr(eq + 1));
+    } else if (flag.is_bool()) {
+      value = "true";
     } else if (i + 1 < argc && !absl::StartsWith(argv[i + 1], "--")) {
-      it->second->Set(argv[++i]);
+      value = argv[++i];
     } else {
       return absl::InvalidArgumentError(absl::StrCat("flag --", name, " needs a value"));
     }
+    if (absl::StripAsciiWhitespace(value).empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", name, "=: empty value (leave the flag out for its default)"));
+    }
+    if (flag.is_bool()) {
+      if (absl::Status valid = ParseBool(value).status(); !valid.ok()) return flag.Annotate(valid);
+    }
+    flag.Set(std::move(value));
   }
   return absl::OkStatus();
 }
@@ -170,7 +202,7 @@ std::string FlagsHelp() {
 void ResetFlagsForTest() {
   FlagTable& table = Table();
   for (auto& [name, flag] : table.flags) {
-    *flag = Flag(name, table.defaults[name], flag->help());
+    *flag = Flag(name, table.defaults[name], flag->help(), flag->is_bool());
   }
 }
 

@@ -28,18 +28,27 @@ absl::StatusOr<int64_t> ParseInt(absl::string_view text, int64_t min, int64_t ma
 // duplicates dropped. At most 4096 values, so a typo cannot ask for billions of runs.
 absl::StatusOr<std::vector<int64_t>> ParseIntList(absl::string_view text, int64_t min, int64_t max);
 
+// "true"/"false" (also "1"/"0", "yes"/"no"): Google Benchmark's booleans and ours.
+absl::StatusOr<bool> ParseBool(absl::string_view text);
+
 // "mutex,atomic" where every item is one of `allowed`; duplicates dropped.
 absl::StatusOr<std::vector<std::string>> ParseChoiceList(absl::string_view text,
                                                          const std::vector<std::string>& allowed);
 
 class Flag {
  public:
-  Flag(std::string name, std::string default_value, std::string help)
-      : name_(std::move(name)), value_(std::move(default_value)), help_(std::move(help)) {}
+  Flag(std::string name, std::string default_value, std::string help, bool is_bool = false)
+      : name_(std::move(name)),
+        value_(std::move(default_value)),
+        help_(std::move(help)),
+        is_bool_(is_bool) {}
   const std::string& name() const { return name_; }
   const std::string& value() const { return value_; }
   const std::string& help() const { return help_; }
   bool is_set() const { return is_set_; }
+  bool is_bool() const { return is_bool_; }
+  // The value of a flag made by DefineBoolFlag (ParseFlags accepted only booleans).
+  bool bool_value() const { return ParseBool(value_).value_or(false); }
   void Set(std::string value) {
     value_ = std::move(value);
     is_set_ = true;
@@ -51,15 +60,20 @@ class Flag {
   std::string name_;
   std::string value_;
   std::string help_;
+  bool is_bool_;
   bool is_set_ = false;
 };
 
 // Registers a flag in the process-wide table (call from a static initializer). The same
 // name defined twice aborts at startup: two families must not disagree on a flag.
 Flag& DefineFlag(std::string name, std::string default_value, std::string help);
+// A boolean flag: `--name` alone means true; any value but a boolean is rejected.
+Flag& DefineBoolFlag(std::string name, bool default_value, std::string help);
 
 // Parses argv[1..argc) as --name=value (or --name value) against the table, leaving
-// argv untouched. Unknown flags and positional arguments are errors naming them.
+// argv untouched. Unknown flags, positional arguments, empty values (`--name=`: leave
+// the flag out for its default) and non-booleans for boolean flags are errors naming
+// the flag, the same for every flag.
 absl::Status ParseFlags(int argc, char** argv);
 
 // One line per flag, sorted, for --help.

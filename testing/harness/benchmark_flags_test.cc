@@ -28,11 +28,25 @@ TEST(BenchmarkFlagsTest, RejectsWhatGoogleBenchmarkWouldAbortOn) {
   ExpectRejected("--benchmark_color=purple", "--benchmark_color");
 }
 
+TEST(BenchmarkFlagsTest, RejectsWhatGoogleBenchmarkWouldIgnoreOrMisread) {
+  // Each of these once exited 0 or 1 with Google Benchmark's own words, or silently ran
+  // something other than what was asked.
+  ExpectRejected("--benchmark_time_unit=fortnight", "--benchmark_time_unit");
+  ExpectRejected("--benchmark_filter=[", "--benchmark_filter");
+  ExpectRejected("--benchmark_filter=-(", "--benchmark_filter");
+  ExpectRejected("--benchmark_list_tests=maybe", "--benchmark_list_tests");
+  ExpectRejected("--benchmark_enable_random_interleaving=sometimes",
+                 "--benchmark_enable_random_interleaving");
+  ExpectRejected("--benchmark_out=/proc/x", "--benchmark_out");
+  ExpectRejected("--benchmark_out=/tmp", "--benchmark_out");
+}
+
 TEST(BenchmarkFlagsTest, LetsGoodValuesAndOtherFlagsThrough) {
   EXPECT_TRUE(CheckBenchmarkFlags({"--benchmark_repetitions=10", "--benchmark_min_time=0.5",
                                    "--benchmark_format=json", "--benchmark_out_format=csv",
                                    "--benchmark_out=/tmp/x.json", "--benchmark_out=x.json",
-                                   "--benchmark_color=false", "--benchmark_filter=[",
+                                   "--benchmark_color=false", "--benchmark_filter=-Thread|Enable$",
+                                   "--benchmark_time_unit=ms", "--benchmark_list_tests=false",
                                    "--breakpoints=-1", "--benchmark_list_tests", "positional"})
                   .ok());
   EXPECT_TRUE(CheckBenchmarkFlags({}).ok());

@@ -118,9 +118,11 @@ class Hostile(unittest.TestCase):
         tmp = tempfile.mkdtemp(prefix="perfscale-signal-")
         try:
             env = dict(os.environ, TMPDIR=tmp)
+            out = os.path.join(self.dir, "out-%d.json" % signal_number)
             # The families that fork children and write files.
             proc = subprocess.Popen([self.binary, "--benchmark_min_time=2",
-                                     "--benchmark_filter=Synthesize|PipePingPong"],
+                                     "--benchmark_filter=Synthesize|PipePingPong",
+                                     "--benchmark_out=" + out],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                     env=env, cwd=self.dir)
             descendants = set()
@@ -142,6 +144,14 @@ class Hostile(unittest.TestCase):
                      and not is_zombie_reaped_elsewhere(pid)]
             self.assertEqual(alive, [], "children left behind")
             self.assertEqual(os.listdir(tmp), [], "temporary files left behind")
+            # The result file is whole, with what finished, and says the run did not.
+            self.assertEqual([f for f in os.listdir(self.dir) if f.startswith(".out-")], [],
+                             "a partial result file left behind")
+            if os.path.exists(out):
+                with open(out) as f:
+                    report = json.load(f)
+                self.assertEqual(report["context"].get("run_complete"), "false")
+                self.assertTrue(all("name" in b for b in report["benchmarks"]))
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 

@@ -165,6 +165,7 @@ TEST(ParseChoiceListTest, UnknownValuesListTheAllowedOnes) {
 Flag& test_flag_x = DefineFlag("test_flag_x", "1", "an integer for the test");
 Flag& test_flag_y = DefineFlag("test_flag_y", "", "a list for the test");
 Flag& test_flag_z = DefineFlag("test_flag_z", "a,b", "choices for the test");
+Flag& test_flag_b = DefineBoolFlag("test_flag_b", false, "a boolean for the test");
 
 // Builds a mutable argv for ParseFlags.
 class Argv {
@@ -214,11 +215,41 @@ TEST_F(ParseFlagsTest, SeparateValueMayBeNegative) {
   EXPECT_EQ(test_flag_x.value(), "-1");
 }
 
-TEST_F(ParseFlagsTest, EmptyValueAndValuesWithEqualsSigns) {
-  ASSERT_TRUE(Parse({"--test_flag_x=", "--test_flag_y=a=b"}).ok());
-  EXPECT_EQ(test_flag_x.value(), "");
-  EXPECT_TRUE(test_flag_x.is_set());
+TEST_F(ParseFlagsTest, ValuesWithEqualsSigns) {
+  ASSERT_TRUE(Parse({"--test_flag_y=a=b"}).ok());
   EXPECT_EQ(test_flag_y.value(), "a=b");
+}
+
+TEST_F(ParseFlagsTest, EmptyValueIsRejectedForEveryFlag) {
+  // `--passive=` once silently meant the default while `--events=` exited 2.
+  for (const char* arg :
+       {"--test_flag_x=", "--test_flag_y=", "--test_flag_z= ", "--test_flag_b="}) {
+    absl::Status status = Parse({arg});
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << arg;
+    std::string name = std::string(arg).substr(0, std::string(arg).find('='));
+    EXPECT_NE(status.message().find(name), absl::string_view::npos) << status.message();
+    EXPECT_NE(status.message().find("empty value"), absl::string_view::npos) << status.message();
+  }
+}
+
+TEST_F(ParseFlagsTest, BooleanFlags) {
+  EXPECT_FALSE(test_flag_b.bool_value());
+  ASSERT_TRUE(Parse({"--test_flag_b"}).ok());
+  EXPECT_TRUE(test_flag_b.bool_value());
+  for (const char* yes : {"true", "1", "yes"}) {
+    ASSERT_TRUE(Parse({std::string("--test_flag_b=") + yes}).ok());
+    EXPECT_TRUE(test_flag_b.bool_value()) << yes;
+  }
+  for (const char* no : {"false", "0", "no"}) {
+    ASSERT_TRUE(Parse({std::string("--test_flag_b=") + no}).ok());
+    EXPECT_FALSE(test_flag_b.bool_value()) << no;
+  }
+  // A bare boolean does not swallow the next argument as its value.
+  ASSERT_TRUE(Parse({"--test_flag_b", "--test_flag_x=2"}).ok());
+  EXPECT_TRUE(test_flag_b.bool_value());
+  absl::Status maybe = Parse({"--test_flag_b=maybe"});
+  EXPECT_EQ(maybe.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(maybe.message().find("--test_flag_b"), absl::string_view::npos) << maybe.message();
 }
 
 TEST_F(ParseFlagsTest, LastOneWins) {

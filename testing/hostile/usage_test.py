@@ -1,0 +1,147 @@
+"""Bad command lines and unusable directories, tried on the all-families binary: every
+usage error exits 2 with a message naming the flag before anything runs, and what one
+family needs from the machine never stops a run that does not include it.
+
+Usage: usage_test.py PATH_TO_ALL_BINARY
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+BINARY = None
+# The cheapest benchmark there is: no threads, no tracefs, no fds beyond one event.
+ONE_BENCHMARK = "--benchmark_filter=BM_BreakpointEnable/passive:0/active:1/placement:unpinned"
+FAST = ["--quick=true", "--benchmark_min_time=0.001", "--benchmark_format=json"]
+
+
+def run(*flags, env=None, prefix=()):
+    return subprocess.run([*prefix, BINARY, *flags], capture_output=True, text=True,
+                          timeout=300, env=env)
+
+
+def perfscale_flags():
+    """Every perfscale flag, from --help ("  --name=default")."""
+    result = run("--help")
+    section = result.stdout.split("Google Benchmark flags:")[0]
+    return sorted(set(re.findall(r"^  --([a-z_]+)=", section, re.M)))
+
+
+class UsageErrors(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="perfscale-usage-")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def assertUsageError(self, result, flag, *words):
+        self.assertEqual(result.returncode, 2, "%s: rc %d, stderr %r, stdout %r" % (
+            flag, result.returncode, result.stderr[-500:], result.stdout[-300:]))
+        self.assertIn(flag, result.stderr)
+        for word in words:
+            self.assertIn(word, result.stderr)
+        self.assertNotIn("BM_", result.stdout, "something ran before the usage error")
+
+    def test_benchmark_out_the_kernel_refuses(self):
+        # access(2) says yes to root for /proc and /sys: only an open tells the truth.
+        for path in ["/proc/x", "/sys/x.json", self.dir]:
+            with self.subTest(path=path):
+                self.assertUsageError(run("--benchmark_out=" + path, ONE_BENCHMARK),
+                                      "--benchmark_out")
+        self.assertEqual(os.listdir(self.dir), [], "the probe left a file behind")
+
+    def test_benchmark_out_probe_leaves_no_file(self):
+        target = os.path.join(self.dir, "x.json")
+        result = run("--benchmark_out=" + target, "--benchmark_filter=NoSuchBenchmark")
+        self.assertEqual(result.returncode, 2)
+        self.assertFalse(os.path.exists(target), "a usage error created the output file")
+
+    def test_finished_run_says_so_in_its_result_file(self):
+        target = os.path.join(self.dir, "x.json")
+        result = run("--benchmark_out=" + target, ONE_BENCHMARK, *FAST)
+        self.assertEqual(result.returncode, 0, result.stderr[-500:])
+        with open(target) as f:
+            report = json.load(f)
+        self.assertEqual(report["context"]["run_complete"], "true")
+        self.assertEqual(len(report["benchmarks"]), 1)
+        self.assertEqual(os.listdir(self.dir), ["x.json"], "a partial copy was left")
+        mask = os.umask(0)
+        os.umask(mask)
+        self.assertEqual(os.stat(target).st_mode & 0o777, 0o666 & ~mask)
+
+    def test_benchmark_time_unit(self):
+        self.assertUsageError(run("--benchmark_time_unit=fortnight", ONE_BENCHMARK),
+                              "--benchmark_time_unit")
+        self.assertEqual(run("--benchmark_time_unit=us", "--benchmark_list_tests",
+                             ONE_BENCHMARK).returncode, 0)
+
+    def test_benchmark_filter_invalid_regex(self):
+        self.assertUsageError(run("--benchmark_filter=["), "--benchmark_filter")
+        self.assertUsageError(run("--benchmark_filter=-("), "--benchmark_filter")
+
+    def test_benchmark_filter_matching_nothing(self):
+        self.assertUsageError(run("--benchmark_filter=NoSuchBenchmark"), "--benchmark_filter",
+                              "no benchmark matches")
+        self.assertUsageError(run("--benchmark_filter=NoSuchBenchmark", "--benchmark_list_tests"),
+                              "--benchmark_filter", "no benchmark matches")
+
+    def test_boolean_flags(self):
+        self.assertUsageError(run("--quick=maybe", ONE_BENCHMARK), "--quick")
+        self.assertUsageError(run("--synth_data=perhaps", ONE_BENCHMARK), "--synth_data")
+        self.assertUsageError(run("--benchmark_list_tests=maybe", ONE_BENCHMARK),
+                              "--benchmark_list_tests")
+        for good in ["--quick", "--quick=true", "--quick=false", "--quick=1", "--quick=0"]:
+            with self.subTest(flag=good):
+                result = run(good, "--benchmark_list_tests", ONE_BENCHMARK)
+                self.assertEqual(result.returncode, 0, result.stderr[-500:])
+
+    def test_every_flag_rejects_an_empty_value(self):
+        flags = perfscale_flags()
+        self.assertIn("breakpoints", flags)
+        self.assertIn("events", flags)
+        for name in flags:
+            with self.subTest(flag=name):
+                self.assertUsageError(run("--%s=" % name, "--benchmark_list_tests"), "--" + name)
+
+
+class FamiliesNotRun(unittest.TestCase):
+    """$TMPDIR matters to the synthesize and trace families only: a run without them, or a
+    listing, must not fail on it; a run with them still names the flag."""
+
+    def check(self, tmpdir, prefix=()):
+        env = dict(os.environ, TMPDIR=tmpdir)
+        listed = run("--benchmark_list_tests", env=env, prefix=prefix)
+        self.assertEqual(listed.returncode, 0, listed.stderr[-500:])
+        self.assertIn("BM_Synthesize/", listed.stdout)
+        ran = run(ONE_BENCHMARK, *FAST, env=env, prefix=prefix)
+        self.assertEqual(ran.returncode, 0, ran.stderr[-500:])
+        self.assertIn("BM_BreakpointEnable/", ran.stdout)
+        file_sink = run("--benchmark_filter=BM_Synthesize/workload:controlled/sink:file",
+                        "--synth_sink=file",
+                        *FAST, env=env, prefix=prefix)
+        self.assertEqual(file_sink.returncode, 2, file_sink.stderr[-500:])
+        self.assertIn("--synth_dir", file_sink.stderr)
+
+    def test_missing_tmpdir(self):
+        self.check("/nonexistent-perfscale-tmpdir")
+
+    def test_read_only_tmpdir(self):
+        if os.geteuid() != 0:
+            self.skipTest("needs root for a read-only mount in a private namespace")
+        directory = tempfile.mkdtemp(prefix="perfscale-ro-")
+        try:
+            script = "mount -t tmpfs -o ro none \"$0\" && exec \"$@\""
+            self.check(directory, prefix=["unshare", "--mount", "--propagation", "private",
+                                          "sh", "-c", script, directory])
+        finally:
+            os.rmdir(directory)
+
+
+if __name__ == "__main__":
+    BINARY = sys.argv.pop(1)
+    unittest.main(verbosity=2)
