@@ -38,6 +38,51 @@ def test_headline_figures_match_the_data():
     assert all(r[-1].startswith("+") for r in tracing.rows)
 
 
+def results_named(figures):
+    """Results of one repetition per (name, usecs) with today's names."""
+    benchmarks = [{"name": name, "run_name": name, "run_type": "iteration", "repetitions": 1,
+                   "real_time": usecs, "cpu_time": usecs, "time_unit": "us",
+                   "usecs/op": usecs, "usecs/fd": usecs} for name, usecs in figures]
+    return results_io.parse_results(json.dumps({"context": {}, "benchmarks": benchmarks}))
+
+
+def test_tracing_overhead_puts_ring_and_bpf_against_the_same_none():
+    layout = "tasks:processes/placement:same_cpu"
+    results = results_named([
+        ("BM_PipePingPong/set:none/%s/real_time" % layout, 10.0),
+        ("BM_PipePingPong/set:none/tasks:processes/placement:unpinned/real_time", 40.0),
+        ("BM_PipePingPong/set:lock/recorder:bpf/scope:task/%s/real_time" % layout, 12.0),
+        ("BM_PipePingPong/set:lock/callchains:off/scope:task/%s/sink:discard/real_time" % layout,
+         15.0),
+        ("BM_PipePingPong/set:lock/callchains:on/scope:task/%s/sink:discard/real_time" % layout,
+         30.0),
+    ])
+    tracing = {h.spec.title: h for h in results_headlines.compute(results)}["Tracing overhead"]
+    rows = {r[0]: r for r in tracing.rows}
+    assert set(rows) == {  # callchains on is left out; unpinned has no recorded sibling
+        "recorder=bpf scope=task tasks=processes placement=same_cpu",
+        "callchains=off scope=task tasks=processes placement=same_cpu sink=discard "
+        "recorder=ring"}
+    assert [r[1:] for r in rows.values()] == [["set=lock", "10", "12", "+20.0%"],
+                                              ["set=lock", "10", "15", "+50.0%"]]
+
+
+def test_open_strategies_compare_unloaded_and_loaded():
+    base = "BM_EventOpen/strategy:%s/events:100/event:cpu-clock/phases:%s/cpus:2%s/manual_time"
+    results = results_named([
+        (base % ("event_major", "lifecycle", ""), 10.0),
+        (base % ("cpu_major", "lifecycle", ""), 5.0),
+        (base % ("event_major", "lifecycle", "/load:2"), 20.0),
+        (base % ("cpu_major", "lifecycle", "/load:2"), 40.0),
+        (base % ("cpu_major", "open", ""), 1.0),
+    ])
+    by_title = {h.spec.title: h for h in results_headlines.compute(results)}
+    rows = by_title["Open time per strategy, unloaded and loaded"].rows
+    assert [[r[0], r[-1]] for r in rows] == [
+        ["events=100 event=cpu-clock phases=lifecycle cpus=2 load=0", "2.00x"],
+        ["events=100 event=cpu-clock phases=lifecycle cpus=2 load=2", "0.50x"]]
+
+
 def test_missing_families_are_omitted_with_a_note(tmp_path):
     document = json.load(open(data("base.json"), encoding="utf-8"))
     document["benchmarks"] = [b for b in document["benchmarks"]

@@ -22,6 +22,11 @@ class Spec:
     figure: str  # "slowdown", "speedup", "saved", "overhead"
     metrics: tuple = ("usecs/op",)  # counters to use, first found; else real time
     explanation: str = ""
+    # When set, a row's base is the base instance that agrees with it on these parameters
+    # only (the base has fewer: set:none has no recorder or scope); else on all but `keys`.
+    match: tuple = None
+    where: tuple = ()  # (param, value): instances with another value are left out
+    defaults: tuple = ()  # (param, value) shown for instances whose name omits the param
 
 
 HEADLINES = (
@@ -37,12 +42,23 @@ HEADLINES = (
          "saved", metrics=("ipis/fd",),
          explanation="function-call IPIs per opened fd, opening event by event on every CPU "
                      "(event_major) against each other strategy, same events and kind."),
+    Spec("Open time per strategy, unloaded and loaded", "BM_EventOpen", ("strategy",),
+         ("event_major",), "speedup", metrics=("usecs/fd",), where=(("phases", "lifecycle"),),
+         defaults=(("load", "0"),),
+         explanation="usecs per fd of perf stat's whole lifecycle (open, enable, read, "
+                     "disable, close), event by event against each other strategy, with no "
+                     "load and with L spinning threads pinned to the CPUs (load=CPUs: all "
+                     "busy), where moving the opener waits for the scheduler."),
     Spec("Synthesis speed-up per strategy", "BM_Synthesize", ("workers",), (None,), "speedup",
          metrics=("usecs/record",),
          explanation="time with the fewest workers over time with more, per output strategy."),
     Spec("Tracing overhead", "BM_PipePingPong", ("set",), ("none",), "overhead",
-         explanation="pipe round trip while recording a tracepoint set against recording "
-                     "nothing (set=none)."),
+         match=("tasks", "placement"), where=(("callchains", "off"), ("sink", "discard")),
+         defaults=(("recorder", "ring"),),
+         explanation="pipe round trip while a tracepoint set is recorded (recorder=ring: "
+                     "perf record's ring buffers) or aggregated in the kernel (recorder=bpf: "
+                     "perf lock contention --use-bpf) against nothing recorded (set=none), "
+                     "same tasks and placement."),
 )
 
 
@@ -60,7 +76,8 @@ def compute(results, specs=HEADLINES):
 
 def _compute_one(results, spec):
     headline = Headline(spec)
-    entries = [e for e in results.entries.values() if e.family == spec.family and e.real_ns]
+    entries = [e for e in results.entries.values() if e.family == spec.family and e.real_ns
+               and all(e.params.get(k, v) == v for k, v in spec.where)]
     if not entries:
         headline.note = "omitted: no %s results in %s" % (spec.family, results.source)
         return headline
@@ -69,23 +86,13 @@ def _compute_one(results, spec):
             spec.family, "/".join(spec.keys))
         return headline
     label, metric = _metric(entries, spec.metrics)
-    groups = {}
-    for entry in entries:
-        groups.setdefault(entry.parsed.without(*spec.keys), []).append(entry)
-    for others, members in groups.items():
-        base_values = _base_values(spec, members)
-        base = [e for e in members if tuple(e.params[k] for k in spec.keys) == base_values]
-        if not base:
-            continue
-        base_value = statistics.median(metric(base[0]))
-        for entry in members:
-            if entry is base[0]:
-                continue
-            value = statistics.median(metric(entry))
-            headline.rows.append([
-                results_names.describe(others),
-                results_names.describe({k: entry.params[k] for k in spec.keys}),
-                _number(base_value), _number(value), _figure(spec.figure, base_value, value)])
+    for others, base, entry in _pairs(spec, entries):
+        base_value = statistics.median(metric(base))
+        value = statistics.median(metric(entry))
+        headline.rows.append([
+            results_names.describe(others),
+            results_names.describe({k: entry.params[k] for k in spec.keys}),
+            _number(base_value), _number(value), _figure(spec.figure, base_value, value)])
     base_text = results_names.describe(dict(zip(spec.keys, (b or "smallest" for b in spec.base))))
     headline.header = ["other parameters", "compared", "%s at %s" % (label, base_text),
                        label, spec.figure]
@@ -93,6 +100,25 @@ def _compute_one(results, spec):
         headline.note = "omitted: no %s instance at %s with a sibling to compare" % (
             spec.family, base_text)
     return headline
+
+
+def _pairs(spec, entries):
+    """(the row's other parameters, its base instance, the row's instance) per row."""
+    groups = {}
+    for entry in entries:
+        missing = tuple((k, v) for k, v in spec.defaults if k not in entry.params)
+        groups.setdefault(entry.parsed.without(*spec.keys) + missing, []).append(entry)
+    at_base = [e for e in entries if tuple(e.params[k] for k in spec.keys) == spec.base]
+    for others, members in groups.items():
+        if spec.match is None:
+            base_values = _base_values(spec, members)
+            base = [e for e in members if tuple(e.params[k] for k in spec.keys) == base_values]
+        else:
+            base = [b for b in at_base
+                    if all(b.params.get(k) == members[0].params.get(k) for k in spec.match)]
+        for entry in members:
+            if base and entry is not base[0] and (spec.match is None or entry not in at_base):
+                yield others, base[0], entry
 
 
 def _metric(entries, counters):
