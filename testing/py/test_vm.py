@@ -84,6 +84,17 @@ def test_out_flag_points_into_the_guest():
     assert out == "/host/r.json" and flags == ["--a", "--benchmark_out=" + vm.GUEST_OUT]
 
 
+def test_debian_names_pick_a_package(monkeypatch):
+    available = {47: "linux-image-6.1.0-47-rt-amd64-unsigned",
+                 57: "linux-image-6.1.0-57-rt-amd64-unsigned"}
+    monkeypatch.setattr(vm, "_debian_kernel_packages",
+                        lambda flavour: available if flavour == "rt-" else {})
+    assert vm.debian_package("debian:6.1-rt") == available[57]
+    assert vm.debian_package("debian:6.1.0-47-rt") == available[47]
+    with pytest.raises(vm.VmError, match="no Debian 6.1 kernel with ABI 50 .it has: 47, 57"):
+        vm.debian_package("debian:6.1.0-50-rt")
+
+
 def test_unknown_kernels_are_refused(tmp_path):
     with pytest.raises(vm.VmError, match="unknown Debian kernel"):
         vm.resolve_kernel("debian:5.10")
@@ -135,6 +146,14 @@ def test_compare_of_two_guests_judges_counts_only(tmp_path, cli):
     assert "COUNTS HIGHER" in out and "BM_BreakpointEnable" in out
     assert "usecs/op" not in out
     assert cli("compare", base, base)[0] == 0
+
+
+def test_report_says_a_tcg_runs_timings_are_not_comparable(tmp_path, cli):
+    code, _, _ = cli("report", labelled(tmp_path, "tcg.json", **TCG), "-o", tmp_path / "r",
+                     "--no-plots")
+    page = (tmp_path / "r" / "report.md").read_text()
+    assert code == 0 and "Timings not comparable with bare metal** (emulated by QEMU TCG" in page
+    assert "| vm_accelerator | tcg |" in page
 
 
 # --- plot --vs-cpus -----------------------------------------------------------------------

@@ -12,13 +12,15 @@ import os
 import statistics
 import sys
 
-from perfscale import results_headlines, results_io, results_page
+from perfscale import comparability, results_headlines, results_io, results_page
 
 # Context keys worth a line on the page, in reading order (Google Benchmark's and ours).
 _CONTEXT_KEYS = ("host_name", "date", "num_online_cpus", "online_cpus", "num_cpus",
                  "kernel_release",
                  "perf_event_paranoid", "hypervisor", "clocksource", "perfscale_revision",
-                 "cpu_scaling_enabled", "load_avg", "library_build_type", "executable")
+                 "cpu_scaling_enabled", "load_avg", "library_build_type", "executable",
+                 "vm_kernel", "vm_vcpus", "vm_memory_mib", "vm_accelerator", "vm_host_cpus",
+                 "timings_comparable", "timings_note")
 _SHOWN_COUNTERS = 3  # per benchmark in the table; the JSON has them all
 
 
@@ -27,6 +29,12 @@ def add_results_sections(page, results, outdir, plots=True):
     page.heading("Context")
     page.table(["field", "value"], [[k, _text(results.context[k])] for k in _CONTEXT_KEYS
                           if k in results.context])
+    comparable, why = comparability.timings_comparable(results.context)
+    if not comparable:
+        page.text("**Timings not comparable with bare metal** (%s): read the counts (IPIs, "
+                  "cross-CPU calls, contentions, context switches per operation), which say "
+                  "what the kernel did; the times and speed-ups below are the guest's "
+                  "only." % why)
     page.heading("Headline figures")
     for headline in results_headlines.compute(results):
         page.heading(headline.spec.title, 3)

@@ -10,7 +10,7 @@ the kernel log and the benchmark table), so kernel messages can never corrupt th
     vm kernel K          prints the vmlinuz path of K (fetching a Debian kernel if needed)
 
 K is a vmlinuz path or debian:6.1, debian:6.1-rt, debian:6.1-cloud: the newest such
-Debian package, fetched with `apt-get download` and unpacked with `dpkg-deb -x` into
+Debian package (debian:6.1.0-N[-rt|-cloud] names one ABI), fetched with `apt-get download` and unpacked with `dpkg-deb -x` into
 ~/.cache/perfscale/kernels/.
 """
 
@@ -31,7 +31,7 @@ import time
 from perfscale import comparability, results_io
 
 CACHE = os.path.join(os.path.expanduser("~"), ".cache", "perfscale")
-DEBIAN_FLAVOURS = {"debian:6.1": "", "debian:6.1-rt": "rt-", "debian:6.1-cloud": "cloud-"}
+DEBIAN_NAMES = ("debian:6.1", "debian:6.1-rt", "debian:6.1-cloud")
 BUSYBOX = "/bin/busybox"  # Debian's busybox-static: no shared libraries of its own
 GUEST_OUT = "/tmp/results.json"
 BEGIN, END = "PERFSCALE-RESULTS-BEGIN", "PERFSCALE-RESULTS-END"
@@ -49,19 +49,37 @@ class VmError(Exception):
 
 # --- kernels -------------------------------------------------------------------------
 
-def _newest_debian_package(flavour):
+def _debian_kernel_packages(flavour):
+    """{ABI number: package} of the 6.1 kernel images apt knows, for one flavour."""
     pattern = re.compile(r"^linux-image-6\.1\.0-(\d+)-%samd64-unsigned$" % re.escape(flavour))
     try:
         names = subprocess.run(["apt-cache", "pkgnames", "linux-image-6.1.0-"],
                                capture_output=True, text=True, check=True).stdout.split()
     except (OSError, subprocess.CalledProcessError) as err:
         raise VmError("cannot list Debian kernel packages with apt-cache (%s)" % err)
-    found = sorted((int(m.group(1)), name) for name in names for m in [pattern.match(name)] if m)
+    found = {int(m.group(1)): name for name in names for m in [pattern.match(name)] if m}
     if not found:
         raise VmError("apt knows no linux-image-6.1.0-*-%samd64-unsigned package; run "
                       "`apt-get update` (Debian 12 with its security archive has them)"
                       % flavour)
-    return found[-1][1]
+    return found
+
+
+def debian_package(spec):
+    """The package a debian: --kernel names: debian:6.1[-rt|-cloud] the newest ABI,
+    debian:6.1.0-N[-rt|-cloud] that one (for bisecting Debian's own updates)."""
+    match = re.match(r"^debian:6\.1(?:\.0-(\d+))?(?:-(rt|cloud))?$", spec)
+    if not match:
+        raise VmError("--kernel: unknown Debian kernel '%s' (one of: %s, or "
+                      "debian:6.1.0-N[-rt|-cloud])" % (spec, ", ".join(DEBIAN_NAMES)))
+    flavour = match.group(2) + "-" if match.group(2) else ""
+    packages = _debian_kernel_packages(flavour)
+    if match.group(1) is None:
+        return packages[max(packages)]
+    if int(match.group(1)) not in packages:
+        raise VmError("--kernel: apt has no Debian 6.1 kernel with ABI %s (it has: %s)"
+                      % (match.group(1), ", ".join(map(str, sorted(packages)))))
+    return packages[int(match.group(1))]
 
 
 def _unpacked_vmlinuz(directory):
@@ -69,9 +87,8 @@ def _unpacked_vmlinuz(directory):
     return kernels[0] if len(kernels) == 1 else None
 
 
-def fetch_debian_kernel(spec, cache=CACHE):
-    """The vmlinuz of the newest Debian package for `spec`, downloaded once and kept."""
-    package = _newest_debian_package(DEBIAN_FLAVOURS[spec])
+def fetch_debian_kernel(package, cache=CACHE):
+    """The vmlinuz of a Debian kernel package, downloaded once and kept."""
     directory = os.path.join(cache, "kernels", package)
     vmlinuz = _unpacked_vmlinuz(directory)
     if vmlinuz:
@@ -101,12 +118,9 @@ def fetch_debian_kernel(spec, cache=CACHE):
 
 def resolve_kernel(spec):
     """(vmlinuz path, a label for the JSON): Debian names are fetched, paths checked."""
-    if spec in DEBIAN_FLAVOURS:
-        path = fetch_debian_kernel(spec)
-        return path, "%s (%s)" % (spec, os.path.basename(path))
     if spec.startswith("debian:"):
-        raise VmError("--kernel: unknown Debian kernel '%s' (one of: %s)"
-                      % (spec, ", ".join(DEBIAN_FLAVOURS)))
+        path = fetch_debian_kernel(debian_package(spec))
+        return path, "%s (%s)" % (spec, os.path.basename(path))
     if not os.path.isfile(spec):
         raise VmError("--kernel: no such kernel image '%s'" % spec)
     return os.path.abspath(spec), os.path.abspath(spec)
