@@ -278,6 +278,30 @@ def test_a_hung_guest_times_out_and_leaves_no_qemu(tmp_path):
     assert qemu_processes_under(tmp_path) == []
 
 
+def test_a_killed_vm_takes_its_guest_with_it(tmp_path):
+    reason = qemu_missing()
+    if reason:
+        pytest.skip(reason)
+    import signal
+    import time
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    process = subprocess.Popen([PERFSCALE, "vm", "--kernel", "debian:6.1-cloud", "--cpus", "1",
+                                "--", "run", "--quick"], env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not qemu_processes_under(tmp_path) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert qemu_processes_under(tmp_path), "no guest started"
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    deadline = time.monotonic() + 10
+    while qemu_processes_under(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert qemu_processes_under(tmp_path) == []
+
+
 def test_debian_guest_runs_quick_suite(tmp_path):
     """4 vCPUs, Debian 6.1: every family runs or skips with its reason inside."""
     reason = qemu_missing()

@@ -257,13 +257,21 @@ def qemu_command(vmlinuz, initrd, cpus, mem_mib, accel, console, results):
             "nokaslr mitigations=off"]
 
 
+def _die_with_parent():
+    import ctypes
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 class Guest:
     """One QEMU process; stop() always leaves none behind."""
 
     def __init__(self, command):
+        # Its own session keeps a terminal's Ctrl-C for us (we stop it in order); the
+        # parent-death signal stops it even when we are killed outright.
         self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL,
                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                        start_new_session=True)
+                                        start_new_session=True, preexec_fn=_die_with_parent)
 
     def running(self):
         return self.process.poll() is None
