@@ -44,6 +44,8 @@ struct Capabilities {
   // CAP_PERFMON, CAP_SYS_ADMIN or paranoid <= 0 (root has the capabilities).
   bool CanProfileSystemWide() const;
 
+  // The kernel has perf_event at all. Whether this user may open per-task events is the
+  // kernel's answer to the open, not a guess from perf_event_paranoid.
   absl::Status RequirePerfEvents() const;
   absl::Status RequireBreakpointPmu() const;
   absl::Status RequireSystemWide() const;

@@ -57,7 +57,9 @@ absl::Status ExplainPerfEventOpenError(int err, const perf_event_attr& attr, pid
           (pid == -1 || !attr.exclude_kernel)
               ? "; system-wide or kernel events need root or CAP_PERFMON, or "
                 "'sysctl kernel.perf_event_paranoid=-1'"
-              : "; per-task user events need perf_event_paranoid <= 2, or CAP_PERFMON");
+              : "; this kernel refuses per-task user events at that level: they need "
+                "perf_event_paranoid <= 2 here ('sysctl kernel.perf_event_paranoid=2'), or "
+                "CAP_PERFMON");
       if (attr.type == PERF_TYPE_TRACEPOINT) {
         absl::StrAppend(&hint, "; tracepoints also need read access to tracefs");
       }

@@ -143,7 +143,8 @@ absl::StatusOr<std::unique_ptr<TraceRecorder>> TraceRecorder::Open(
     recorder->file_fd_ = mkostemp(path.data(), O_CLOEXEC);
     if (recorder->file_fd_ < 0) {
       return ErrnoStatus(
-          errno, absl::StrCat("create a temporary trace file in ", TempDir(options.file_dir)));
+          errno, absl::StrCat("create a temporary trace file in ", TempDir(options.file_dir),
+                              " (TMPDIR: point it at a writable directory)"));
     }
     // Gone from the directory at once: nothing is left behind, however the run ends.
     unlink(path.c_str());

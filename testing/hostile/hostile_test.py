@@ -108,6 +108,36 @@ class Hostile(unittest.TestCase):
             flags=QUICK + ["--benchmark_filter=Breakpoint"])
         self.assertSkipMentions(report, "breakpoint")
 
+    def test_read_only_tmpdir_trace_file_sink(self):
+        # A read-only $TMPDIR is the machine's limit: a skip with the reason, not an error.
+        ro = tempfile.mkdtemp(prefix="perfscale-ro-")
+        try:
+            script = "mount -t tmpfs -o ro none \"$0\" && TMPDIR=\"$0\" exec \"$@\""
+            report = self.run_binary(
+                prefix=["unshare", "--mount", "--propagation", "private", "sh", "-c", script, ro],
+                flags=QUICK + ["--trace_sink=file", "--benchmark_filter=PipePingPong/set:sched"])
+            self.assertSkipMentions(report, "Read-only file system (EROFS)", "TMPDIR")
+        finally:
+            os.rmdir(ro)
+
+    def test_paranoid_3_decided_by_the_kernel(self):
+        """This kernel lets an unprivileged task open its own user breakpoints at
+        perf_event_paranoid 3 (Debian's patched kernels do not): the benchmark must do
+        what the kernel allows, and where it refuses, say why with the sysctl."""
+        one = ["--benchmark_min_time=0.001", "--benchmark_format=json",
+               "--benchmark_filter=BM_BreakpointEnable/passive:0/active:1/placement:unpinned"]
+        probe = [*NOBODY, "perf", "stat", "-x,", "-e", "mem:0x10000:rw:u", "true"]
+        if shutil.which("perf") is None:
+            self.skipTest("needs perf (linux-perf) to ask the kernel independently")
+        with paranoid(3):
+            allowed = subprocess.run(probe, capture_output=True, timeout=30).returncode == 0
+            report = self.run_binary(prefix=NOBODY, flags=one, timeout=60)
+        skips = self.skips(report)
+        if allowed:
+            self.assertEqual(skips, [], "skipped what the kernel allows")
+        else:
+            self.assertTrue(skips and "perf_event_paranoid is 3" in skips[0], skips)
+
     def test_sigint_mid_run(self):
         self.interrupt_mid_run(signal.SIGINT)
 
@@ -154,6 +184,34 @@ class Hostile(unittest.TestCase):
                 self.assertTrue(all("name" in b for b in report["benchmarks"]))
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+class paranoid:
+    """kernel.perf_event_paranoid at `level` for the `with` block only. The sysctl is
+    machine-wide and other tests run meanwhile: the block is kept to seconds, and the old
+    value comes back on any exit, a SIGTERM from Bazel's timeout included."""
+    PATH = "/proc/sys/kernel/perf_event_paranoid"
+
+    def __init__(self, level):
+        self.level = level
+
+    def __enter__(self):
+        with open(self.PATH) as f:
+            self.old = f.read().strip()
+        self.old_handler = signal.signal(signal.SIGTERM, self.restore_and_exit)
+        self.write(str(self.level))
+
+    def __exit__(self, *exc):
+        self.write(self.old)
+        signal.signal(signal.SIGTERM, self.old_handler)
+
+    def restore_and_exit(self, signal_number, frame):
+        self.write(self.old)
+        sys.exit(128 + signal_number)
+
+    def write(self, value):
+        with open(self.PATH, "w") as f:
+            f.write(value)
 
 
 def children_of(pid):
