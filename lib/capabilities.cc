@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "lib/errno_status.h"
 #include "lib/file_reader.h"
 #include "lib/tracefs.h"
@@ -58,6 +59,34 @@ std::optional<int64_t> CgroupPidsHeadroom() {
   return std::nullopt;
 }
 
+// The tasks (threads) whose real user is `uid`, system-wide: what RLIMIT_NPROC counts,
+// this process's own threads included.
+int64_t UserTaskCount(uid_t uid) {
+  int64_t tasks = 0;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return 0;
+  while (dirent* entry = readdir(proc)) {
+    if (!absl::ascii_isdigit(static_cast<unsigned char>(entry->d_name[0]))) continue;
+    absl::StatusOr<std::string> status =
+        ReadTextFile(absl::StrCat("/proc/", entry->d_name, "/status"));
+    if (!status.ok()) continue;  // gone meanwhile
+    int64_t real_uid = -1;
+    int64_t threads = 0;
+    for (absl::string_view line : absl::StrSplit(*status, '\n')) {
+      if (absl::ConsumePrefix(&line, "Uid:")) {
+        std::vector<absl::string_view> ids =
+            absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+        if (ids.empty() || !absl::SimpleAtoi(ids[0], &real_uid)) real_uid = -1;
+      } else if (absl::ConsumePrefix(&line, "Threads:")) {
+        if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(line), &threads)) threads = 0;
+      }
+    }
+    if (real_uid == static_cast<int64_t>(uid)) tasks += threads;
+  }
+  closedir(proc);
+  return tasks;
+}
+
 uint64_t ThreadBudget(bool exempt_from_nproc) {
   int64_t budget = INT64_MAX;
   std::optional<int64_t> threads_max = ReadSysctl("/proc/sys/kernel/threads-max");
@@ -70,9 +99,12 @@ uint64_t ThreadBudget(bool exempt_from_nproc) {
   rlimit nproc{};
   if (!exempt_from_nproc && getrlimit(RLIMIT_NPROC, &nproc) == 0 &&
       nproc.rlim_cur != RLIM_INFINITY) {
-    // RLIMIT_NPROC counts all of this user's threads; we only know the system total,
-    // so this is an upper bound on what we may create.
-    budget = std::min(budget, static_cast<int64_t>(nproc.rlim_cur));
+    // The kernel refuses a new task once the user's count reaches the limit, and the
+    // count already holds this process's threads and the user's other tasks.
+    int64_t limit = nproc.rlim_cur > static_cast<rlim_t>(INT64_MAX)
+                        ? INT64_MAX
+                        : static_cast<int64_t>(nproc.rlim_cur);
+    budget = std::min(budget, limit - UserTaskCount(getuid()));
   }
   return budget < 0 ? 0 : static_cast<uint64_t>(budget);
 }

@@ -5,7 +5,10 @@
 #include "lib/capabilities.h"
 
 #include <fcntl.h>
+#include <grp.h>
+#include <pthread.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -221,6 +224,57 @@ TEST(ProbeCapabilitiesTest, AgreesWithThisMachine) {
     EXPECT_TRUE(caps.CanProfileSystemWide());
     EXPECT_TRUE(caps.RequirePerfEvents().ok());
   }
+}
+
+void* WaitForClose(void* pipe_read_end) {
+  char byte;
+  while (read(*static_cast<int*>(pipe_read_end), &byte, 1) < 0 && errno == EINTR) {
+  }
+  return nullptr;
+}
+
+// In a child that is `nobody` under RLIMIT_NPROC: creates as many threads as the probe
+// promised. Exit status 0 when every one was created, else 1.
+[[noreturn]] void CreateTheBudgetAsNobody(rlim_t nproc) {
+  rlimit limit{nproc, nproc};
+  if (setrlimit(RLIMIT_NPROC, &limit) != 0 || setgroups(0, nullptr) != 0 ||
+      setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0) {
+    _exit(3);
+  }
+  uint64_t budget = ProbeCapabilities().thread_budget;
+  if (budget == 0) _exit(2);
+  int fds[2];
+  if (pipe(fds) != 0) _exit(3);
+  std::vector<pthread_t> threads;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 64 * 1024);
+  bool all = true;
+  for (uint64_t i = 0; i < budget; ++i) {
+    pthread_t thread;
+    if (pthread_create(&thread, &attr, WaitForClose, &fds[0]) != 0) {
+      all = false;
+      break;
+    }
+    threads.push_back(thread);
+  }
+  close(fds[1]);
+  for (pthread_t thread : threads) pthread_join(thread, nullptr);
+  _exit(all ? 0 : 1);
+}
+
+TEST(ProbeCapabilitiesTest, ThreadBudgetUnderRlimitNprocCanAllBeCreated) {
+  // `ulimit -u 501` once passed the check for 500 threads, then failed at thread 500:
+  // RLIMIT_NPROC counts the user's existing tasks (this one included) too.
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to become nobody under a limit";
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) CreateTheBudgetAsNobody(40);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_NE(WEXITSTATUS(status), 2) << "no budget at all";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "fewer threads could be created than the budget";
 }
 
 int OpenFds() {
