@@ -309,7 +309,7 @@ absl::StatusOr<SynthesisRunStats> ParallelSynthesizer::Run(const std::vector<pid
     stats.counts.records += counts.records;
     stats.counts.bytes += counts.bytes;
     stats.counts.tasks += counts.tasks;
-    stats.counts.skipped += counts.skipped;
+    stats.counts.tasks_vanished += counts.tasks_vanished;
     stats.worker_seconds += static_cast<double>(worker.busy_ns) * 1e-9;
     if (worker.mutex_sink != nullptr) {
       stats.lock_wait_seconds += static_cast<double>(worker.mutex_sink->wait_ns) * 1e-9;

@@ -142,7 +142,7 @@ absl::Status ProcSynthesizer::SynthesizeProcess(pid_t pid, RecordSink& sink) {
   int fd = OpenRetrying(Path(pid, 0, "task"), O_RDONLY | O_DIRECTORY);
   if (fd < 0) {
     if (IsGone(errno)) {
-      ++counts_.skipped;
+      ++counts_.tasks_vanished;
       return absl::OkStatus();
     }
     return ErrnoStatus(errno, absl::StrCat("open ", path_));
@@ -161,7 +161,7 @@ absl::Status ProcSynthesizer::SynthesizeTask(pid_t pid, pid_t tid, RecordSink& s
   ssize_t n = ReadOnce(Path(pid, tid, "status"), &status_[0], status_.size());
   if (n <= 0) {
     if (n == 0 || IsGone(static_cast<int>(-n))) {
-      ++counts_.skipped;
+      ++counts_.tasks_vanished;
       return absl::OkStatus();
     }
     return ErrnoStatus(static_cast<int>(-n), absl::StrCat("read ", path_));
@@ -176,7 +176,7 @@ absl::Status ProcSynthesizer::SynthesizeTask(pid_t pid, pid_t tid, RecordSink& s
     ssize_t length = ReadOnce(Path(pid, tid, "comm"), &comm_[0], comm_.size());
     if (length < 0) {
       if (IsGone(static_cast<int>(-length))) {
-        ++counts_.skipped;
+        ++counts_.tasks_vanished;
         return absl::OkStatus();
       }
       return ErrnoStatus(static_cast<int>(-length), absl::StrCat("read ", path_));
@@ -229,7 +229,7 @@ absl::Status ProcSynthesizer::SynthesizeMmaps(pid_t pid, pid_t tgid, RecordSink&
   ssize_t n = ReadAll(Path(pid, pid, "maps"), maps_);
   if (n < 0) {
     if (IsGone(static_cast<int>(-n))) {
-      ++counts_.skipped;
+      ++counts_.tasks_vanished;
       return absl::OkStatus();
     }
     return ErrnoStatus(static_cast<int>(-n), absl::StrCat("read ", path_));

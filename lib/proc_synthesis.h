@@ -6,8 +6,8 @@
 // a kernel thread, one PERF_RECORD_MMAP2 per executable mapping of
 // /proc/PID/task/PID/maps (readable data mappings too, as `perf record --data`).
 //
-// A task or process that exits while it is being read is skipped, as perf skips it;
-// `counts().skipped` says how many. One ProcSynthesizer per thread: it owns the read
+// A task or process that exits while it is being read is left out, as perf leaves it
+// out; `counts().tasks_vanished` says how many. One ProcSynthesizer per thread: it owns the read
 // buffers, so synthesis allocates nothing per record once they have grown.
 //
 // Example:
@@ -56,8 +56,8 @@ struct SynthesisOptions {
 struct SynthesisCounts {
   uint64_t records = 0;
   uint64_t bytes = 0;
-  uint64_t tasks = 0;    // tasks that got records
-  uint64_t skipped = 0;  // tasks or maps files gone (or unreadable) while being read
+  uint64_t tasks = 0;           // tasks that got records
+  uint64_t tasks_vanished = 0;  // tasks or maps files gone (or unreadable) while being read
 };
 
 class ProcSynthesizer {

@@ -26,7 +26,7 @@ struct CommandResult {
 // concurrently, so neither can fill its pipe and stall the child.
 CommandResult RunCommand(const std::vector<std::string>& argv);
 
-// The path of a data dependency inside this test's runfiles, e.g. "benchmarks/all".
+// The path of a data dependency inside this test's runfiles, e.g. "benchmarks/suite".
 std::string RunfilePath(absl::string_view relative);
 
 // Runs that data dependency with `args`.

@@ -95,3 +95,15 @@ def test_siblings_group_on_the_other_parameters():
 def test_cpu_count_prefers_online_cpus(context, cpus):
     results = results_io.ResultSet("x.json", context, {})
     assert results.cpus == cpus
+
+
+def test_synthesize_vanished_tasks_are_a_counter_not_a_skip():
+    # Google Benchmark writes "skipped" for a skipped benchmark; synthesize's count of tasks
+    # that exited mid-read is "tasks_vanished", a counter like any other.
+    row = {"name": "BM_Synthesize/workload:system/real_time", "run_type": "iteration",
+           "iterations": 3, "real_time": 120.0, "cpu_time": 40.0, "time_unit": "us",
+           "records": 900.0, "tasks_vanished": 2.0}
+    results = results_io.parse_results(json.dumps({"context": {}, "benchmarks": [row]}))
+    entry = results.entries["BM_Synthesize/workload:system/real_time"]
+    assert entry.errors == [] and len(entry.real_ns) == 1
+    assert entry.counters["tasks_vanished"] == [2.0]

@@ -211,7 +211,7 @@ TEST_F(ParallelSynthesisTest, EveryTaskAndMappingExactlyOnce) {
             ASSERT_TRUE(stats.ok()) << label << ": " << stats.status();
             EXPECT_EQ(stats->workers, std::min(workers, 5)) << label;
             EXPECT_EQ(stats->counts.tasks, 15u) << label;
-            EXPECT_EQ(stats->counts.skipped, 0u) << label;
+            EXPECT_EQ(stats->counts.tasks_vanished, 0u) << label;
             EXPECT_GE(stats->worker_seconds, stats->lock_wait_seconds) << label;
             if (strategy != OutputStrategy::kMutex) {
               EXPECT_EQ(stats->lock_waits, 0u);

@@ -135,7 +135,7 @@ TEST(ProcSynthesizer, RecordsOfAProcessAsPerfWritesThem) {
   EXPECT_EQ(synth.counts().records, 6u);
   EXPECT_EQ(synth.counts().bytes, sink.bytes.size());
   EXPECT_EQ(synth.counts().tasks, 2u);
-  EXPECT_EQ(synth.counts().skipped, 0u);
+  EXPECT_EQ(synth.counts().tasks_vanished, 0u);
 }
 
 TEST(ProcSynthesizer, DataMappingsNamespacesAndCommFile) {
@@ -183,14 +183,14 @@ TEST(ProcSynthesizer, DataMappingsNamespacesAndCommFile) {
 TEST(ProcSynthesizer, KernelThreadsGetNoMappings) {
   FakeProc proc;
   proc.Write("2/task/2/status", Status("kthreadd", 2, 0, true));
-  // No maps file at all: reading one would count a skip.
+  // No maps file at all: reading one would count a vanished task.
   SynthesisOptions options;
   options.proc_root = proc.root();
   ProcSynthesizer synth(options);
   StringSink sink;
   ASSERT_TRUE(synth.SynthesizeProcess(2, sink).ok());
   EXPECT_EQ(synth.counts().records, 2u);
-  EXPECT_EQ(synth.counts().skipped, 0u);
+  EXPECT_EQ(synth.counts().tasks_vanished, 0u);
 }
 
 TEST(ProcSynthesizer, VanishedTasksAndProcessesAreSkipped) {
@@ -206,7 +206,7 @@ TEST(ProcSynthesizer, VanishedTasksAndProcessesAreSkipped) {
   EXPECT_TRUE(synth.SynthesizeProcess(400, sink).ok());
   EXPECT_TRUE(synth.SynthesizeProcess(12345, sink).ok());
   EXPECT_TRUE(synth.SynthesizeProcess(600, sink).ok());
-  EXPECT_EQ(synth.counts().skipped, 4u);
+  EXPECT_EQ(synth.counts().tasks_vanished, 4u);
   EXPECT_EQ(synth.counts().records, 2u);  // 600's FORK and COMM
   synth.ResetCounts();
   EXPECT_EQ(synth.counts().records, 0u);

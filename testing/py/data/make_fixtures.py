@@ -22,7 +22,7 @@ NOISE = 0.03  # relative spread of one repetition, about what a quiet VM shows
 CONTEXT = {
     "date": "2024-11-30T03:10:11+00:00",
     "host_name": "perfscale-ci-1",
-    "executable": "bazel-bin/benchmarks/all_benchmarks",
+    "executable": "bazel-bin/benchmarks/suite",
     "num_cpus": 2,
     "mhz_per_cpu": 2894,
     "cpu_scaling_enabled": False,
