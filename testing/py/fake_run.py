@@ -6,11 +6,16 @@ prints `results: FILE` last like it. RUN_ARGS choose what happens instead of ben
   --host=H --cpus=N  rewrite the context, as if run on another machine
   --truncate         write only the first half (a writer killed mid-file)
   --fail             print an error and exit 1 without writing anything
+  --hang=PIDFILE     start a child that sleeps (as the runner starts the binary), write
+                     its pid to PIDFILE, and wait for it: a run to kill
+  --confirm-fixture=NAME  the fixture to copy when a --benchmark_filter is given (the
+                     nightly's confirmation run of its suspects)
 """
 
 import argparse
 import json
 import os
+import subprocess
 import sys
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
@@ -25,7 +30,18 @@ def main(argv):
     parser.add_argument("--cpus")
     parser.add_argument("--truncate", action="store_true")
     parser.add_argument("--fail", action="store_true")
-    args, _ = parser.parse_known_args(argv)
+    parser.add_argument("--hang")
+    parser.add_argument("--confirm-fixture")
+    args, _ = parser.parse_known_args([a for a in argv if a != "--"])
+    filtered = any(a.startswith("--benchmark_filter=") for a in argv)
+    if args.hang:
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        with open(args.hang + ".tmp", "w", encoding="ascii") as f:
+            f.write("%d %d\n" % (os.getpid(), child.pid))
+        os.rename(args.hang + ".tmp", args.hang)
+        return child.wait()
+    if filtered and args.confirm_fixture:
+        args.fixture = args.confirm_fixture
     if args.fail:
         print("benchmark binary crashed (simulated)", file=sys.stderr)
         return 1

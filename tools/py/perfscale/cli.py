@@ -7,7 +7,11 @@ Each command lives in its own module `perfscale.<command>` exposing `main(argv) 
 import importlib
 import sys
 
-COMMANDS = ("parity", "compare", "nightly", "plot", "report", "vm", "bisect")
+COMMANDS = ("parity", "compare", "nightly", "plot", "report", "vm", "bisect", "calibrate",
+            "inject")
+# Modules not named after their command: a module named bisect would shadow the standard
+# library's; inject lives in the gate's subpackage.
+_MODULES = {"bisect": "perfscale.kernel_bisect", "inject": "perfscale.gate.inject"}
 
 
 def _usage() -> str:
@@ -19,8 +23,7 @@ def main(argv):
         print(_usage(), file=sys.stderr)
         return 2
     command, rest = argv[0], argv[1:]
-    # A module named bisect would shadow the standard library's.
-    module_name = "perfscale." + {"bisect": "kernel_bisect"}.get(command, command)
+    module_name = _MODULES.get(command, "perfscale." + command)
     if command == "parity":
         if not rest or rest[0].startswith("-"):
             print("usage: tools/perfscale parity FAMILY [options]  "

@@ -1,8 +1,12 @@
 """`tools/perfscale compare BASE.json NEW.json`: compare.py's table plus a regression gate.
 
-Prints Google Benchmark's compare.py table, then one verdict line per benchmark, and exits
-1 when any benchmark is slower by more than --threshold percent with p < --alpha, so a
-script or CI job can stop on it (compare.py itself always exits 0). Exit 2: unusable input.
+Prints Google Benchmark's compare.py table, then one verdict line per benchmark (change of
+the median with its bootstrap interval, U test p before and after Holm's correction over
+the suite, the attributed counters that moved), and exits 1 when any benchmark is slower
+(see perfscale.results_stats) or an attributed count rose, so a script or CI job can stop
+on it (compare.py itself always exits 0). Exit 2: unusable input, or nothing that should
+have been judged could be (every timing NaN, every benchmark errored, too few
+repetitions): a gate never passes what it could not judge.
 """
 
 import argparse
@@ -48,11 +52,7 @@ def summary(verdicts, options):
     errors = [v.name for v in verdicts if v.verdict == results_stats.ERROR]
     if errors:
         lines.append("error in the new run (not judged): " + ", ".join(errors))
-    slower = [v.name for v in verdicts if v.regression]
-    if slower:
-        lines.append("REGRESSION: %d benchmark(s) slower: %s" % (len(slower), ", ".join(slower)))
-    else:
-        lines.append("no regression")
+    lines.append(results_stats.gate_status(verdicts)[1])
     return lines
 
 
@@ -93,4 +93,4 @@ def main(argv):
         print(verdict.line())
     for line in summary(verdicts, options):
         print(line)
-    return 1 if any(v.regression for v in verdicts) else 0
+    return results_stats.gate_status(verdicts)[0]

@@ -19,9 +19,9 @@ import statistics
 
 from perfscale import results_io, results_names
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
-_SCHEMA = """
+_RUNS_SCHEMA = """
 CREATE TABLE runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     recorded_at TEXT NOT NULL,          -- UTC, ISO 8601
@@ -36,7 +36,8 @@ CREATE TABLE runs (
     context TEXT NOT NULL,              -- Google Benchmark's whole context, JSON
     results_path TEXT,
     baseline_id INTEGER REFERENCES runs(id),
-    regressions INTEGER NOT NULL        -- benchmarks judged slower than the baseline
+    regressions INTEGER NOT NULL,       -- benchmarks judged slower than the baseline
+    complete INTEGER NOT NULL DEFAULT 0 -- 1 once its report is written: only then a baseline
 );
 CREATE INDEX runs_by_lineage ON runs(host, cpus, config, id);
 CREATE TABLE benchmarks (
@@ -59,6 +60,28 @@ CREATE TABLE samples (
     PRIMARY KEY (run_id, name, repetition)
 );
 """
+
+# Version 2: runs.complete, and what `tools/perfscale calibrate` learned per benchmark.
+_CALIBRATION_SCHEMA = """
+CREATE TABLE calibration (
+    host TEXT NOT NULL,
+    cpus INTEGER NOT NULL,
+    config TEXT NOT NULL,
+    name TEXT NOT NULL,
+    metric TEXT NOT NULL,               -- 'real_time' or an attributed counter's name
+    noise_floor REAL NOT NULL,          -- a change below this is A/A noise (fraction)
+    mdc REAL NOT NULL,                  -- minimum detectable change at the nightly default
+    sigma REAL NOT NULL,                -- spread of log(median) between runs
+    runs INTEGER NOT NULL,              -- runs it was learned from
+    injected_change REAL,               -- change the injector caused (fraction), if measured
+    calibrated_at TEXT NOT NULL,
+    PRIMARY KEY (host, cpus, config, name, metric)
+);
+"""
+
+_SCHEMA = _RUNS_SCHEMA + _CALIBRATION_SCHEMA
+_MIGRATE_1_TO_2 = ("ALTER TABLE runs ADD COLUMN complete INTEGER NOT NULL DEFAULT 1;"
+                   + _CALIBRATION_SCHEMA)  # runs of version 1 were recorded whole
 
 # How long to wait for another writer (a second nightly on the same file) before failing.
 _LOCK_TIMEOUT_S = 60
@@ -97,25 +120,53 @@ def open_history(path):
     except (OSError, sqlite3.Error) as err:
         raise HistoryError("%s: cannot open the history: %s" % (path, err)) from None
     conn.row_factory = sqlite3.Row
+    conn.isolation_level = None  # we say where transactions begin and end
+    try:
+        _create_or_check(conn, path)
+    except sqlite3.DatabaseError as err:
+        conn.close()
+        raise HistoryError("%s: not a usable history (%s); move it away to start a new "
+                           "one" % (path, err)) from None
+    except BaseException:
+        conn.close()
+        raise
+    conn.isolation_level = ""  # back to the module's default for `with conn:`
+    return conn
+
+
+def _create_or_check(conn, path):
+    """Creates the schema of a new file, or checks an existing one, as one step.
+
+    BEGIN IMMEDIATE takes the write lock before looking, so two nightlies opening a new
+    file at once never both create it, nor does one see the other's half-made schema:
+    the second waits, then finds a complete history."""
+    conn.execute("BEGIN IMMEDIATE")
     try:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if version == 0 and not tables:
-            conn.executescript("BEGIN;" + _SCHEMA +
-                               "PRAGMA user_version = %d; COMMIT;" % SCHEMA_VERSION)
+            _script(conn, _SCHEMA)
+            conn.execute("PRAGMA user_version = %d" % SCHEMA_VERSION)
+        elif version == 1 and "runs" in tables:
+            _script(conn, _MIGRATE_1_TO_2)
+            conn.execute("PRAGMA user_version = %d" % SCHEMA_VERSION)
         elif version > SCHEMA_VERSION:
             raise HistoryError("%s: written by a newer perfscale (schema %d, this one knows "
                                "%d)" % (path, version, SCHEMA_VERSION))
         elif version != SCHEMA_VERSION or "runs" not in tables:
             raise HistoryError("%s: an SQLite file, but not a perfscale history" % path)
-    except sqlite3.DatabaseError as err:
-        conn.close()
-        raise HistoryError("%s: not a usable history (%s); move it away to start a new "
-                           "one" % (path, err)) from None
-    except HistoryError:
-        conn.close()
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
         raise
-    return conn
+
+
+def _script(conn, script):
+    """Runs `script` inside the open transaction (executescript would commit first)."""
+    code = "\n".join(line.split("--")[0] for line in script.splitlines())
+    for statement in code.split(";"):
+        if statement.strip():
+            conn.execute(statement)
 
 
 def get_run(conn, run_id):
@@ -128,10 +179,12 @@ def find_baseline(conn, host, cpus, config):
     A run judged slower is not a baseline: comparing tomorrow against it would accept the
     regression silently after one night. To accept a slowdown on purpose, run nightly
     with --baseline naming the slower run; that run then passes and leads the lineage.
+    A run is no baseline either until it is complete (mark_complete): a nightly killed
+    between recording and its report leaves a run that is never compared against.
     """
     return conn.execute(
         "SELECT * FROM runs WHERE host = ? AND cpus = ? AND config = ? AND regressions = 0 "
-        "ORDER BY id DESC LIMIT 1", (host, cpus, config)).fetchone()
+        "AND complete = 1 ORDER BY id DESC LIMIT 1", (host, cpus, config)).fetchone()
 
 
 def load_entries(conn, run_id):
@@ -184,6 +237,47 @@ def record_run(conn, info, results, verdicts, baseline_id):
                 [(run_id, name, i, real, _finite(cpu))
                  for i, (real, cpu) in enumerate(zip(entry.real_ns, entry.cpu_ns))])
     return run_id
+
+
+def mark_complete(conn, run_id):
+    """The run's report is written: from now on it may be a baseline."""
+    with conn:
+        conn.execute("UPDATE runs SET complete = 1 WHERE id = ?", (run_id,))
+
+
+@dataclasses.dataclass
+class Calibration:
+    """What `tools/perfscale calibrate` learned about one metric of one benchmark."""
+    name: str
+    metric: str
+    noise_floor: float
+    mdc: float
+    sigma: float
+    runs: int
+    injected_change: float = None
+    calibrated_at: str = ""
+
+
+def store_calibration(conn, host, cpus, config, calibrations):
+    """Replaces the lineage's calibration with `calibrations`, in one transaction."""
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    with conn:
+        conn.execute("DELETE FROM calibration WHERE host = ? AND cpus = ? AND config = ?",
+                     (host, cpus, config))
+        conn.executemany(
+            "INSERT INTO calibration (host, cpus, config, name, metric, noise_floor, mdc, "
+            "sigma, runs, injected_change, calibrated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            [(host, cpus, config, c.name, c.metric, c.noise_floor, c.mdc, c.sigma, c.runs,
+              _finite(c.injected_change), now) for c in calibrations])
+
+
+def load_calibration(conn, host, cpus, config):
+    """{(name, metric): Calibration} of the lineage; empty if never calibrated."""
+    rows = conn.execute("SELECT * FROM calibration WHERE host = ? AND cpus = ? AND config = ?",
+                        (host, cpus, config))
+    return {(r["name"], r["metric"]): Calibration(
+        r["name"], r["metric"], r["noise_floor"], r["mdc"], r["sigma"], r["runs"],
+        r["injected_change"], r["calibrated_at"]) for r in rows}
 
 
 def as_results_document(conn, run_id):

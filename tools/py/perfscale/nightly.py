@@ -29,6 +29,8 @@ import sys
 
 from perfscale import (compare, history, results_comparepy, results_io, results_page,
                        results_stats)
+from perfscale.gate import confirm, guard
+from perfscale.gate import floors as gate_floors
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.dirname(os.path.abspath(__file__)))))
@@ -37,11 +39,15 @@ DEFAULT_REPETITIONS = 10
 _RESULTS_LINE = "results: "  # the last line `tools/perfscale run` prints
 
 
-def parse_args(argv):
+def split_run_args(argv):
+    """(our arguments, those after -- for `tools/perfscale run`)."""
     if "--" in argv:
-        ours, run_args = argv[:argv.index("--")], argv[argv.index("--") + 1:]
-    else:
-        ours, run_args = argv, []
+        return argv[:argv.index("--")], argv[argv.index("--") + 1:]
+    return argv, []
+
+
+def parse_args(argv):
+    ours, run_args = split_run_args(argv)
     parser = argparse.ArgumentParser(
         prog="tools/perfscale nightly",
         description="Run the suite, record it, compare with the baseline; exit 1 on a "
@@ -63,11 +69,23 @@ def parse_args(argv):
                         help="command replacing `tools/perfscale run` (default: "
                         "$PERFSCALE_RUN_CMD, else tools/perfscale run)")
     parser.add_argument("--no-plots", action="store_true", help="report without pictures")
+    parser.add_argument("--confirm-rounds", type=int, default=confirm.DEFAULT_ROUNDS,
+                        metavar="N", help="reruns of the suspects before raising the alarm "
+                        "(default %(default)s; 0: judge the first run alone)")
+    parser.add_argument("--confirm-budget", type=float, default=confirm.DEFAULT_BUDGET_S,
+                        metavar="S", help="seconds the reruns may take (default %(default)s)")
+    parser.add_argument("--ci-target", type=float, default=100 * confirm.DEFAULT_CI_TARGET,
+                        metavar="PCT", help="rerun until each suspect's interval is this "
+                        "narrow, half-width in percent (default %(default)s)")
     compare.add_gate_options(parser)
     args = parser.parse_args(ours)
     compare.check_gate_options(parser, args)
     if args.repetitions < 1:
         parser.error("--repetitions must be at least 1")
+    if args.confirm_rounds < 0:
+        parser.error("--confirm-rounds must not be negative")
+    if not args.confirm_budget > 0 or not args.ci_target > 0:
+        parser.error("--confirm-budget and --ci-target must be positive")
     return args, run_args
 
 
@@ -83,8 +101,9 @@ def run_suite(command, repetitions, out_path, run_args):
     full = command + ["--repetitions", str(repetitions), "--out", out_path] + run_args
     print("nightly: running %s" % shlex.join(full), flush=True)
     try:
-        proc = subprocess.Popen(full, cwd=REPO_ROOT, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, errors="replace")
+        # Guarded: if nightly is killed, the runner and the binary die with it.
+        proc = guard.popen(full, cwd=REPO_ROOT, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, errors="replace")
     except OSError as err:
         print("nightly: cannot start %s: %s" % (full[0], err.strerror or err))
         return 127, out_path
@@ -135,6 +154,10 @@ def main(argv):
     except OSError as err:  # e.g. the report folder filled the disk
         print("nightly: %s" % err, file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # the runner's group is already gone (the guard saw it too)
+        print("nightly: interrupted; a run recorded but not complete is never a baseline",
+              file=sys.stderr)
+        return 130
     finally:
         conn.close()
 
@@ -175,14 +198,32 @@ def _nightly(args, run_args, options, config, conn):
         print("nightly: note: run %d had config '%s', this one '%s'"
               % (named["id"], named["config"], info.config))
     verdicts = []
+    floors, floor_source = gate_floors.for_lineage(conn, info.host, info.cpus, info.config,
+                                                   options.alpha)
+    print("nightly: noise floors: %s" % (floor_source or "none yet for %s (run tools/perfscale "
+                                         "calibrate; until then the threshold alone)"
+                                         % info.lineage()))
     if baseline is not None:
-        verdicts = results_stats.compare_entries(history.load_entries(conn, baseline["id"]),
-                                                 results.entries, options)
+        base_entries = history.load_entries(conn, baseline["id"])
+        verdicts = results_stats.compare_entries(base_entries, results.entries, options,
+                                                 floors)
+        if any(v.regression for v in verdicts) and args.confirm_rounds > 0:
+            verdicts = confirm.confirm_suspects(
+                lambda names, path: _rerun(args, run_args, names, path), run_dir,
+                base_entries, results, verdicts, options, floors,
+                rounds=args.confirm_rounds, budget_s=args.confirm_budget,
+                target=args.ci_target / 100)
+        status, reason = results_stats.gate_status(verdicts)
+        if status == 2:
+            for verdict in verdicts:
+                print(verdict.line())
+            return _failed(run_dir, reason)
     run_id = history.record_run(conn, info, results, verdicts,
                                 baseline["id"] if baseline is not None else None)
     for verdict in verdicts:
         print(verdict.line())
     page_paths = _write_report(conn, args, run_dir, run_id, info, results, baseline, verdicts)
+    history.mark_complete(conn, run_id)
     print("nightly: run %d recorded in %s; report: %s" % (run_id, args.history, page_paths[0]))
     slower = [v.name for v in verdicts if v.regression]
     if baseline is None:
@@ -194,6 +235,26 @@ def _nightly(args, run_args, options, config, conn):
     else:
         print("nightly: no regression against run %d" % baseline["id"])
     return 0
+
+
+def _rerun(args, run_args, names, out_path):
+    """Runs only `names` (interleaved, as always); returns the results or raises
+    confirm.RerunError."""
+    pattern = "^(%s)$" % "|".join(_regex_escape(n) for n in names)
+    extra = list(run_args) + ([] if "--" in run_args else ["--"])
+    status, path = run_suite(runner_command(args), args.repetitions, out_path,
+                             extra + ["--benchmark_filter=" + pattern])
+    if status != 0:
+        raise confirm.RerunError("the confirmation run failed with exit status %d" % status)
+    try:
+        return results_io.load_results(path)
+    except results_io.ResultsError as err:
+        raise confirm.RerunError("unusable confirmation results: %s" % err) from None
+
+
+def _regex_escape(name):
+    """For Google Benchmark's POSIX extended regex: only its special characters."""
+    return "".join("\\" + c if c in ".[]()*+?{}|^$\\" else c for c in name)
 
 
 def _failed(run_dir, reason):
@@ -224,15 +285,21 @@ def _write_report(conn, args, run_dir, run_id, info, results, baseline, verdicts
         page.text("None: no earlier passing run of this lineage. This run is the baseline.")
     else:
         page.text("Run %d of %s (kernel %s, perfscale %s)%s. Gate: slower by more than %g%% "
-                  "with U test p < %g over >= %d repetitions." % (
+                  "and beyond the benchmark's noise floor, with U test p < %g after Holm's "
+                  "correction over the suite, over >= %d repetitions, confirmed by a rerun "
+                  "of the suspects; or an attributed count up beyond its noise." % (
                       baseline["id"], baseline["recorded_at"], baseline["kernel_release"],
                       baseline["perfscale_revision"],
                       " named with --baseline" if args.baseline is not None else "",
                       args.threshold, args.alpha, args.min_repetitions))
-        order = {results_stats.SLOWER: 0, results_stats.FASTER: 1}
-        page.table(["benchmark", "verdict", "median change", "p", "repetitions", "note"],
-                   [[v.name, v.verdict, _pct(v.change), _p(v.pvalue), "%d vs %d" % v.repetitions,
-                     v.note] for v in sorted(verdicts, key=lambda v: order.get(v.verdict, 2))])
+        order = {results_stats.SLOWER: 0, results_stats.COUNTS: 1, results_stats.FASTER: 2}
+        page.table(["benchmark", "verdict", "median change [95% CI]", "p (Holm)",
+                    "noise floor", "repetitions", "counters moved", "note"],
+                   [[v.name, v.verdict, _pct(v.change) + _interval(v.ci),
+                     "%s (%s)" % (_p(v.pvalue), _p(v.p_adjusted)), _pct(v.noise_floor),
+                     "%d vs %d" % v.repetitions, v.moved(),
+                     "; ".join(x for x in (v.note, v.confirmation) if x)]
+                    for v in sorted(verdicts, key=lambda v: order.get(v.verdict, 3))])
         baseline_json = _baseline_file(conn, baseline, run_dir)
         page.heading("compare.py")
         page.preformatted(results_comparepy.table(baseline_json, results.source, args.alpha))
@@ -271,7 +338,12 @@ def _baseline_file(conn, baseline, run_dir):
 
 
 def _pct(change):
-    return "%+.1f%%" % (100 * change) if change == change else "-"
+    return "%+.1f%%" % (100 * change) if change is not None and change == change else "-"
+
+
+def _interval(ci):
+    low, high = ci
+    return " [%+.1f%%, %+.1f%%]" % (100 * low, 100 * high) if low == low and high == high else ""
 
 
 def _p(pvalue):

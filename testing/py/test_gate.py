@@ -1,0 +1,235 @@
+"""The suite-wide gate on synthetic data: Holm, intervals, noise floors, counts,
+confirmation and calibration (issue 13). No timing: every input is made up."""
+
+import math
+import random
+import re
+
+import pytest
+
+from conftest import FAKE_RUN
+from perfscale import history, results_io, results_names, results_stats
+from perfscale.gate import confirm, floors
+
+OPTIONS = results_stats.Options()
+
+
+def entry(name, times, **counters):
+    made = results_io.Entry(name, results_names.parse_name(name))
+    made.real_ns = list(times)
+    made.cpu_ns = [math.nan] * len(times)
+    made.counters = {k.replace("_per_", "/"): list(v) for k, v in counters.items()}
+    return made
+
+
+def noisy(median, spread, seed, n=10):
+    rng = random.Random(seed)
+    return [median * (1 + rng.uniform(-spread, spread)) for _ in range(n)]
+
+
+def suite(scale=1.0, benchmarks=25, seed=0, **counters):
+    return {"BM_X/%d/real_time" % i: entry("BM_X/%d/real_time" % i,
+                                           noisy(1000 * scale, 0.05, seed * 100 + i),
+                                           **counters)
+            for i in range(benchmarks)}
+
+
+def test_every_verdict_has_a_bootstrap_interval_of_the_ratio():
+    base, new = suite(seed=1), suite(1.3, seed=2)
+    for verdict in results_stats.compare_entries(base, new):
+        low, high = verdict.ci
+        assert low < verdict.change < high
+        assert "[95% CI " in verdict.line()
+
+
+def test_holm_over_the_suite_keeps_a_lone_borderline_p_from_failing_it():
+    base, new = suite(seed=3), suite(seed=4)
+    name = "BM_X/0/real_time"
+    base[name] = entry(name, [100, 101, 102, 103, 104, 105, 106, 107, 108, 109])
+    new[name] = entry(name, [105, 106, 107, 108, 109, 110, 111, 112, 113, 114])
+    lenient = results_stats.Options(threshold_pct=0.5)
+    alone = results_stats.compare_samples(name, base[name].real_ns, new[name].real_ns, lenient)
+    assert alone.pvalue < 0.05 and alone.regression  # what the gate did before
+    verdicts = results_stats.compare_entries(base, new, lenient)
+    judged = {v.name: v for v in verdicts}
+    assert judged[name].p_adjusted > 0.05 and not judged[name].regression
+    assert results_stats.gate_status(verdicts)[0] == 0
+
+
+def test_holm_adjustment_matches_the_textbook():
+    assert results_stats.holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx(
+        [0.03, 0.06, 0.06, 0.02])
+
+
+def test_a_change_inside_the_noise_floor_is_not_a_regression():
+    base, new = suite(seed=5), suite(1.25, seed=6)
+    calm = {(n, results_stats.REAL_TIME): history.Calibration(n, "real_time", 0.05, 0.08, 0.01, 8)
+            for n in base}
+    loud = {(n, results_stats.REAL_TIME): history.Calibration(n, "real_time", 0.40, 0.6, 0.1, 8)
+            for n in base}
+    assert all(v.verdict == results_stats.SLOWER
+               for v in results_stats.compare_entries(base, new, OPTIONS, calm))
+    verdicts = results_stats.compare_entries(base, new, OPTIONS, loud)
+    assert not any(v.regression for v in verdicts)
+    assert all("within this benchmark's noise floor" in v.line() and "noise floor 40.0%"
+               in v.line() for v in verdicts)
+
+
+def test_a_count_that_doubles_is_a_regression_named_with_the_counter_even_in_noise():
+    base = {"BM_E/real_time": entry("BM_E/real_time", noisy(1000, 0.6, 7),
+                                    ipis_sent_per_op=[8.0] * 10, lock_wait_us_per_op=[0.1] * 10)}
+    new = {"BM_E/real_time": entry("BM_E/real_time", noisy(1000, 0.6, 8),
+                                   ipis_sent_per_op=[16.0] * 10, lock_wait_us_per_op=[3.2] * 10)}
+    (verdict,) = results_stats.compare_entries(base, new)
+    assert verdict.verdict == results_stats.COUNTS and verdict.regression
+    assert verdict.counter_regressions == ["ipis_sent/op"]  # a time does not gate
+    assert "ipis_sent/op 8 -> 16; lock_wait_us/op 0.1 -> 3.2" in verdict.line()
+    assert results_stats.gate_status([verdict])[0] == 1
+
+
+def test_a_single_outlier_repetition_of_a_count_is_not_a_regression():
+    base = {"BM_E/real_time": entry("BM_E/real_time", [1000] * 10, xcalls_per_op=[2.0] * 10)}
+    new = {"BM_E/real_time": entry("BM_E/real_time", [1000] * 10,
+                                   xcalls_per_op=[2.0] * 9 + [40.0])}
+    (verdict,) = results_stats.compare_entries(base, new)
+    assert not verdict.regression
+
+
+def test_unpinned_rows_are_labelled_the_noisy_variant():
+    name = "BM_B/passive:8/placement:unpinned/real_time"
+    (verdict,) = results_stats.compare_entries({name: entry(name, [1.0] * 10)},
+                                               {name: entry(name, [1.0] * 10)})
+    assert "[unpinned: the noisy variant]" in verdict.line()
+
+
+def test_floors_learned_from_runs_follow_the_spread_between_runs():
+    rng = random.Random(9)
+    runs = []
+    for _ in range(8):
+        shift = math.exp(rng.gauss(0, 0.10))  # a whole run moves, as on a shared VM
+        runs.append({"BM_loud": entry("BM_loud", noisy(1000 * shift, 0.01, rng.random())),
+                     "BM_calm": entry("BM_calm", noisy(1000, 0.01, rng.random()))})
+    learned = floors.learn(runs)
+    loud, calm = learned[("BM_loud", "real_time")], learned[("BM_calm", "real_time")]
+    assert 0.04 < loud.sigma < 0.25 and calm.sigma < 0.01
+    assert calm.noise_floor < calm.mdc < 0.10 < loud.noise_floor < loud.mdc
+
+
+def test_too_few_runs_teach_nothing():
+    runs = [{"BM": entry("BM", [1.0, 1.1])} for _ in range(floors.MIN_RUNS - 1)]
+    assert floors.learn(runs) == {}
+
+
+def _results(entries):
+    return results_io.ResultSet("x.json", {}, entries)
+
+
+def test_confirmation_clears_a_suspect_the_rerun_does_not_repeat(tmp_path):
+    base, new = suite(seed=10), suite(seed=11)
+    name = "BM_X/3/real_time"
+    new[name] = entry(name, noisy(1500, 0.05, 12))
+    verdicts = results_stats.compare_entries(base, new)
+    assert [v.name for v in verdicts if v.regression] == [name]
+    calls = []
+
+    def rerun(names, _path):
+        calls.append(names)
+        return _results({n: entry(n, noisy(1000, 0.05, 13 + len(calls))) for n in names})
+    final = confirm.confirm_suspects(rerun, str(tmp_path), base, _results(new), verdicts,
+                                     OPTIONS, {})
+    assert calls == [[name]]  # only the suspect was rerun, once: it resolved
+    (judged,) = [v for v in final if v.name == name]
+    assert not judged.regression and "suspect not confirmed" in judged.confirmation
+    assert judged.repetitions == (10, 20)  # judged on the pooled data
+
+
+def test_confirmation_keeps_a_real_slowdown_and_says_what_it_reached(tmp_path):
+    base, new = suite(seed=20), suite(seed=21)
+    name = "BM_X/4/real_time"
+    new[name] = entry(name, noisy(1500, 0.05, 22))
+    verdicts = results_stats.compare_entries(base, new)
+    final = confirm.confirm_suspects(
+        lambda names, _p: _results({n: entry(n, noisy(1500, 0.05, 23)) for n in names}),
+        str(tmp_path), base, _results(new), verdicts, OPTIONS, {}, rounds=3, target=0.5)
+    (judged,) = [v for v in final if v.name == name]
+    assert judged.regression
+    assert judged.confirmation.startswith("confirmed (1 rerun(s), interval within the +-50%")
+
+
+def test_a_failed_confirmation_leaves_the_suspect_standing(tmp_path):
+    base, new = suite(seed=30), suite(seed=31)
+    name = "BM_X/5/real_time"
+    new[name] = entry(name, noisy(1500, 0.05, 32))
+
+    def broken(_names, _path):
+        raise confirm.RerunError("the confirmation run failed with exit status 1")
+    final = confirm.confirm_suspects(broken, str(tmp_path), base, _results(new),
+                                     results_stats.compare_entries(base, new), OPTIONS, {})
+    (judged,) = [v for v in final if v.name == name]
+    assert judged.regression and "the suspect stands" in judged.confirmation
+
+
+def test_nightly_raises_no_alarm_when_the_confirmation_run_is_clean(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("PERFSCALE_RUN_CMD", FAKE_RUN)
+    monkeypatch.setenv("PERFSCALE_COMPARE_PY", str(tmp_path / "none.py"))
+    common = ("nightly", "--history", tmp_path / "h.sqlite", "--report-dir", tmp_path / "n",
+              "--no-plots", "--config", "ci", "--")
+    assert cli(*common, "--fixture=base.json")[0] == 0
+    code, out, _ = cli(*common, "--fixture=slow.json", "--confirm-fixture=base.json")
+    assert code == 0, out
+    assert out.count("suspect not confirmed (1 rerun(s), resolved") == 2
+
+
+def test_calibration_is_stored_per_lineage_and_used_by_nightly(tmp_path):
+    conn = history.open_history(str(tmp_path / "h.sqlite"))
+    stored = [history.Calibration("BM_A", "real_time", 0.3, 0.5, 0.07, 8, 0.12)]
+    history.store_calibration(conn, "host", 2, "ci", stored)
+    found, source = floors.for_lineage(conn, "host", 2, "ci")
+    assert found[("BM_A", "real_time")].noise_floor == 0.3
+    assert source.startswith("tools/perfscale calibrate of ")
+    assert floors.for_lineage(conn, "host", 4, "ci") == ({}, "")
+    conn.close()
+
+
+def test_a_version_1_history_is_upgraded_in_place(tmp_path):
+    import sqlite3
+    path = str(tmp_path / "old.sqlite")
+    old = sqlite3.connect(path)
+    version_1 = re.sub(r"(regressions INTEGER NOT NULL),([^\n]*)\n    complete [^\n]*",
+                       r"\1\2", history._RUNS_SCHEMA)
+    assert "complete" not in version_1
+    old.executescript(version_1 + "PRAGMA user_version = 1;")
+    old.execute("INSERT INTO runs (recorded_at, host, cpus, config, run_args, repetitions, "
+                "context, regressions) VALUES ('t', 'h', 2, 'ci', '[]', 10, '{}', 0)")
+    old.commit()
+    old.close()
+    conn = history.open_history(path)
+    assert history.find_baseline(conn, "h", 2, "ci")["id"] == 1  # old runs were whole
+    assert history.load_calibration(conn, "h", 2, "ci") == {}
+    conn.close()
+
+
+def test_calibrate_stores_floors_that_nightly_then_uses(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("PERFSCALE_RUN_CMD", FAKE_RUN)
+    db = tmp_path / "h.sqlite"
+    code, out, _ = cli("calibrate", "--runs", "4", "--no-inject", "--history", db,
+                       "--out-dir", tmp_path / "cal", "--config", "ci", "--",
+                       "--fixture=base.json")
+    assert code == 0, out
+    assert "can detect a 10% slowdown (MDC <= 10%)" in out
+    conn = history.open_history(str(db))
+    stored = history.load_calibration(conn, "perfscale-ci-1", 2, "ci")
+    conn.close()
+    assert stored and all(c.runs == 4 for c in stored.values())
+    monkeypatch.setenv("PERFSCALE_COMPARE_PY", str(tmp_path / "none.py"))
+    code, out, _ = cli("nightly", "--history", db, "--report-dir", tmp_path / "n", "--no-plots",
+                       "--config", "ci", "--", "--fixture=base.json")
+    assert code == 0, out
+    assert "nightly: noise floors: tools/perfscale calibrate of " in out
+
+
+def test_calibrate_refuses_too_few_runs(cli, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli("calibrate", "--runs", "2")
+    assert exit_info.value.code == 2
+    assert "--runs must be at least" in capsys.readouterr().err

@@ -1,0 +1,168 @@
+"""`tools/perfscale calibrate`: learn what the nightly gate can tell apart on this host.
+
+    tools/perfscale calibrate [--runs K] [--repetitions N] [--inject-events E | --no-inject]
+                              [--history DB] [--config NAME] [-- RUN_ARGS...]
+
+Runs the nightly's suite K times with no change (consecutive runs are A/A pairs), then
+once with the injector on (perfscale.gate.inject: real kernel work added to every
+syscall, its size measured first with a bare loop), and stores per benchmark, in the
+history, for the lineage (host, CPUs, config as nightly names it):
+
+  noise floor  the A/A change the gate must not call a regression (perfscale.gate.floors)
+  MDC          the smallest slowdown it flags 9 times in 10 at the nightly default
+  injected     the change the injected slowdown made, for comparison with the MDC
+
+and the same for each attributed counter. `nightly` judges against these floors and
+`report` prints them. Exit 2 when the runs fail (nothing stored).
+"""
+
+import argparse
+import datetime
+import math
+import os
+import shlex
+import statistics
+import sys
+
+from perfscale import history, nightly, results_io, results_stats
+from perfscale.gate import floors as gate_floors
+from perfscale.gate import inject
+
+DEFAULT_RUNS = 8
+
+
+def parse_args(argv):
+    ours, run_args = nightly.split_run_args(argv)
+    parser = argparse.ArgumentParser(
+        prog="tools/perfscale calibrate",
+        description="Measure each benchmark's A/A noise floor and minimum detectable "
+                    "change on this host; store them in the history for nightly.")
+    parser.add_argument("--runs", type=int, default=DEFAULT_RUNS, metavar="K",
+                        help="runs with no change (default %%(default)s; at least %d)"
+                        % gate_floors.MIN_RUNS)
+    parser.add_argument("--repetitions", type=int, default=nightly.DEFAULT_REPETITIONS,
+                        metavar="N", help="repetitions per run, as nightly "
+                        "(default %(default)s)")
+    parser.add_argument("--inject-events", type=int, default=2, metavar="E",
+                        help="injector strength: events per CPU and syscall tracepoint "
+                        "(default %(default)s)")
+    parser.add_argument("--no-inject", action="store_true",
+                        help="skip the injected run (no system-wide tracepoint access)")
+    parser.add_argument("--history", default=os.path.join(nightly.REPO_ROOT, "results",
+                                                          "history.sqlite"), metavar="DB",
+                        help="history database (default results/history.sqlite)")
+    parser.add_argument("--config", metavar="NAME",
+                        help="configuration name, as nightly's (default: the run arguments)")
+    parser.add_argument("--out-dir", default=os.path.join(nightly.REPO_ROOT, "results",
+                                                          "calibrate"), metavar="DIR",
+                        help="where the runs' results go (default results/calibrate)")
+    parser.add_argument("--run-cmd", metavar="CMD", help="command replacing `tools/perfscale "
+                        "run` (default: $PERFSCALE_RUN_CMD, else tools/perfscale run)")
+    parser.add_argument("--alpha", type=float, default=results_stats.DEFAULT_ALPHA,
+                        help="family-wise false-alarm rate the floors are set for "
+                        "(default %(default)s)")
+    args = parser.parse_args(ours)
+    if args.runs < gate_floors.MIN_RUNS:
+        parser.error("--runs must be at least %d" % gate_floors.MIN_RUNS)
+    if args.repetitions < 2:
+        parser.error("--repetitions must be at least 2")
+    if not 1 <= args.inject_events <= 4096:
+        parser.error("--inject-events must be in 1..4096")
+    if not 0 < args.alpha < 1:
+        parser.error("--alpha must be between 0 and 1")
+    return args, run_args
+
+
+def _run(args, run_args, folder, label):
+    status, path = nightly.run_suite(nightly.runner_command(args), args.repetitions,
+                                     os.path.join(folder, label + ".json"), run_args)
+    if status != 0:
+        raise RuntimeError("run %s failed with exit status %d" % (label, status))
+    try:
+        return results_io.load_results(path)
+    except results_io.ResultsError as err:
+        raise RuntimeError("run %s: unusable results: %s" % (label, err)) from None
+
+
+def _median_change(base_runs, run, name):
+    medians = [statistics.median(r.entries[name].real_ns) for r in base_runs
+               if name in r.entries and r.entries[name].real_ns]
+    entry = run.entries.get(name)
+    if not medians or entry is None or not entry.real_ns:
+        return None
+    return results_stats.change(statistics.median(medians), statistics.median(entry.real_ns))
+
+
+def main(argv):
+    args, run_args = parse_args(argv)
+    config = args.config if args.config is not None else shlex.join(run_args)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    folder = os.path.join(os.path.abspath(args.out_dir), stamp)
+    try:
+        os.makedirs(folder, exist_ok=True)
+        conn = history.open_history(args.history)
+    except OSError as err:
+        print("calibrate: cannot create %s: %s" % (folder, err.strerror), file=sys.stderr)
+        return 2
+    except history.HistoryError as err:
+        print("calibrate: %s" % err, file=sys.stderr)
+        return 2
+    try:
+        return _calibrate(args, run_args, config, folder, conn)
+    except RuntimeError as err:
+        print("calibrate: %s; nothing stored" % err, file=sys.stderr)
+        return 2
+    finally:
+        conn.close()
+
+
+def _calibrate(args, run_args, config, folder, conn):
+    injected, size = None, ""
+    if not args.no_inject:
+        try:
+            bare, slow, added = inject.measure(args.inject_events)
+        except inject.InjectError as err:
+            print("SKIPPED: the injected run: %s (use --no-inject)" % err)
+            return 2
+        size = ("%d events per CPU on each syscall tracepoint: getppid() %.0f -> %.0f ns, "
+                "+%.0f ns per syscall (bare loop)" % (args.inject_events, bare, slow, added))
+        print("calibrate: injector: " + size, flush=True)
+    runs = []
+    for index in range(args.runs):
+        runs.append(_run(args, run_args, folder, "aa-%d" % (index + 1)))
+        if index == args.runs // 2 - 1 and not args.no_inject:
+            # In the middle, so that drift over the calibration falls on both sides.
+            with inject.Injector(args.inject_events):
+                injected = _run(args, run_args, folder, "injected")
+    first = runs[0]
+    if (first.host, first.cpus) != (runs[-1].host, runs[-1].cpus):
+        raise RuntimeError("the runs were on different machines")
+    learned = gate_floors.learn([r.entries for r in runs], args.alpha)
+    for (name, metric), calibration in learned.items():
+        if injected is not None and metric == results_stats.REAL_TIME:
+            calibration.injected_change = _median_change(runs, injected, name)
+    history.store_calibration(conn, first.host, first.cpus, config, learned.values())
+    print(format_table(learned, size))
+    print("calibrate: stored %d benchmarks' floors for host %s, %d CPUs, config '%s' in %s"
+          % (sum(1 for _n, m in learned if m == results_stats.REAL_TIME), first.host,
+             first.cpus, config, args.history))
+    return 0
+
+
+def _pct(value):
+    return "%+.1f%%" % (100 * value) if value is not None and math.isfinite(value) else "-"
+
+
+def format_table(calibrations, injector=""):
+    """The calibration as a text table: what the gate can tell apart, per benchmark."""
+    rows = sorted((c for (_n, m), c in calibrations.items() if m == results_stats.REAL_TIME),
+                  key=lambda c: c.mdc)
+    lines = ["%-100s %8s %9s %9s %9s" % ("benchmark", "sigma", "floor", "MDC", "injected")]
+    for c in rows:
+        label = c.name + (" [unpinned: noisy]" if results_stats.NOISY_VARIANT in c.name else "")
+        lines.append("%-100s %7.1f%% %9s %9s %9s" % (label, 100 * c.sigma, _pct(c.noise_floor),
+                                                     _pct(c.mdc), _pct(c.injected_change)))
+    detectable = sum(1 for c in rows if c.mdc <= 0.10)
+    lines.append("%d of %d benchmarks can detect a 10%% slowdown (MDC <= 10%%)%s"
+                 % (detectable, len(rows), "; injector: " + injector if injector else ""))
+    return "\n".join(lines)
