@@ -20,7 +20,7 @@
 //   (--synth_processes x --synth_threads tasks, each process with --synth_exec_maps
 //   executable and --synth_data_maps data mappings of its own), synthesized alone, so
 //   the record count is the same on every run; `system` is every process in /proc.
-//   Sinks: `memory` (one preallocated buffer) or `file` (a nameless file under
+//   Sinks: `memory` (one buffer sized from the workload) or `file` (a nameless file under
 //   --synth_dir written with write(2), pwrite(2) for `atomic`; truncated between
 //   iterations outside the timed region).
 //   Counters: records and bytes per iteration, usecs/record (perf bench's "time per
@@ -47,6 +47,7 @@
 #include "benchmarks/family.h"
 #include "lib/capabilities.h"
 #include "lib/cpu_set.h"
+#include "lib/errno_status.h"
 #include "lib/flags.h"
 #include "lib/kernel_cost.h"
 #include "lib/parallel_synthesis.h"
@@ -101,6 +102,38 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// The memory sink holds one iteration's output, so its size comes from the workload, not
+// a fixed reservation (1 GiB once skipped every run under a low `ulimit -v`): an untimed
+// synthesis into a buffer that doubles until the output fits, then room for twice what
+// it took (the system workload changes between iterations). Where the address space
+// runs out first, the reason suggests the file sink.
+absl::StatusOr<std::unique_ptr<ParallelSynthesizer>> CreateSized(ParallelSynthesisOptions options,
+                                                                 const std::vector<pid_t>& pids) {
+  if (options.sink != OutputSink::kMemory) return ParallelSynthesizer::Create(options);
+  auto create = [&options]() -> absl::StatusOr<std::unique_ptr<ParallelSynthesizer>> {
+    absl::StatusOr<std::unique_ptr<ParallelSynthesizer>> synth =
+        ParallelSynthesizer::Create(options);
+    if (synth.ok()) return synth;
+    return WithMessage(
+        synth.status(),
+        absl::StrCat(synth.status().message(), "; with this little memory, use --synth_sink=file"));
+  };
+  options.memory_capacity = size_t{1} << 20;
+  for (;;) {
+    absl::StatusOr<std::unique_ptr<ParallelSynthesizer>> synth = create();
+    if (!synth.ok()) return synth;
+    absl::StatusOr<SynthesisRunStats> sizing = (*synth)->Run(pids);
+    if (sizing.ok()) {
+      size_t needed = 2 * static_cast<size_t>(sizing->counts.bytes);
+      if (needed <= options.memory_capacity) return synth;
+      options.memory_capacity = needed;
+      return create();
+    }
+    if (!IsMemoryOutputFull(sizing.status())) return sizing.status();
+    options.memory_capacity *= 2;
+  }
+}
+
 void BM_Synthesize(benchmark::State& state, Params params, Settings settings) {
   // The tree lives as long as this function: on every return path it is killed and
   // reaped, before the next benchmark starts.
@@ -126,7 +159,13 @@ void BM_Synthesize(benchmark::State& state, Params params, Settings settings) {
   options.workers = params.workers;
   options.synthesis = settings.synthesis;
   options.file_dir = settings.dir;
-  absl::StatusOr<std::unique_ptr<ParallelSynthesizer>> synth = ParallelSynthesizer::Create(options);
+  std::vector<pid_t> sizing_pids = pids;
+  if (!params.controlled) {
+    absl::StatusOr<std::vector<pid_t>> all = ListProcessIds();
+    if (SkipIfError(state, all.status())) return;
+    sizing_pids = *std::move(all);
+  }
+  absl::StatusOr<std::unique_ptr<ParallelSynthesizer>> synth = CreateSized(options, sizing_pids);
   if (SkipIfError(state, synth.status())) return;
 
   uint64_t records = 0, bytes = 0, tasks_vanished = 0;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <utility>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "lib/errno_status.h"
 
@@ -19,13 +20,21 @@ int64_t NowNanos() {
       .count();
 }
 
+constexpr char kMemoryFullPayload[] = "perfscale/memory_output_full";
+
 absl::Status MemoryFull(size_t capacity) {
-  return absl::ResourceExhaustedError(absl::StrCat("the in-memory output (", capacity,
-                                                   " bytes reserved) is full: synthesize fewer "
-                                                   "processes or use the file sink"));
+  absl::Status status = absl::ResourceExhaustedError(
+      absl::StrCat("the in-memory output (", capacity,
+                   " bytes reserved) is full: synthesize fewer processes or use the file sink"));
+  status.SetPayload(kMemoryFullPayload, absl::Cord("1"));
+  return status;
 }
 
 }  // namespace
+
+bool IsMemoryOutputFull(const absl::Status& status) {
+  return status.GetPayload(kMemoryFullPayload).has_value();
+}
 
 const char* OutputStrategyName(OutputStrategy strategy) {
   switch (strategy) {

@@ -69,6 +69,10 @@ struct ParallelSynthesisOptions {
   size_t memory_capacity = size_t{1} << 30;
 };
 
+// True for Run's failure when the memory output had no room left (the caller may size
+// it again: ParallelSynthesisOptions::memory_capacity).
+bool IsMemoryOutputFull(const absl::Status& status);
+
 struct SynthesisRunStats {
   SynthesisCounts counts;        // summed over workers
   int workers = 0;               // workers that ran: min(options.workers, processes)

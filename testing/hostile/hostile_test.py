@@ -93,6 +93,17 @@ class Hostile(unittest.TestCase):
             flags=QUICK + ["--benchmark_filter=Breakpoint"])
         self.assertSkipMentions(report, "breakpoint")
 
+    def test_low_address_space_memory_sink(self):
+        # The in-memory output is sized from the workload: a small one fits under a low
+        # `ulimit -v` (1 GiB was reserved up front whatever the workload).
+        if "ASAN_OPTIONS" in os.environ:
+            self.skipTest("AddressSanitizer reserves terabytes of address space")
+        report = self.run_binary(
+            prefix=["prlimit", "--as=300000000"],
+            flags=QUICK + ["--synth_processes=10", "--synth_workers=1,2",
+                           "--benchmark_filter=Synthesize/workload:controlled/sink:memory"])
+        self.assertEqual(self.skips(report), [])
+
     def test_read_only_tmpdir_trace_file_sink(self):
         # A read-only $TMPDIR is the machine's limit: a skip with the reason, not an error.
         ro = tempfile.mkdtemp(prefix="perfscale-ro-")
