@@ -21,6 +21,7 @@ namespace perfscale {
 // failed (anything else: "ERROR: <status>"). Returns true when `status` was not ok.
 bool SkipIfError(benchmark::State& state, const absl::Status& status);
 
+// Also resumes the --profile sampling (profile_support.h) and ReportKernelCost pauses it.
 bool StartOrSkip(benchmark::State& state, KernelCostMeter& meter);
 
 // Sets "ipis/<unit>" (function-call IPIs, system-wide) and "sys_us/<unit>" (this

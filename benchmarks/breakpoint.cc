@@ -48,6 +48,7 @@
 #include "benchmark/benchmark.h"
 #include "benchmarks/bench_support.h"
 #include "benchmarks/family.h"
+#include "benchmarks/profile_support.h"
 #include "lib/background_threads.h"
 #include "lib/breakpoint_slots.h"
 #include "lib/capabilities.h"
@@ -291,7 +292,7 @@ absl::Status RegisterThreadFamily(int cpus, const Capabilities& caps) {
                           static_cast<int>(*repeat)};
       std::string name = absl::StrCat("BM_BreakpointThread/breakpoints:", b, "/parallelism:", p,
                                       "/threads:", *threads);
-      benchmark::RegisterBenchmark(name.c_str(), BM_BreakpointThread, params)
+      RegisterNamedBenchmark(name, BM_BreakpointThread, params)
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
     }
@@ -341,7 +342,7 @@ absl::Status RegisterEnableFamily(int cpus, const Capabilities& caps) {
       EnableParams params{static_cast<int>(p), static_cast<int>(a), alone ? "unpinned" : placement};
       std::string name = absl::StrCat("BM_BreakpointEnable/passive:", p, "/active:", a,
                                       "/placement:", params.placement);
-      benchmark::RegisterBenchmark(name.c_str(), BM_BreakpointEnable, params)
+      RegisterNamedBenchmark(name, BM_BreakpointEnable, params)
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
     }

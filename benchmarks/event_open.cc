@@ -62,6 +62,7 @@
 #include "benchmarks/bench_support.h"
 #include "benchmarks/family.h"
 #include "lib/background_threads.h"
+#include "benchmarks/profile_support.h"
 #include "lib/capabilities.h"
 #include "lib/cpu_set.h"
 #include "lib/cpu_workers.h"
@@ -226,6 +227,7 @@ void BM_EventOpen(benchmark::State& state, OpenParams params) {
       iteration_seconds += seconds;
     }
     absl::StatusOr<KernelCost> cost = meter.Stop();
+    PauseProfile();  // the grid's untimed close is not profiled
     if (SkipIfError(state, cost.status())) return;
     ipis += cost->ipis.function_call;
     sys_seconds += cost->system_seconds;
@@ -283,6 +285,7 @@ void BM_PmuResolve(benchmark::State& state, ResolveParams params) {
   SysfsOps ops;
   SysfsAccess fs = CountingSysfs(&ops);
   int loads = 0;
+  ResumeProfile();  // no KernelCostMeter here: the profile runs to the end
   auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
     PmuResolver resolver(params.caching, fs);
@@ -415,7 +418,7 @@ absl::Status RegisterOpenFamily(const std::vector<int64_t>& events) {
               params.load = static_cast<int>(load);
               // Unloaded runs keep the names they always had, so history still matches.
               std::string loaded = load > 0 ? absl::StrCat(name, "/load:", load) : name;
-              benchmark::RegisterBenchmark(loaded.c_str(), BM_EventOpen, params)
+              RegisterNamedBenchmark(loaded, BM_EventOpen, params)
                   ->UseManualTime()
                   ->Unit(benchmark::kMicrosecond);
             }
@@ -454,7 +457,7 @@ absl::Status RegisterResolveFamily(const std::vector<int64_t>& events) {
       ResolveParams params{*ParsePmuCaching(lookup), static_cast<int>(e), names, names_status};
       std::string name =
           absl::StrCat("BM_PmuResolve/lookup:", lookup, "/events:", e, "/names:", names.size());
-      benchmark::RegisterBenchmark(name.c_str(), BM_PmuResolve, params)
+      RegisterNamedBenchmark(name, BM_PmuResolve, params)
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
     }

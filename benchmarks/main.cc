@@ -5,12 +5,14 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/strip.h"
 #include "benchmark/benchmark.h"
 #include "benchmarks/benchmark_flags.h"
 #include "benchmarks/family.h"
 #include "benchmarks/result_file.h"
+#include "benchmarks/profile_support.h"
 #include "lib/flags.h"
 #include "lib/interrupt_cleanup.h"
 #include "lib/run_context.h"
@@ -55,8 +57,8 @@ int main(int argc, char** argv) {
     }
     std::printf(")\n%s\nGoogle Benchmark flags:\n", perfscale::FlagsHelp().c_str());
   }
-  if (absl::Status checked = perfscale::CheckBenchmarkFlags({argv + 1, argv + argc});
-      !checked.ok()) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  if (absl::Status checked = perfscale::CheckBenchmarkFlags(args); !checked.ok()) {
     std::fprintf(stderr, "%s: %s\n", argv[0], std::string(checked.message()).c_str());
     return 2;
   }
@@ -83,6 +85,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   perfscale::SetRunSelection(benchmark::GetBenchmarkFilter(), list_only);
+  if (absl::Status profiling = perfscale::SetUpProfiling(args); !profiling.ok()) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], std::string(profiling.message()).c_str());
+    return 2;
+  }
   for (const perfscale::Family& family : perfscale::Families()) {
     if (absl::Status registered = family.register_benchmarks(); !registered.ok()) {
       std::fprintf(stderr, "%s: %s: %s\n", argv[0], family.name.c_str(),
@@ -107,6 +113,10 @@ int main(int argc, char** argv) {
   if (result_file != nullptr && !result_file->status().ok()) {
     std::fprintf(stderr, "%s: --benchmark_out=%s: %s\n", argv[0], out_path.c_str(),
                  std::string(result_file->status().message()).c_str());
+    return 1;
+  }
+  if (absl::Status written = perfscale::FinishProfiling(); !written.ok()) {
+    std::fprintf(stderr, "%s: --profile: %s\n", argv[0], std::string(written.message()).c_str());
     return 1;
   }
   return 0;

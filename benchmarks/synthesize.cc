@@ -45,6 +45,7 @@
 #include "benchmark/benchmark.h"
 #include "benchmarks/bench_support.h"
 #include "benchmarks/family.h"
+#include "benchmarks/profile_support.h"
 #include "lib/capabilities.h"
 #include "lib/cpu_set.h"
 #include "lib/errno_status.h"
@@ -330,7 +331,7 @@ absl::Status RegisterSynthesizeFamily() {
           std::string name = absl::StrCat("BM_Synthesize/workload:", workload, "/sink:", sink,
                                           "/strategy:", strategy, "/workers:", w);
           file_sink_runs |= sink == "file" && WillRun(name);
-          benchmark::RegisterBenchmark(name.c_str(), BM_Synthesize, params, settings)
+          RegisterNamedBenchmark(name, BM_Synthesize, params, settings)
               ->UseManualTime()
               ->Unit(benchmark::kMillisecond);
         }

@@ -76,6 +76,7 @@
 #include "benchmarks/bench_support.h"
 #include "benchmarks/family.h"
 #include "benchmarks/trace_overhead/bpf_recorder.h"
+#include "benchmarks/profile_support.h"
 #include "lib/capabilities.h"
 #include "lib/cpu_set.h"
 #include "lib/flags.h"
@@ -288,6 +289,7 @@ void BM_PipePingPong(benchmark::State& state, Params params) {
   }
   double elapsed_us =
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+  PauseProfile();                      // stopping the recorder and reaping the peer are not timed
   if (state.error_occurred()) return;  // the destructors stop, reap and close
 
   TraceStats stats;
@@ -413,7 +415,7 @@ absl::Status RegisterTraceOverheadFamily() {
         base.placement = placement;
         std::string name =
             absl::StrCat("BM_PipePingPong/set:none/tasks:", task, "/placement:", placement);
-        benchmark::RegisterBenchmark(name.c_str(), BM_PipePingPong, base)
+        RegisterNamedBenchmark(name, BM_PipePingPong, base)
             ->UseRealTime()
             ->Unit(benchmark::kMicrosecond);
       }
@@ -431,7 +433,7 @@ absl::Status RegisterTraceOverheadFamily() {
           std::string name =
               absl::StrCat("BM_PipePingPong/set:", set, "/recorder:bpf/scope:", scope,
                            "/tasks:", task, "/placement:", placement);
-          benchmark::RegisterBenchmark(name.c_str(), BM_PipePingPong, params)
+          RegisterNamedBenchmark(name, BM_PipePingPong, params)
               ->UseRealTime()
               ->Unit(benchmark::kMicrosecond);
         }
@@ -452,7 +454,7 @@ absl::Status RegisterTraceOverheadFamily() {
               std::string name = absl::StrCat(
                   "BM_PipePingPong/set:", set, "/callchains:", callchain, "/scope:", scope,
                   "/tasks:", task, "/placement:", placement, "/sink:", sink);
-              benchmark::RegisterBenchmark(name.c_str(), BM_PipePingPong, params)
+              RegisterNamedBenchmark(name, BM_PipePingPong, params)
                   ->UseRealTime()
                   ->Unit(benchmark::kMicrosecond);
             }

@@ -1,9 +1,7 @@
 #include "lib/trace_recorder.h"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <stdlib.h>
-#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -150,7 +148,10 @@ absl::StatusOr<std::unique_ptr<TraceRecorder>> TraceRecorder::Open(
     unlink(path.c_str());
   }
   // Before any event exists: a thread created later by an inheriting task is recorded.
-  if (absl::Status started = recorder->StartReader(); !started.ok()) return started;
+  if (absl::Status started = recorder->reader_.Start([r = recorder.get()] { r->DrainAll(); });
+      !started.ok()) {
+    return started;
+  }
 
   recorder->events_.reserve(cpus.size() * ids.size());
   for (int cpu : cpus) {
@@ -191,50 +192,10 @@ absl::StatusOr<std::unique_ptr<TraceRecorder>> TraceRecorder::Open(
       }
     }
   }
-  {
-    std::lock_guard<std::mutex> lock(recorder->mu_);
-    recorder->armed_ = true;
-  }
-  recorder->armed_or_quit_.notify_one();
+  std::vector<int> fds;
+  for (const Buffer& buffer : recorder->buffers_) fds.push_back(buffer.fd);
+  recorder->reader_.Arm(std::move(fds));
   return recorder;
-}
-
-absl::Status TraceRecorder::StartReader() {
-  wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (wake_fd_ < 0) return ErrnoStatus(errno, "eventfd");
-  try {
-    reader_ = std::thread([this] { ReaderMain(); });
-  } catch (const std::system_error& e) {
-    return ErrnoStatus(e.code().value(), "start the trace reader thread");
-  }
-  return absl::OkStatus();
-}
-
-void TraceRecorder::ReaderMain() {
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    armed_or_quit_.wait(lock, [this] { return armed_ || quit_; });
-    if (!armed_) return;
-  }
-  std::vector<pollfd> fds;
-  fds.push_back(pollfd{wake_fd_, POLLIN, 0});
-  for (const Buffer& buffer : buffers_) fds.push_back(pollfd{buffer.fd, POLLIN, 0});
-  for (;;) {
-    int n = poll(fds.data(), fds.size(), -1);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      RecordError(ErrnoStatus(errno, "poll trace buffers"));
-      break;
-    }
-    for (size_t i = 1; i < fds.size(); ++i) {
-      // A task-scope event whose task is gone hangs up for good; stop polling it but
-      // keep draining its buffer.
-      if (fds[i].revents & (POLLHUP | POLLERR | POLLNVAL)) fds[i].fd = -1;
-    }
-    DrainAll();
-    if (fds[0].revents & POLLIN) break;
-  }
-  DrainAll();
 }
 
 void TraceRecorder::DrainAll() {
@@ -308,25 +269,12 @@ void TraceRecorder::Shutdown() {
     }
     lost += values[1];
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    quit_ = true;
-  }
-  armed_or_quit_.notify_one();
-  if (wake_fd_ >= 0) {
-    uint64_t one = 1;
-    ssize_t n;
-    do {
-      n = write(wake_fd_, &one, sizeof(one));
-    } while (n < 0 && errno == EINTR);
-  }
-  if (reader_.joinable()) reader_.join();
+  reader_.Stop();
+  if (absl::Status polled = reader_.error(); !polled.ok()) RecordError(polled);
   stats_.lost_exact = lost_exact;
   stats_.lost = lost_exact ? lost : stats_.lost_reported;
   buffers_.clear();  // unmap before closing the events
   events_.clear();
-  if (wake_fd_ >= 0) close(wake_fd_);
-  wake_fd_ = -1;
   if (file_fd_ >= 0) close(file_fd_);
   file_fd_ = -1;
 }

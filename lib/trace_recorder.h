@@ -28,12 +28,10 @@
 #include <linux/perf_event.h>
 #include <sys/types.h>
 
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -42,6 +40,7 @@
 #include "lib/file_reader.h"
 #include "lib/perf_event.h"
 #include "lib/ring_buffer.h"
+#include "lib/ring_reader.h"
 
 namespace perfscale {
 
@@ -116,8 +115,6 @@ class TraceRecorder {
 
  private:
   TraceRecorder() = default;
-  absl::Status StartReader();
-  void ReaderMain();
   void DrainAll();
   void RecordError(absl::Status status);
   void Shutdown();
@@ -128,19 +125,13 @@ class TraceRecorder {
     RingBuffer ring;
   };
   std::vector<Buffer> buffers_;
-  int wake_fd_ = -1;        // eventfd: tells the reader to drain one last time and exit
   int file_fd_ = -1;        // kFile: unlinked temporary file
   bool count_lost_ = true;  // the events were opened with PERF_FORMAT_LOST
-  std::thread reader_;
   bool stopped_ = false;
+  RingReader reader_;  // drains buffers_; Shutdown stops it before anything is closed
 
-  // std::mutex rather than absl::Mutex: ThreadSanitizer sees through libstdc++'s
-  // pthread calls, not through a prebuilt abseil.
   std::mutex mu_;
-  std::condition_variable armed_or_quit_;
-  bool armed_ = false;  // buffers_ is complete: the reader may start (guarded by mu_)
-  bool quit_ = false;   // give up before arming (guarded by mu_)
-  absl::Status error_;  // guarded by mu_
+  absl::Status error_;  // guarded by mu_: the reader's and the file's first error
   // Written by the reader only; read after it is joined.
   TraceStats stats_;
 };

@@ -1,13 +1,20 @@
-// Feeds arbitrary bytes to the parsers of /proc (maps, status, comm), of sysfs PMU
-// descriptions, and to the perf record decoder: text and records from the kernel are
-// trusted to be well formed by nothing in perfscale.
+// Feeds arbitrary bytes to the parsers of /proc (maps, status, comm, kallsyms), of sysfs
+// PMU descriptions, of ELF symbol tables, to the perf record decoder and to --profile's
+// sample parser and callchain summary: text and records from the kernel are trusted to be
+// well formed by nothing in perfscale.
 #include <cstdint>
+#include <cstring>
+#include <map>
+#include <vector>
 
 #include "absl/strings/string_view.h"
+#include "lib/cpu_profiler.h"
 #include "lib/perf_records.h"
 #include "lib/pmu_sysfs.h"
 #include "lib/proc_maps.h"
 #include "lib/proc_status.h"
+#include "lib/profile_summary.h"
+#include "lib/symbols.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   absl::string_view text(reinterpret_cast<const char*>(data), size);
@@ -21,5 +28,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   perfscale::ParsePmuEventName(text).IgnoreError();
   perfscale::ParsePmuCaching(text).IgnoreError();
   perfscale::DecodeRecords(text).IgnoreError();
+  perfscale::ParseKallsyms(text).IgnoreError();
+  absl::Span<const uint8_t> bytes(data, size);
+  perfscale::ParseElfFunctions(bytes).IgnoreError();
+  perfscale::ParseProfileSample(bytes).IgnoreError();
+  // The bytes as one callchain, context markers and all.
+  std::vector<uint64_t> chain(size / 8);
+  if (!chain.empty()) std::memcpy(chain.data(), data, chain.size() * 8);
+  std::map<std::vector<uint64_t>, uint64_t> chains = {{chain, 1}};
+  perfscale::ProfileSummary summary = perfscale::Summarize(
+      perfscale::ResolveChains(chains,
+                               [](uint64_t address, bool kernel) {
+                                 return perfscale::ResolvedFrame{
+                                     address % 3 == 0 ? perfscale::kUnknownSymbol : "f",
+                                     kernel ? "[kernel.kallsyms]" : perfscale::kUnknownDso};
+                               }),
+      5);
+  perfscale::FormatProfile(summary, 5);
+  perfscale::ProfileSummaryJson(summary);
   return 0;
 }
