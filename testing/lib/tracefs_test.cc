@@ -247,6 +247,24 @@ TEST_F(EnsureTracefsTest, UnprivilegedGetsTheMountCommandAndMountsNothing) {
   EXPECT_EQ(result.err, "");
 }
 
+// Root of a user namespace has CAP_SYS_ADMIN there, but the kernel lets no user
+// namespace mount tracefs: the one attempt fails, and every answer names the command.
+TEST_F(EnsureTracefsTest, AMountTheKernelRefusesNamesTheCommandOnEveryCall) {
+  auto result = InFreshNamespace(
+      "unshare --user --map-root-user \"$0\" 2; grep -c ' tracefs ' /proc/mounts", Helper());
+  ASSERT_EQ(result.exit_code, 1) << result.err;  // grep found no tracefs mount
+  std::vector<std::string> lines = absl::StrSplit(result.out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 3u) << result.out;
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_TRUE(absl::StartsWith(lines[i], "error PERMISSION_DENIED: ")) << lines[i];
+    EXPECT_TRUE(absl::StrContains(lines[i], "mounting it failed")) << lines[i];
+    EXPECT_TRUE(absl::StrContains(lines[i], "'mount -t tracefs nodev /sys/kernel/tracing' as root"))
+        << lines[i];
+  }
+  EXPECT_EQ(lines[2], "0");
+  EXPECT_EQ(result.err, "");
+}
+
 TEST(ParseTracepointIdTest, Numbers) {
   EXPECT_EQ(*ParseTracepointId("372\n"), 372u);
   EXPECT_EQ(*ParseTracepointId("0"), 0u);
