@@ -34,12 +34,17 @@ constexpr char kKernelBtf[] = "/sys/kernel/btf/vmlinux";
 
 // Where the lock code ends in a contended stack: the first frame whose symbol is none
 // of these is the caller (perf lock contention skips its lock functions the same way).
+// Prefixes, not substrings: clock_nanosleep and blk_* are callers.
 bool IsLockMachinery(absl::string_view symbol) {
-  for (absl::string_view part : {"lock", "mutex", "rwsem", "down_", "up_", "contention", "bpf_",
-                                 "__traceiter", "trace_", "osq_", "rt_spin"}) {
-    if (absl::StrContains(symbol, part)) return true;
+  for (absl::string_view prefix :
+       {"_raw_",       "raw_",      "do_raw_",       "queued_",   "native_queued_", "__pv_queued_",
+        "__mutex_",    "mutex_",    "__ww_mutex",    "ww_mutex_", "rt_mutex",       "__rt_mutex",
+        "rt_spin",     "rwsem_",    "__rwsem",       "down_",     "__down",         "up_",
+        "percpu_down", "percpu_up", "__percpu_down", "osq_",      "__traceiter_",   "trace_",
+        "bpf_",        "__bpf_",    "lock_",         "__lock_"}) {
+    if (absl::StartsWith(symbol, prefix)) return true;
   }
-  return false;
+  return absl::StrContains(symbol, "_slowpath") || absl::StrContains(symbol, "contention");
 }
 
 // /proc/kallsyms text symbols, sorted by address; empty where addresses are hidden.

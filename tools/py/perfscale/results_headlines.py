@@ -39,7 +39,7 @@ HEADLINES = (
          explanation="usecs/op of one disable+enable with PASSIVE blocked and ACTIVE spinning "
                      "children over usecs/op with none (perf bench breakpoint enable)."),
     Spec("IPIs per fd saved by affinity", "BM_EventOpen", ("strategy",), ("event_major",),
-         "saved", metrics=("ipis/fd",),
+         "saved", metrics=("ipis/fd",), defaults=(("load", "0"),),
          explanation="function-call IPIs per opened fd, opening event by event on every CPU "
                      "(event_major) against each other strategy, same events and kind."),
     Spec("Open time per strategy, unloaded and loaded", "BM_EventOpen", ("strategy",),
