@@ -10,12 +10,10 @@
 #include <utility>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "benchmarks/trace_overhead/bpf_recorder_abi.h"
 #include "lib/errno_status.h"
-#include "lib/file_reader.h"
+#include "lib/symbols.h"
 
 // After the ABI: the skeleton names its global variables' types without defining them.
 #include "benchmarks/trace_overhead/bpf_recorder.skel.h"
@@ -46,33 +44,6 @@ bool IsLockMachinery(absl::string_view symbol) {
   }
   return absl::StrContains(symbol, "_slowpath") || absl::StrContains(symbol, "contention");
 }
-
-// /proc/kallsyms text symbols, sorted by address; empty where addresses are hidden.
-class KernelSymbols {
- public:
-  KernelSymbols() {
-    absl::StatusOr<std::string> text = ReadTextFile("/proc/kallsyms");
-    if (!text.ok()) return;
-    for (absl::string_view line : absl::StrSplit(*text, '\n', absl::SkipEmpty())) {
-      std::vector<absl::string_view> fields = absl::StrSplit(line, ' ', absl::SkipEmpty());
-      if (fields.size() < 3 || (fields[1] != "t" && fields[1] != "T")) continue;
-      uint64_t address = 0;
-      if (!absl::SimpleHexAtoi(fields[0], &address) || address == 0) continue;
-      symbols_.emplace_back(address, std::string(fields[2]));
-    }
-    std::sort(symbols_.begin(), symbols_.end());
-  }
-  std::string Name(uint64_t address) const {
-    auto after =
-        std::upper_bound(symbols_.begin(), symbols_.end(), std::make_pair(address, std::string()),
-                         [](const auto& a, const auto& b) { return a.first < b.first; });
-    if (after == symbols_.begin()) return "";
-    return std::prev(after)->second;
-  }
-
- private:
-  std::vector<std::pair<uint64_t, std::string>> symbols_;
-};
 
 }  // namespace
 
@@ -314,7 +285,7 @@ absl::StatusOr<BpfStats> BpfRecorder::ReadMaps() const {
 
   if (options_.set == "lock" && !stats.keys.empty()) {
     // Symbolized for the longest waits only: the rest stay ids.
-    KernelSymbols symbols;
+    ProcessSymbolizer& symbols = ProcessSymbolizer::Get();
     int stack_map = bpf_map__fd(skeleton_->maps.stacks);
     for (size_t i = 0; i < stats.keys.size() && i < 16; ++i) {
       BpfKeyStats& entry = stats.keys[i];
@@ -325,8 +296,8 @@ absl::StatusOr<BpfStats> BpfRecorder::ReadMaps() const {
       stats.map_bytes += sizeof(frames);
       for (uint64_t frame : frames) {
         if (frame == 0) break;
-        std::string name = symbols.Name(frame);
-        if (!name.empty() && !IsLockMachinery(name)) {
+        std::string name = symbols.Resolve(frame, /*kernel=*/true).symbol;
+        if (name != kUnknownSymbol && !IsLockMachinery(name)) {
           entry.caller = name;
           break;
         }
