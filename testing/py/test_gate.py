@@ -233,3 +233,19 @@ def test_calibrate_refuses_too_few_runs(cli, capsys):
         cli("calibrate", "--runs", "2")
     assert exit_info.value.code == 2
     assert "--runs must be at least" in capsys.readouterr().err
+
+
+def test_report_prints_the_calibration_of_the_host(cli, tmp_path):
+    db = str(tmp_path / "h.sqlite")
+    conn = history.open_history(db)
+    history.store_calibration(conn, "perfscale-ci-1", 2, "quick", [
+        history.Calibration("BM_A/placement:same_cpu/real_time", "real_time", 0.08, 0.09,
+                            0.02, 8, 0.15)])
+    conn.close()
+    from conftest import data
+    code, out, err = cli("report", data("base.json"), "-o", tmp_path / "r", "--no-plots",
+                         "--history", db)
+    assert code == 0, err
+    page = (tmp_path / "r" / "report.md").read_text()
+    assert "Gate calibration" in page and "Config 'quick'" in page
+    assert "| BM_A/placement:same_cpu/real_time | 2.0% | +8.0% | +9.0% | +15.0% |" in page

@@ -313,6 +313,8 @@ def _write_report(conn, args, run_dir, run_id, info, results, baseline, verdicts
         page.text("To accept this run as the new baseline: tools/perfscale nightly "
                   "--baseline %d ..." % run_id)
     report.add_results_sections(page, results, run_dir, plots=not args.no_plots)
+    from perfscale import calibrate  # imports nightly: only here, not at module load
+    calibrate.add_calibration_section(page, conn, info.host, info.cpus)
     with open(os.path.join(run_dir, "verdicts.json"), "w", encoding="utf-8") as f:
         f.write(results_io.dumps({"run_id": run_id, "baseline_id": baseline["id"]
                                   if baseline is not None else None,

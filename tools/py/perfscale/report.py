@@ -12,7 +12,7 @@ import os
 import statistics
 import sys
 
-from perfscale import comparability, results_headlines, results_io, results_page
+from perfscale import comparability, history, results_headlines, results_io, results_page
 
 # Context keys worth a line on the page, in reading order (Google Benchmark's and ours).
 _CONTEXT_KEYS = ("host_name", "date", "num_online_cpus", "online_cpus", "num_cpus",
@@ -85,12 +85,19 @@ def _text(value):
     return str(value)
 
 
-def write_report(results, outdir, plots=True):
+def write_report(results, outdir, plots=True, history_path=None):
     """Writes DIR/report.md and DIR/report.html; returns their paths."""
     os.makedirs(outdir, exist_ok=True)
     page = results_page.Page("perfscale results: %s, %d CPUs" % (results.host, results.cpus))
     page.text("From %s." % results.source)
     add_results_sections(page, results, outdir, plots)
+    if history_path:
+        from perfscale import calibrate  # the gate's section, only when asked for
+        conn = history.open_history(history_path)
+        try:
+            calibrate.add_calibration_section(page, conn, results.host, results.cpus)
+        finally:
+            conn.close()
     return page.write(os.path.join(outdir, "report"))
 
 
@@ -101,11 +108,17 @@ def main(argv):
     parser.add_argument("results", metavar="RESULTS.json")
     parser.add_argument("-o", "--output", required=True, metavar="DIR")
     parser.add_argument("--no-plots", action="store_true", help="figures and tables only")
+    parser.add_argument("--history", metavar="DB", help="also print the gate's calibration "
+                        "for this host from the history (tools/perfscale calibrate)")
     args = parser.parse_args(argv)
     try:
         results = results_io.load_results(args.results)
-        paths = write_report(results, args.output, plots=not args.no_plots)
+        paths = write_report(results, args.output, plots=not args.no_plots,
+                             history_path=args.history)
     except results_io.ResultsError as err:
+        print("perfscale report: %s" % err, file=sys.stderr)
+        return 2
+    except history.HistoryError as err:
         print("perfscale report: %s" % err, file=sys.stderr)
         return 2
     except OSError as err:
