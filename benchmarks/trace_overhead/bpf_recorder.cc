@@ -28,23 +28,6 @@ namespace {
 
 static_assert(kBpfBuckets == PERFSCALE_BPF_BUCKETS);
 
-constexpr char kKernelBtf[] = "/sys/kernel/btf/vmlinux";
-
-// Where the lock code ends in a contended stack: the first frame whose symbol is none
-// of these is the caller (perf lock contention skips its lock functions the same way).
-// Prefixes, not substrings: clock_nanosleep and blk_* are callers.
-bool IsLockMachinery(absl::string_view symbol) {
-  for (absl::string_view prefix :
-       {"_raw_",       "raw_",      "do_raw_",       "queued_",   "native_queued_", "__pv_queued_",
-        "__mutex_",    "mutex_",    "__ww_mutex",    "ww_mutex_", "rt_mutex",       "__rt_mutex",
-        "rt_spin",     "rwsem_",    "__rwsem",       "down_",     "__down",         "up_",
-        "percpu_down", "percpu_up", "__percpu_down", "osq_",      "__traceiter_",   "trace_",
-        "bpf_",        "__bpf_",    "lock_",         "__lock_"}) {
-    if (absl::StartsWith(symbol, prefix)) return true;
-  }
-  return absl::StrContains(symbol, "_slowpath") || absl::StrContains(symbol, "contention");
-}
-
 }  // namespace
 
 uint64_t BpfStats::QuantileNs(double q) const {
@@ -79,6 +62,23 @@ void BpfRecorder::Destroy() {}
 #else  // the skeleton was built
 
 namespace {
+
+constexpr char kKernelBtf[] = "/sys/kernel/btf/vmlinux";
+
+// Where the lock code ends in a contended stack: the first frame whose symbol is none
+// of these is the caller (perf lock contention skips its lock functions the same way).
+// Prefixes, not substrings: clock_nanosleep and blk_* are callers.
+bool IsLockMachinery(absl::string_view symbol) {
+  for (absl::string_view prefix :
+       {"_raw_",       "raw_",      "do_raw_",       "queued_",   "native_queued_", "__pv_queued_",
+        "__mutex_",    "mutex_",    "__ww_mutex",    "ww_mutex_", "rt_mutex",       "__rt_mutex",
+        "rt_spin",     "rwsem_",    "__rwsem",       "down_",     "__down",         "up_",
+        "percpu_down", "percpu_up", "__percpu_down", "osq_",      "__traceiter_",   "trace_",
+        "bpf_",        "__bpf_",    "lock_",         "__lock_"}) {
+    if (absl::StartsWith(symbol, prefix)) return true;
+  }
+  return absl::StrContains(symbol, "_slowpath") || absl::StrContains(symbol, "contention");
+}
 
 // libbpf's messages, kept so that a refused load says why (the verifier's last words)
 // instead of printing to stderr in the middle of a benchmark run.

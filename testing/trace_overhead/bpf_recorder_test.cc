@@ -245,6 +245,9 @@ TEST(BpfRecorderTest, LeavesNoProgramMapOrFdBehind) {
 // What an unprivileged user sees: a reason, not a crash or a half-loaded object.
 TEST(BpfRecorderTest, WithoutPrivilegeSaysWhat) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to drop to uid 65534";
+  if (absl::Status available = BpfRecorderAvailable(); !available.ok()) {
+    GTEST_SKIP() << available.message();
+  }
   pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
