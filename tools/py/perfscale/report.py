@@ -12,7 +12,8 @@ import os
 import statistics
 import sys
 
-from perfscale import comparability, history, results_headlines, results_io, results_page
+from perfscale import (comparability, history, results_headlines, results_io, results_page,
+                       results_profile)
 
 # Context keys worth a line on the page, in reading order (Google Benchmark's and ours).
 _CONTEXT_KEYS = ("host_name", "date", "num_online_cpus", "online_cpus", "num_cpus",
@@ -46,6 +47,7 @@ def add_results_sections(page, results, outdir, plots=True):
     page.heading("All benchmarks")
     page.table(["benchmark", "repetitions", "median real time", "spread (min..max)",
                 "counters (median)"], [_row(e) for e in results.entries.values()])
+    results_profile.add_profile_section(page, results)
     errors = ["%s: %s" % (e.name, "; ".join(e.errors)) for e in results.entries.values()
               if e.errors]
     if errors:
