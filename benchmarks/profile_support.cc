@@ -1,5 +1,7 @@
 #include "benchmarks/profile_support.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -27,7 +29,7 @@ Flag& profile_hz_flag =
     DefineFlag("profile_hz", "4000", "--profile's samples per second of CPU time, 1..100000");
 
 constexpr size_t kTopSymbols = 25;  // per benchmark in the file, by self and by children
-constexpr size_t kPrintedSymbols = 5;
+constexpr size_t kPrintedSymbols = 8;
 
 struct Settings {
   bool on = false;
@@ -133,12 +135,14 @@ absl::Status SetUpProfiling(const std::vector<std::string>& args) {
   settings.hz = static_cast<int>(*hz);
   if (!settings.on) return absl::OkStatus();
   settings.path = profile_out_flag.value().empty() ? DefaultPath(args) : profile_out_flag.value();
-  // Fail before anything runs, not after an hour of benchmarks.
-  std::ofstream probe(settings.path, std::ios::app);
-  if (!probe) {
+  // Fail before anything runs, not after an hour of benchmarks; a file the probe
+  // created is removed again, so an interrupted run leaves nothing behind.
+  const bool existed = access(settings.path.c_str(), F_OK) == 0;
+  if (!std::ofstream(settings.path, std::ios::app)) {
     return profile_out_flag.Annotate(
         absl::InvalidArgumentError(absl::StrCat("cannot write '", settings.path, "'")));
   }
+  if (!existed) unlink(settings.path.c_str());
   benchmark::AddCustomContext("profile_file", settings.path);
   benchmark::AddCustomContext(
       "profile_event", absl::StrCat("cpu-clock, ", settings.hz, " Hz, kernel+user callchains"));

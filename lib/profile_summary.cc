@@ -132,9 +132,15 @@ std::string FormatProfile(const ProfileSummary& summary, size_t lines) {
   absl::StrAppend(&out, "  self:\n");
   for (size_t i = 0; i < by_self.size() && i < lines; ++i)
     line(*by_self[i], summary.SelfShare(*by_self[i]));
-  absl::StrAppend(&out, "  children (inclusive):\n");
-  for (size_t i = 0; i < summary.entries.size() && i < lines; ++i) {
-    line(summary.entries[i], summary.ChildrenShare(summary.entries[i]));
+  // The user frames above the work (main, the benchmark runner) hold 100% and say
+  // nothing; the kernel's call path is what explains a figure.
+  absl::StrAppend(&out, "  children (inclusive), kernel frames:\n");
+  size_t shown = 0;
+  for (const ProfileEntry& e : summary.entries) {
+    if (shown == lines) break;
+    if (!e.frame.kernel) continue;
+    line(e, summary.ChildrenShare(e));
+    ++shown;
   }
   return out;
 }

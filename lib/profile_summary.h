@@ -59,7 +59,8 @@ struct ProfileSummary {
 
 ProfileSummary Summarize(const std::vector<ResolvedChain>& chains, size_t top);
 
-// perf report's look, two blocks: the top `lines` by self, then by children:
+// perf report's look, two blocks: the top `lines` by self, then the top `lines` kernel
+// frames by children:
 //   "  90.83%  [k] osq_lock   [kernel.kallsyms]"
 std::string FormatProfile(const ProfileSummary& summary, size_t lines);
 
