@@ -49,6 +49,7 @@
 #include "benchmarks/bench_support.h"
 #include "benchmarks/family.h"
 #include "benchmarks/profile_support.h"
+#include "benchmarks/suite_plan.h"
 #include "lib/background_threads.h"
 #include "lib/breakpoint_slots.h"
 #include "lib/capabilities.h"
@@ -76,7 +77,9 @@ Flag& repeat_flag = DefineFlag("repeat", "10",
 Flag& passive_flag = DefineFlag(
     "passive", "", "blocked threads inheriting the toggled breakpoint (default: 0, CPUs, 4x CPUs)");
 Flag& active_flag = DefineFlag(
-    "active", "", "spinning threads inheriting the toggled breakpoint (default: 0..CPUs)");
+    "active", "",
+    "spinning threads inheriting the toggled breakpoint (default: 1..4, then powers of two "
+    "and the CPU count)");
 Flag& placement_flag =
     DefineFlag("placement", "unpinned,same_cpu,other_cpus",
                "where the inheriting threads run: unpinned (perf bench), same_cpu (as the toggling "
@@ -292,8 +295,14 @@ absl::Status RegisterThreadFamily(int cpus, const Capabilities& caps) {
                           static_cast<int>(*repeat)};
       std::string name = absl::StrCat("BM_BreakpointThread/breakpoints:", b, "/parallelism:", p,
                                       "/threads:", *threads);
-      RegisterNamedBenchmark(name, BM_BreakpointThread, params)
-          ->UseRealTime()
+      // One iteration creates and joins repeat x threads threads, plus the workers.
+      const double threads_per_iteration = static_cast<double>(*repeat * *threads + p);
+      RegisterPlanned(
+          name, TimeMode::kReal,
+          [threads_per_iteration](const UnitCosts& u) {
+            return Cost{0, threads_per_iteration * u.thread, 0};
+          },
+          BM_BreakpointThread, params)
           ->Unit(benchmark::kMicrosecond);
     }
   }
@@ -305,8 +314,13 @@ absl::Status RegisterEnableFamily(int cpus, const Capabilities& caps) {
       passive_flag, 0, 1000000,
       QuickRun() ? std::vector<int64_t>{0, 4 * cpus} : std::vector<int64_t>{0, cpus, 4 * cpus});
   if (!passive.ok()) return passive.status();
+  // Every count on small machines; powers of two and the CPU count on big ones, so a
+  // 256-CPU machine gets 10 shapes rather than 256.
   std::vector<int64_t> default_active;
-  for (int64_t a = 1; a <= (QuickRun() ? 1 : cpus); ++a) default_active.push_back(a);
+  for (int64_t a = 1; a <= (QuickRun() ? 1 : cpus); a = a < 4 ? a + 1 : 2 * a) {
+    default_active.push_back(a);
+  }
+  if (default_active.back() != (QuickRun() ? 1 : cpus)) default_active.push_back(cpus);
   absl::StatusOr<std::vector<int64_t>> active = ListFlag(active_flag, 0, 4096, default_active);
   if (!active.ok()) return active.status();
   absl::StatusOr<std::vector<std::string>> placements =
@@ -342,8 +356,15 @@ absl::Status RegisterEnableFamily(int cpus, const Capabilities& caps) {
       EnableParams params{static_cast<int>(p), static_cast<int>(a), alone ? "unpinned" : placement};
       std::string name = absl::StrCat("BM_BreakpointEnable/passive:", p, "/active:", a,
                                       "/placement:", params.placement);
-      RegisterNamedBenchmark(name, BM_BreakpointEnable, params)
-          ->UseRealTime()
+      // Setup starts the threads and lets them settle (10 ms); a toggle updates every
+      // inherited copy, at worst with a function call on another CPU each.
+      const double threads = static_cast<double>(p + a);
+      RegisterPlanned(
+          name, TimeMode::kReal,
+          [threads](const UnitCosts& u) {
+            return Cost{threads * u.thread + 0.01, 2 * (threads + 1) * u.remote_op, 0};
+          },
+          BM_BreakpointEnable, params)
           ->Unit(benchmark::kMicrosecond);
     }
   }
@@ -351,8 +372,7 @@ absl::Status RegisterEnableFamily(int cpus, const Capabilities& caps) {
 }
 
 absl::Status RegisterBreakpointFamilies() {
-  absl::StatusOr<std::vector<int>> online = OnlineCpus();
-  int cpus = online.ok() && !online->empty() ? static_cast<int>(online->size()) : 1;
+  int cpus = PlannedCpuCount();
   Capabilities caps = ProbeCapabilities();
   if (absl::Status status = RegisterThreadFamily(cpus, caps); !status.ok()) return status;
   return RegisterEnableFamily(cpus, caps);

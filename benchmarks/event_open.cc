@@ -62,6 +62,7 @@
 #include "benchmarks/bench_support.h"
 #include "benchmarks/family.h"
 #include "benchmarks/profile_support.h"
+#include "benchmarks/suite_plan.h"
 #include "lib/background_threads.h"
 #include "lib/capabilities.h"
 #include "lib/cpu_set.h"
@@ -348,7 +349,7 @@ absl::StatusOr<std::vector<int64_t>> ResolveLoads(int cpus) {
 absl::StatusOr<std::vector<int>> ResolveCpus() {
   absl::StatusOr<std::vector<int>> online = OnlineCpus();
   if (!online.ok()) return online.status();
-  if (cpus_flag.value().empty()) return online;
+  if (cpus_flag.value().empty()) return PlanCpusGiven() ? PlannedCpus() : online;
   absl::StatusOr<std::vector<int>> cpus = ParseCpuList(cpus_flag.value());
   if (!cpus.ok()) return cpus_flag.Annotate(cpus.status());
   if (cpus->empty()) return absl::InvalidArgumentError("--cpus: empty CPU list");
@@ -380,6 +381,51 @@ absl::StatusOr<std::vector<std::string>> ResolveEventKinds() {
   return kinds;
 }
 
+// What one iteration costs: every fd is opened and closed (at the cost measured here),
+// and each operation on an event bound to another CPU is a function call there, which
+// cpu_major avoids by moving to the CPU first and parallel by running on it. Closing a
+// tracepoint's last event waits for an RCU grace period; outside `lifecycle` the close is
+// untimed, which is why these benchmarks run a fixed count of iterations.
+CostModel OpenCost(const OpenParams& params) {
+  return [params](const UnitCosts& u) {
+    const double cpus = static_cast<double>(params.cpus.size());
+    const double fds = params.events * cpus;
+    double remote_share = params.order == GridOrder::kEventMajor ? (cpus - 1) / cpus : 0;
+    // Hogs pinned to the CPUs take their share of each CPU from the opener and workers.
+    const double slowdown = 1 + params.load / cpus;
+    double per_op = u.event_fd / 2;
+    double setup = 0, moves = 0;
+    if (params.order == GridOrder::kCpuMajor) moves = cpus * u.thread;  // a migration per CPU
+    if (params.order == GridOrder::kParallel) {
+      setup = cpus * u.thread;
+      per_op /= cpus;
+    }
+    // Half of a remote open+close beyond the local one, per open or close.
+    const double remote_fd_extra = std::max(u.remote_fd - u.event_fd, 0.0) / 2;
+    const double remote = remote_share * std::max(u.remote_op, remote_fd_extra) * slowdown;
+    const bool tracepoint = absl::StrContains(params.kind, ':');
+    const double teardown = tracepoint ? u.tracepoint_teardown : 0;
+    setup += params.load * u.thread;
+    per_op *= slowdown;
+    moves *= slowdown;
+    Cost cost{setup, 0, 0};
+    switch (params.plan) {
+      case PhasePlan::kOpen:
+        cost.iteration = fds * per_op + moves;
+        cost.untimed = fds * (per_op + remote) + moves + teardown;
+        break;
+      case PhasePlan::kOpenEnabled:
+        cost.iteration = fds * (per_op + remote) + moves;
+        cost.untimed = fds * (per_op + remote) + moves + teardown;
+        break;
+      case PhasePlan::kLifecycle:
+        cost.iteration = fds * (5 * per_op + 4 * remote) + 5 * moves + teardown;
+        break;
+    }
+    return cost;
+  };
+}
+
 absl::Status RegisterOpenFamily(const std::vector<int64_t>& events) {
   absl::StatusOr<std::vector<std::string>> strategies =
       ChoiceFlag(strategy_flag, {"event_major", "cpu_major", "parallel"});
@@ -396,6 +442,8 @@ absl::Status RegisterOpenFamily(const std::vector<int64_t>& events) {
   absl::StatusOr<std::vector<int64_t>> loads = ResolveLoads(static_cast<int>(cpus->size()));
   if (!loads.ok()) return loads.status();
 
+  const bool default_grid =
+      !load_flag.is_set() && !events_flag.is_set() && !event_kinds_flag.is_set();
   for (const std::string& strategy : *strategies) {
     for (int64_t e : events) {
       for (const std::string& kind : *kinds) {
@@ -415,11 +463,15 @@ absl::Status RegisterOpenFamily(const std::vector<int64_t>& events) {
                              "/phases:", phase, "/cpus:", cpus->size());
             if (g > 1) absl::StrAppend(&name, "/group:", g);
             for (int64_t load : *loads) {
+              // By default the loaded runs cover the seed's point (the most events, the
+              // first kind) for every strategy and phase, not the whole grid again.
+              if (load > 0 && default_grid && (e != events.back() || kind != kinds->front())) {
+                continue;
+              }
               params.load = static_cast<int>(load);
               // Unloaded runs keep the names they always had, so history still matches.
               std::string loaded = load > 0 ? absl::StrCat(name, "/load:", load) : name;
-              RegisterNamedBenchmark(loaded, BM_EventOpen, params)
-                  ->UseManualTime()
+              RegisterPlanned(loaded, TimeMode::kManual, OpenCost(params), BM_EventOpen, params)
                   ->Unit(benchmark::kMicrosecond);
             }
           }
@@ -457,8 +509,14 @@ absl::Status RegisterResolveFamily(const std::vector<int64_t>& events) {
       ResolveParams params{*ParsePmuCaching(lookup), static_cast<int>(e), names, names_status};
       std::string name =
           absl::StrCat("BM_PmuResolve/lookup:", lookup, "/events:", e, "/names:", names.size());
-      RegisterNamedBenchmark(name, BM_PmuResolve, params)
-          ->UseRealTime()
+      // per_event reads a PMU's type, format and aliases (about 6 files) for every name.
+      const double reads = e * (params.caching == PmuCaching::kPerEvent ? 6.0 : 0.2);
+      RegisterPlanned(
+          name, TimeMode::kReal,
+          [reads](const UnitCosts& u) {
+            return Cost{0, reads * u.proc_task / 2, 0};
+          },
+          BM_PmuResolve, params)
           ->Unit(benchmark::kMicrosecond);
     }
   }

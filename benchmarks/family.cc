@@ -2,6 +2,8 @@
 
 #include <regex.h>
 
+#include "absl/strings/str_cat.h"
+#include "lib/cpu_set.h"
 #include "lib/flags.h"
 
 namespace perfscale {
@@ -20,6 +22,12 @@ RunSelection& Selection() {
   static auto* selection = new RunSelection;
   return *selection;
 }
+
+Flag& plan_cpus_flag =
+    DefineFlag("plan_cpus", "",
+               "with --plan: plan for a machine with this many CPUs (default: this machine's)");
+
+constexpr int64_t kMaxPlanCpus = 8192;
 
 std::vector<Family>& MutableFamilies() {
   static auto* families = new std::vector<Family>;
@@ -54,6 +62,32 @@ bool WillRun(const std::string& name) {
   bool matches = regexec(&compiled, name.c_str(), 0, nullptr, 0) == 0;
   regfree(&compiled);
   return matches != selection.negative;
+}
+
+bool PlanCpusGiven() { return !plan_cpus_flag.value().empty(); }
+
+int PlannedCpuCount() { return static_cast<int>(PlannedCpus().size()); }
+
+std::vector<int> PlannedCpus() {
+  absl::StatusOr<int64_t> planned = ParseInt(plan_cpus_flag.value(), 1, kMaxPlanCpus);
+  if (PlanCpusGiven() && planned.ok()) {
+    std::vector<int> cpus;
+    for (int cpu = 0; cpu < *planned; ++cpu) cpus.push_back(cpu);
+    return cpus;
+  }
+  absl::StatusOr<std::vector<int>> online = OnlineCpus();
+  return online.ok() && !online->empty() ? *online : std::vector<int>{0};
+}
+
+absl::Status CheckPlanCpus(bool plan_only) {
+  if (!PlanCpusGiven()) return absl::OkStatus();
+  absl::StatusOr<int64_t> planned = ParseInt(plan_cpus_flag.value(), 1, kMaxPlanCpus);
+  if (!planned.ok()) return plan_cpus_flag.Annotate(planned.status());
+  if (!plan_only) {
+    return plan_cpus_flag.Annotate(absl::InvalidArgumentError(
+        "a plan for another machine's size cannot run here: add --plan"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace perfscale

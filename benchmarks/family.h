@@ -39,6 +39,14 @@ bool WillRun(const std::string& name);
 // Set by main once the flags are parsed; until then every benchmark will run.
 void SetRunSelection(const std::string& filter, bool list_only);
 
+// The CPUs families size their default parameter lists by: the online CPUs, or
+// 0..N-1 under `--plan_cpus=N` (only with --plan: a plan for another machine's size).
+int PlannedCpuCount();
+std::vector<int> PlannedCpus();
+bool PlanCpusGiven();
+// A usage error when --plan_cpus is bad, or given without --plan (`plan_only`).
+absl::Status CheckPlanCpus(bool plan_only);
+
 }  // namespace perfscale
 
 #define PERFSCALE_FAMILY(name, fn) \

@@ -1,7 +1,11 @@
 // The main of every perfscale benchmark binary: Google Benchmark's flags first, then
 // perfscale's (perf-bench style parameters), then each linked family registers its
-// benchmarks, the run's context is recorded, and the benchmarks run.
+// benchmarks, the plan fits the selection into --budget (benchmarks/suite_plan.h), the
+// run's context is recorded, and the benchmarks run with progress on stderr.
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -12,7 +16,9 @@
 #include "benchmarks/benchmark_flags.h"
 #include "benchmarks/family.h"
 #include "benchmarks/profile_support.h"
+#include "benchmarks/progress.h"
 #include "benchmarks/result_file.h"
+#include "benchmarks/suite_plan.h"
 #include "lib/flags.h"
 #include "lib/interrupt_cleanup.h"
 #include "lib/run_context.h"
@@ -96,18 +102,46 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  const std::string filter = benchmark::GetBenchmarkFilter();
+  perfscale::PlanRequest request;
+  request.min_time = std::atof(BenchmarkFlag(argc, argv, "benchmark_min_time", "0").c_str());
+  request.repetitions = std::atoi(BenchmarkFlag(argc, argv, "benchmark_repetitions", "1").c_str());
+  request.list_only = list_only;
+  absl::StatusOr<perfscale::SuitePlan> plan = perfscale::PlanSuite(request);
+  if (!plan.ok()) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], std::string(plan.status().message()).c_str());
+    return 2;
+  }
+  std::fputs(plan->text.c_str(), stderr);
+  if (perfscale::PlanOnly()) return 0;
   perfscale::InstallInterruptCleanup();
   for (const auto& [key, value] : perfscale::CollectRunContext().Fields()) {
     benchmark::AddCustomContext(key, value);
   }
   std::unique_ptr<benchmark::BenchmarkReporter> display(benchmark::CreateDefaultDisplayReporter());
-  size_t matched = benchmark::RunSpecifiedBenchmarks(display.get(), result_file.get());
+  // Progress on stderr; the forwarded names lose the plan's iterations:/min_time: segments.
+  perfscale::Progress progress(plan->runs, stderr, isatty(STDERR_FILENO) == 1);
+  perfscale::PlannedReporter planned_display(display.get(), list_only ? nullptr : &progress);
+  std::unique_ptr<benchmark::BenchmarkReporter> fallback_file;
+  std::unique_ptr<perfscale::PlannedReporter> planned_file;
+  if (result_file != nullptr) {
+    planned_file = std::make_unique<perfscale::PlannedReporter>(result_file.get(), nullptr);
+  } else if (!out_path.empty()) {  // Google Benchmark writes the file; the names still clean
+    fallback_file =
+        perfscale::CreateFileReporter(BenchmarkFlag(argc, argv, "benchmark_out_format", "json"));
+    planned_file = std::make_unique<perfscale::PlannedReporter>(fallback_file.get(), nullptr);
+  }
+  if (!list_only) {
+    perfscale::SetStartListener([&progress](const std::string& name) { progress.Started(name); });
+  }
+  size_t matched = benchmark::RunSpecifiedBenchmarks(&planned_display, planned_file.get());
+  perfscale::SetStartListener(nullptr);
   benchmark::Shutdown();
   if (matched == 0) {
     std::fprintf(stderr,
                  "%s: --benchmark_filter=%s: no benchmark matches (--benchmark_list_tests lists "
                  "them)\n",
-                 argv[0], benchmark::GetBenchmarkFilter().c_str());
+                 argv[0], filter.c_str());
     return 2;
   }
   if (result_file != nullptr && !result_file->status().ok()) {

@@ -46,6 +46,7 @@
 #include "benchmarks/bench_support.h"
 #include "benchmarks/family.h"
 #include "benchmarks/profile_support.h"
+#include "benchmarks/suite_plan.h"
 #include "lib/capabilities.h"
 #include "lib/cpu_set.h"
 #include "lib/errno_status.h"
@@ -247,8 +248,7 @@ std::string DefaultDir() {
 }
 
 absl::Status RegisterSynthesizeFamily() {
-  absl::StatusOr<std::vector<int>> online = OnlineCpus();
-  int cpus = online.ok() && !online->empty() ? static_cast<int>(online->size()) : 1;
+  int cpus = PlannedCpuCount();
   Capabilities caps = ProbeCapabilities();
 
   std::vector<int64_t> workers = DefaultWorkers(cpus);
@@ -322,6 +322,13 @@ absl::Status RegisterSynthesizeFamily() {
 
   settings.dir = dir_flag.value().empty() ? DefaultDir() : dir_flag.value();
   bool file_sink_runs = false;
+
+  // The system workload's tasks: this machine's processes, plus the kernel threads a
+  // bigger machine has per CPU (about 6: cpuhp, migration, ksoftirqd, kworkers).
+  absl::StatusOr<std::vector<pid_t>> processes_now = ListProcessIds();
+  const double system_tasks =
+      (processes_now.ok() ? static_cast<double>(processes_now->size()) : 200.0) +
+      6.0 * std::max(0, cpus - static_cast<int>(OnlineCpus().value_or(std::vector<int>{0}).size()));
   for (const std::string& workload : *workloads) {
     for (const std::string& sink : *sinks) {
       for (const std::string& strategy : *strategies) {
@@ -331,8 +338,19 @@ absl::Status RegisterSynthesizeFamily() {
           std::string name = absl::StrCat("BM_Synthesize/workload:", workload, "/sink:", sink,
                                           "/strategy:", strategy, "/workers:", w);
           file_sink_runs |= sink == "file" && WillRun(name);
-          RegisterNamedBenchmark(name, BM_Synthesize, params, settings)
-              ->UseManualTime()
+          // Each task costs a /proc read (status, maps) shared among the workers; the
+          // controlled tree is built once per call of the function.
+          const bool is_controlled = params.controlled;
+          RegisterPlanned(
+              name, TimeMode::kManual,
+              [is_controlled, tree = settings.tree, system_tasks, cpus, w](const UnitCosts& u) {
+                double tasks = is_controlled ? static_cast<double>(tree.processes) * tree.threads
+                                             : system_tasks;
+                double setup = is_controlled ? tree.processes * u.process + tasks * u.thread : 0;
+                double share = static_cast<double>(std::min<int64_t>(w, cpus));
+                return Cost{setup, tasks * u.proc_task / share + w * u.thread, 0};
+              },
+              BM_Synthesize, params, settings)
               ->Unit(benchmark::kMillisecond);
         }
       }

@@ -76,6 +76,7 @@
 #include "benchmarks/bench_support.h"
 #include "benchmarks/family.h"
 #include "benchmarks/profile_support.h"
+#include "benchmarks/suite_plan.h"
 #include "benchmarks/trace_overhead/bpf_recorder.h"
 #include "lib/capabilities.h"
 #include "lib/cpu_set.h"
@@ -354,6 +355,23 @@ absl::StatusOr<std::vector<std::string>> ParseTracepointList(absl::string_view t
   return names;
 }
 
+// A round trip, slower when recorded (more with callchains); the setup forks the peer
+// and, when recording, opens a ring buffer per CPU (or loads and attaches the BPF
+// programs) and finally closes tracepoint events (an RCU grace period).
+CostModel PingPongCost(const Params& params) {
+  const bool recorded = params.set != "none";
+  const bool bpf = params.bpf;
+  const double factor = !recorded ? 1 : bpf ? 1.5 : params.callchains ? 4 : 2;
+  const int cpus = PlannedCpuCount();
+  return [recorded, bpf, factor, cpus](const UnitCosts& u) {
+    double setup = u.process;
+    if (recorded) setup += u.tracepoint_teardown;
+    if (recorded && !bpf) setup += cpus * (2 * u.event_fd + 0.5e-3);
+    if (bpf) setup += 0.05;
+    return Cost{setup, factor * u.round_trip, 0};
+  };
+}
+
 absl::Status RegisterTraceOverheadFamily() {
   absl::StatusOr<std::vector<std::string>> sets =
       ChoiceFlag(sets_flag, {"none", "lock", "sched", "syscalls"}, "none,sched");
@@ -415,8 +433,7 @@ absl::Status RegisterTraceOverheadFamily() {
         base.placement = placement;
         std::string name =
             absl::StrCat("BM_PipePingPong/set:none/tasks:", task, "/placement:", placement);
-        RegisterNamedBenchmark(name, BM_PipePingPong, base)
-            ->UseRealTime()
+        RegisterPlanned(name, TimeMode::kReal, PingPongCost(base), BM_PipePingPong, base)
             ->Unit(benchmark::kMicrosecond);
       }
       for (const std::string& set : *sets) {
@@ -433,8 +450,7 @@ absl::Status RegisterTraceOverheadFamily() {
           std::string name =
               absl::StrCat("BM_PipePingPong/set:", set, "/recorder:bpf/scope:", scope,
                            "/tasks:", task, "/placement:", placement);
-          RegisterNamedBenchmark(name, BM_PipePingPong, params)
-              ->UseRealTime()
+          RegisterPlanned(name, TimeMode::kReal, PingPongCost(params), BM_PipePingPong, params)
               ->Unit(benchmark::kMicrosecond);
         }
         if (!ring) continue;
@@ -454,8 +470,7 @@ absl::Status RegisterTraceOverheadFamily() {
               std::string name = absl::StrCat(
                   "BM_PipePingPong/set:", set, "/callchains:", callchain, "/scope:", scope,
                   "/tasks:", task, "/placement:", placement, "/sink:", sink);
-              RegisterNamedBenchmark(name, BM_PipePingPong, params)
-                  ->UseRealTime()
+              RegisterPlanned(name, TimeMode::kReal, PingPongCost(params), BM_PipePingPong, params)
                   ->Unit(benchmark::kMicrosecond);
             }
           }
