@@ -5,6 +5,7 @@ Each command lives in its own module `perfscale.<command>` exposing `main(argv) 
 """
 
 import importlib
+import os
 import sys
 
 COMMANDS = ("parity", "compare", "nightly", "plot", "report", "vm", "bisect", "calibrate",
@@ -19,6 +20,10 @@ def _usage() -> str:
 
 
 def main(argv):
+    # tools/perfscale runs from the repository root; the user's relative paths are
+    # relative to where the user was (the modules find the repository by __file__).
+    if os.environ.get("PERFSCALE_CWD"):
+        os.chdir(os.environ["PERFSCALE_CWD"])
     if not argv or argv[0] not in COMMANDS:
         print(_usage(), file=sys.stderr)
         return 2
