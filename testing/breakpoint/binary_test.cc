@@ -115,6 +115,50 @@ TEST_F(BreakpointBinaryTest, JsonHasTheBenchmarksCountersAndContext) {
   EXPECT_EQ(benchmarks->array.size(), expected.size());
 }
 
+// --profile on the enable/disable toggle, threads on the other CPU: the side file named
+// in the context holds the benchmark, and its kernel path goes through perf_ioctl (the
+// seed's profile: smp_call_function_single under the ioctl).
+TEST_F(BreakpointBinaryTest, ProfileNamesTheKernelPathOfTheToggle) {
+  if (absl::Status s = ProbeCapabilities().RequireBreakpointPmu(); !s.ok()) {
+    GTEST_SKIP() << s.message();
+  }
+  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "placement other_cpus needs 2 CPUs";
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  std::string path = absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/breakpoint.profile.json");
+  Result result =
+      RunBinary({"--passive=2", "--active=0", "--placement=other_cpus",
+                 "--benchmark_filter=BM_BreakpointEnable", "--benchmark_min_time=0.2",
+                 "--benchmark_format=json", "--profile", absl::StrCat("--profile_out=", path)});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  absl::StatusOr<Json> doc = ParseJson(result.out);
+  ASSERT_TRUE(doc.ok()) << doc.status();
+  const Json* named = doc->Find("context")->Find("profile_file");
+  ASSERT_NE(named, nullptr);
+  EXPECT_EQ(named->string, path);
+  absl::StatusOr<std::string> text = ReadTextFile(path);
+  ASSERT_TRUE(text.ok()) << text.status();
+  absl::StatusOr<Json> profile = ParseJson(*text);
+  ASSERT_TRUE(profile.ok()) << profile.status() << "\n" << *text;
+  const Json* benchmarks = profile->Find("benchmarks");
+  ASSERT_NE(benchmarks, nullptr);
+  ASSERT_EQ(benchmarks->array.size(), 1u) << *text;
+  const Json& entry = benchmarks->array[0];
+  EXPECT_EQ(entry.Find("name")->string,
+            "BM_BreakpointEnable/passive:2/active:0/placement:other_cpus");
+  EXPECT_GT(entry.Find("samples")->number, 0) << *text;
+  if (profile->Find("kernel_symbols")->string != "ok" || !entry.Find("note")->string.empty()) {
+    GTEST_SKIP() << "no kernel symbols: " << profile->Find("kernel_symbols")->string << " "
+                 << entry.Find("note")->string;
+  }
+  double ioctl_children = 0;
+  for (const Json& symbol : entry.Find("symbols")->array) {
+    if (symbol.Find("symbol")->string == "perf_ioctl") {
+      ioctl_children = symbol.Find("children")->number;
+    }
+  }
+  EXPECT_GT(ioctl_children, 0.5) << *text;
+}
+
 TEST_F(BreakpointBinaryTest, BenchmarkFilterSelectsAFamily) {
   Result result = RunBinary({"--breakpoints=0", "--parallelism=1", "--passive=0", "--active=1",
                              "--placement=unpinned", "--benchmark_filter=Thread",
@@ -143,6 +187,10 @@ TEST_F(BreakpointBinaryTest, BadValuesExitTwoNamingTheFlagBeforeRunning) {
       {{"--unknown_flag=1"}, "unknown flag --unknown_flag"},
       {{"--threads"}, "flag --threads needs a value"},
       {{"stray"}, "unexpected argument 'stray'"},
+      {{"--profile_hz=0"}, "--profile_hz: 0 is out of range"},
+      {{"--profile=maybe"}, "--profile"},
+      {{"--profile", "--profile_out=/nonexistent/dir/p.json"},
+       "--profile_out: cannot write '/nonexistent/dir/p.json'"},
       // More threads than this process may create: 4096 workers x 100001 threads.
       {{"--parallelism=4096", "--threads=100000"}, "--parallelism=4096 --threads=100000: needs"},
   };
