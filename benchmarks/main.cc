@@ -72,12 +72,12 @@ int main(int argc, char** argv) {
   // /dev/null to write, so it neither truncates the file early nor leaves it half done.
   char** out_arg = nullptr;
   std::string out_path = BenchmarkFlag(argc, argv, "benchmark_out", "", &out_arg);
+  const std::string out_format = BenchmarkFlag(argc, argv, "benchmark_out_format", "json");
   std::unique_ptr<perfscale::ResultFileReporter> result_file;
   static char dev_null_out[] = "--benchmark_out=/dev/null";
   if (!out_path.empty()) {
     absl::StatusOr<std::unique_ptr<perfscale::ResultFileReporter>> created =
-        perfscale::ResultFileReporter::Create(
-            out_path, BenchmarkFlag(argc, argv, "benchmark_out_format", "json"));
+        perfscale::ResultFileReporter::Create(out_path, out_format);
     if (created.ok()) {
       result_file = *std::move(created);
       *out_arg = dev_null_out;
@@ -85,6 +85,11 @@ int main(int argc, char** argv) {
   }
   bool list_only = perfscale::ParseBool(BenchmarkFlag(argc, argv, "benchmark_list_tests", "false"))
                        .value_or(false);
+  // Read before Initialize takes Google Benchmark's flags out of argv; checked above.
+  perfscale::PlanRequest request;
+  request.min_time = std::atof(BenchmarkFlag(argc, argv, "benchmark_min_time", "0").c_str());
+  request.repetitions = std::atoi(BenchmarkFlag(argc, argv, "benchmark_repetitions", "1").c_str());
+  request.list_only = list_only;
   benchmark::Initialize(&argc, argv);  // exits after printing its help for --help
   if (absl::Status parsed = perfscale::ParseFlags(argc, argv); !parsed.ok()) {
     std::fprintf(stderr, "%s: %s\n", argv[0], std::string(parsed.message()).c_str());
@@ -103,10 +108,6 @@ int main(int argc, char** argv) {
     }
   }
   const std::string filter = benchmark::GetBenchmarkFilter();
-  perfscale::PlanRequest request;
-  request.min_time = std::atof(BenchmarkFlag(argc, argv, "benchmark_min_time", "0").c_str());
-  request.repetitions = std::atoi(BenchmarkFlag(argc, argv, "benchmark_repetitions", "1").c_str());
-  request.list_only = list_only;
   absl::StatusOr<perfscale::SuitePlan> plan = perfscale::PlanSuite(request);
   if (!plan.ok()) {
     std::fprintf(stderr, "%s: %s\n", argv[0], std::string(plan.status().message()).c_str());
@@ -127,8 +128,7 @@ int main(int argc, char** argv) {
   if (result_file != nullptr) {
     planned_file = std::make_unique<perfscale::PlannedReporter>(result_file.get(), nullptr);
   } else if (!out_path.empty()) {  // Google Benchmark writes the file; the names still clean
-    fallback_file =
-        perfscale::CreateFileReporter(BenchmarkFlag(argc, argv, "benchmark_out_format", "json"));
+    fallback_file = perfscale::CreateFileReporter(out_format);
     planned_file = std::make_unique<perfscale::PlannedReporter>(fallback_file.get(), nullptr);
   }
   if (!list_only) {

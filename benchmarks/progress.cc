@@ -35,8 +35,11 @@ double Progress::Elapsed() const {
 
 // The plan's estimate of what is left, scaled by how long the finished benchmarks took
 // against their estimates (within 5x either way, so one outlier cannot swing it wildly).
+// Before any finishes (the first, or interleaved repetitions, which all finish near the
+// end), the plan's total less the time spent.
 double Progress::EstimatedLeft() const {
-  double ratio = planned_done_ > 0 ? std::clamp(Elapsed() / planned_done_, 0.2, 5.0) : 1.0;
+  if (planned_done_ <= 0) return std::max(planned_total_ - Elapsed(), 0.0);
+  double ratio = std::clamp(Elapsed() / planned_done_, 0.2, 5.0);
   return std::max(planned_total_ - planned_done_, 0.0) * ratio;
 }
 
@@ -51,22 +54,22 @@ void Progress::Draw() {
     drawn_ = true;
   } else {
     std::fprintf(out_, "progress: %s%s\n", line.c_str(),
-                 current_.empty() ? "" : (" (last: " + current_ + ")").c_str());
+                 current_.empty() ? "" : (" (" + current_ + ")").c_str());
     last_plain_ = Elapsed();
   }
   std::fflush(out_);
 }
 
 void Progress::Started(const std::string& name) {
-  current_ = name;
-  if (live_) Draw();
+  current_ = live_ ? name : "now: " + name;
+  if (live_ || Elapsed() - last_plain_ >= kPlainInterval) Draw();
 }
 
 void Progress::Finished(const std::string& name) {
   ++done_;
   auto estimate = estimates_.find(name);
   if (estimate != estimates_.end()) planned_done_ += estimate->second;
-  current_ = live_ ? "" : name;
+  current_ = live_ ? "" : "last: " + name;
   if (live_ || Elapsed() - last_plain_ >= kPlainInterval) Draw();
 }
 

@@ -2,7 +2,8 @@
 // the time elapsed and an estimate of the time left (the plan's estimates, corrected by
 // how the finished benchmarks compared with theirs). On a terminal it is one live line
 // on stderr, redrawn when a benchmark starts or ends and cleared before each table row;
-// when stderr is a file or a pipe, a plain line at most every 10 s and one at the end.
+// when stderr is a file or a pipe, a plain line (at a start or an end) at most every 10 s,
+// and one at the end.
 // stdout (the table, or --benchmark_format=json) and --benchmark_out never see it.
 //
 // PlannedReporter also takes the plan's run-control segments (min_time:, iterations:)
