@@ -91,9 +91,13 @@ def vm_measure(args, perfscale):
                        "--mem", str(args.mem), "--timeout", str(args.timeout), "--", "run",
                        "--repetitions", str(args.repetitions), "--out", out, "--",
                        "--benchmark_filter=" + args.benchmark] + args.flags
-            if subprocess.run(command, stdout=subprocess.DEVNULL).returncode != 0:
-                raise BisectError("the run on kernel %s failed (command: %s)"
-                                  % (kernel, " ".join(command)))
+            # Quiet unless it fails: a bisection is a log of values, not of builds.
+            run = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                 text=True)
+            if run.returncode != 0:
+                raise BisectError("the run on kernel %s failed (command: %s):\n%s"
+                                  % (kernel, " ".join(command),
+                                     "\n".join(run.stderr.splitlines()[-10:])))
             return counter_median(results_io.load_results(out), args.benchmark, args.counter)
     return measure
 
