@@ -93,6 +93,9 @@ def judge(base, new, out):
     print("timings not judged (%s); judging the counted kernel events only" % new_why,
           file=out)
     print("base: %s\nnew:  %s" % (describe(base), describe(new)), file=out)
+    if base.cpus != new.cpus:
+        print("note: %d CPUs against %d: counts that grow with the CPUs differ for that "
+              "reason alone" % (base.cpus, new.cpus), file=out)
     rows = count_changes(base, new)
     if not rows:
         print("no count counters in common: nothing can be judged", file=out)
@@ -100,7 +103,7 @@ def judge(base, new, out):
     width = max(len(r[0]) for r in rows)
     for name, counter, before, after, flagged in rows:
         change = "%+.1f%%" % ((after / before - 1) * 100) if before else "new"
-        print("%-*s  %-18s %10.2f -> %10.2f  %8s%s" % (
+        print("%-*s  %-18s %10.4g -> %10.4g  %8s%s" % (
             width, name, counter, before, after, change, "  HIGHER" if flagged else ""),
             file=out)
     higher = sorted({r[0] for r in rows if r[4]})
