@@ -132,20 +132,27 @@ def test_compare_refuses_a_tcg_run_against_bare_metal(tmp_path, cli):
 
 
 def test_compare_of_two_guests_judges_counts_only(tmp_path, cli):
-    base = labelled(tmp_path, "a.json", **TCG)
-    with open(base) as f:
-        document = json.load(f)
-    for bench in document["benchmarks"]:
-        if "BM_BreakpointEnable" in bench["name"] and "ipis/op" in bench:
-            bench["ipis/op"] *= 3
-            bench["real_time"] /= 10  # faster, yet not judged
-    new = tmp_path / "b.json"
-    new.write_text(json.dumps(document))
+    def guest(name, switches_in_enable):
+        with open(data("base.json")) as f:
+            document = json.load(f)
+        document["context"].update(comparability.vm_context(**TCG))
+        for bench in document["benchmarks"]:
+            enable = "BM_BreakpointEnable" in bench["name"]
+            bench["ctx_switches/op"] = switches_in_enable if enable else 2.0
+            if enable and switches_in_enable > 2:
+                bench["real_time"] /= 10  # faster, yet not judged
+        path = tmp_path / name
+        path.write_text(json.dumps(document))
+        return path
+    base, new = guest("a.json", 2.0), guest("b.json", 6.0)
     code, out, _ = cli("compare", base, new)
     assert code == 1 and "timings not judged" in out
-    assert "COUNTS HIGHER" in out and "BM_BreakpointEnable" in out
-    assert "usecs/op" not in out
-    assert cli("compare", base, base)[0] == 0
+    assert "COUNTS UP" in out and "REGRESSION: counts up" in out
+    assert all("BM_BreakpointEnable" in line for line in out.splitlines()
+               if "COUNTS UP" in line)
+    assert "ipis/op" in out and "usecs/op" not in out  # shown, not judged; times left out
+    code, out, _ = cli("compare", base, base)
+    assert code == 0 and "no count regression" in out
 
 
 def test_report_says_a_tcg_runs_timings_are_not_comparable(tmp_path, cli):

@@ -11,14 +11,15 @@ timings.
 
 import statistics
 
-# Counters that count kernel events rather than time; everything else (usecs/op,
-# sys_us/op, lock_wait_us/op) is a duration and shares the timings' fate.
+from perfscale import results_stats
+
+# Counters that count kernel events rather than time (what plot --vs-cpus draws);
+# everything else (usecs/op, sys_us/op, lock_wait_us/op) is a duration and shares the
+# timings' fate.
 COUNT_PREFIXES = ("ipis_sent/", "xcalls/", "lock_contended/", "ctx_switches/",
                   "cpu_migrations/", "page_faults/", "ipis_system/", "ipis/", "fds")
-# A count is flagged when the new median is above the base by both of these: counts are
-# nearly deterministic, but a system-wide one picks up a stray interrupt now and then.
-COUNT_RISE_PCT = 10.0
-COUNT_RISE_MIN = 0.5
+# Shown beside the gated counts, never judged: the only IPI count on kernels before 6.4.
+SYSTEM_WIDE = ("ipis_system/op", "ipis_system/fd", "ipis/op", "ipis/fd")
 
 
 def vm_context(kernel, vcpus, mem_mib, accel, host_cpus):
@@ -54,31 +55,31 @@ def is_count(counter):
     return counter.startswith(COUNT_PREFIXES)
 
 
-def count_changes(base, new):
-    """One row per (benchmark, count counter) in both runs: (name, counter, base median,
-    new median, flagged)."""
+def count_rows(base, new, options):
+    """(name, counter, base median, new median, flagged) for each benchmark of both runs:
+    the attributed counts the gate (results_stats) saw move, flagged where it would call
+    them a regression, and the system-wide IPI count as information (never flagged: it
+    counts whatever else the guest did)."""
     rows = []
-    for name, new_entry in new.entries.items():
-        base_entry = base.entries.get(name)
-        if base_entry is None:
+    for name, entry in new.entries.items():
+        old = base.entries.get(name)
+        if old is None:
             continue
-        for counter in sorted(new_entry.counters):
-            if not is_count(counter) or not base_entry.counters.get(counter):
-                continue
-            if not new_entry.counters[counter]:
-                continue
-            before = statistics.median(base_entry.counters[counter])
-            after = statistics.median(new_entry.counters[counter])
-            flagged = (after - before > COUNT_RISE_MIN
-                       and after > before * (1 + COUNT_RISE_PCT / 100))
-            rows.append((name, counter, before, after, flagged))
+        moved, regressions = results_stats._counter_moves(old, entry, {}, options)
+        for counter, before, after in moved:
+            if results_stats.counter_kind(counter) in results_stats.GATED_COUNTS:
+                rows.append((name, counter, before, after, counter in regressions))
+        for counter in SYSTEM_WIDE:
+            if old.counters.get(counter) and entry.counters.get(counter):
+                rows.append((name, counter, statistics.median(old.counters[counter]),
+                             statistics.median(entry.counters[counter]), False))
     return rows
 
 
-def judge(base, new, out):
+def judge(base, new, out, options):
     """None when both runs' timings are comparable (compare goes on as usual), else the
     exit code: 2 when a non-comparable run meets a comparable one, otherwise 0/1 from
-    the count counters alone, whose changes are printed to `out`."""
+    the counts alone (results_stats' counts gate), whose changes are printed to `out`."""
     base_ok, base_why = timings_comparable(base.context)
     new_ok, new_why = timings_comparable(new.context)
     if base_ok and new_ok:
@@ -96,20 +97,22 @@ def judge(base, new, out):
     if base.cpus != new.cpus:
         print("note: %d CPUs against %d: counts that grow with the CPUs differ for that "
               "reason alone" % (base.cpus, new.cpus), file=out)
-    rows = count_changes(base, new)
-    if not rows:
-        print("no count counters in common: nothing can be judged", file=out)
+    common = [n for n in new.entries if n in base.entries]
+    if not common:
+        print("no benchmark in both runs: nothing can be judged", file=out)
         return 2
-    width = max(len(r[0]) for r in rows)
+    rows = count_rows(base, new, options)
+    width = max([len(r[0]) for r in rows] + [1])
     for name, counter, before, after, flagged in rows:
         change = "%+.1f%%" % ((after / before - 1) * 100) if before else "new"
         print("%-*s  %-18s %10.4g -> %10.4g  %8s%s" % (
-            width, name, counter, before, after, change, "  HIGHER" if flagged else ""),
+            width, name, counter, before, after, change, "  COUNTS UP" if flagged else ""),
             file=out)
     higher = sorted({r[0] for r in rows if r[4]})
     if higher:
-        print("COUNTS HIGHER in %d benchmark(s) (by > %g%% and > %g): %s" % (
-            len(higher), COUNT_RISE_PCT, COUNT_RISE_MIN, ", ".join(higher)), file=out)
+        print("REGRESSION: counts up in %d benchmark(s): %s" % (len(higher), ", ".join(higher)),
+              file=out)
         return 1
-    print("no count counter higher", file=out)
+    print("no count regression (counts judged with %d or more repetitions, beyond %g%%)"
+          % (options.min_repetitions, options.counter_threshold_pct), file=out)
     return 0

@@ -76,7 +76,7 @@ def main(argv):
     except results_io.ResultsError as err:
         print("perfscale compare: %s" % err, file=sys.stderr)
         return 2
-    judged = comparability.judge(base, new, sys.stdout)
+    judged = comparability.judge(base, new, sys.stdout, gate_options(args))
     if judged is not None:
         return judged
     if not args.no_table:
