@@ -69,19 +69,31 @@ def test_init_quotes_arguments_and_reports_the_exit_code():
 
 def test_results_are_decoded_from_the_port_and_truncation_is_said():
     import base64
-    payload = base64.encodebytes(b'{"context": {}}').decode()
+    import io
+    import tarfile
+    blob = io.BytesIO()
+    with tarfile.open(fileobj=blob, mode="w") as archive:
+        info = tarfile.TarInfo("./0-r.json")
+        info.size = 2
+        archive.addfile(info, io.BytesIO(b"{}"))
+    payload = base64.encodebytes(blob.getvalue()).decode()
     text = "noise\r\n%s\r\n%s%s 3\r\n" % (vm.BEGIN, payload, vm.END)
-    assert vm.decode_results(text) == (3, '{"context": {}}')
-    assert vm.decode_results("%s\n%s 0\n" % (vm.BEGIN, vm.END)) == (0, None)
+    assert vm.decode_results(text) == (3, {"0-r.json": b"{}"})
     with pytest.raises(vm.VmError, match="cut off"):
         vm.decode_results("%s\n%s" % (vm.BEGIN, payload))
+    with pytest.raises(vm.VmError, match="corrupt"):
+        vm.decode_results("%s\nAAAA\n%s 0\n" % (vm.BEGIN, vm.END))
     with pytest.raises(vm.VmError, match="no results"):
         vm.decode_results("")
 
 
-def test_out_flag_points_into_the_guest():
-    out, flags = vm._split_out_flag(["--a", "--benchmark_out=/host/r.json"])
-    assert out == "/host/r.json" and flags == ["--a", "--benchmark_out=" + vm.GUEST_OUT]
+def test_output_files_point_into_the_guest():
+    outputs, flags = vm._split_out_flags(["--a", "--benchmark_out=/host/r.json",
+                                          "--profile_out=/host/r.json.profile.json"])
+    assert outputs == {"0-r.json": ("--benchmark_out=", "/host/r.json"),
+                       "1-r.json.profile.json": ("--profile_out=", "/host/r.json.profile.json")}
+    assert flags == ["--a", "--benchmark_out=/tmp/out/0-r.json",
+                     "--profile_out=/tmp/out/1-r.json.profile.json"]
 
 
 def test_debian_names_pick_a_package(monkeypatch):

@@ -18,6 +18,7 @@ import argparse
 import base64
 import glob
 import gzip
+import io
 import json
 import os
 import re
@@ -25,6 +26,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 
@@ -33,7 +35,10 @@ from perfscale import comparability, results_io
 CACHE = os.path.join(os.path.expanduser("~"), ".cache", "perfscale")
 DEBIAN_NAMES = ("debian:6.1", "debian:6.1-rt", "debian:6.1-cloud")
 BUSYBOX = "/bin/busybox"  # Debian's busybox-static: no shared libraries of its own
-GUEST_OUT = "/tmp/results.json"
+# Every file the run writes (flags that name an output file) goes to this guest folder,
+# which comes home as a tar archive.
+GUEST_OUT_DIR = "/tmp/out"
+OUT_FLAGS = ("--benchmark_out=", "--profile_out=")
 BEGIN, END = "PERFSCALE-RESULTS-BEGIN", "PERFSCALE-RESULTS-END"
 STARTED = "PERFSCALE-INIT-STARTED"
 # A kernel that reaches /init under TCG does so in about 10 s with 16 vCPUs here; one that
@@ -208,13 +213,14 @@ ip link set lo up 2>/dev/null
 hostname %s
 %sexport HOME=/tmp PATH=/bin TERM=dumb
 echo %s
+mkdir -p %s
 cd /tmp
 %s
 rc=$?
-{ echo %s; [ -f %s ] && base64 %s; echo "%s $rc"; } >/dev/ttyS1
+{ echo %s; tar -C %s -cf - . | base64; echo "%s $rc"; } >/dev/ttyS1
 sync
 reboot -f
-""" % (hostname, exports, STARTED, quoted, BEGIN, GUEST_OUT, GUEST_OUT, END)
+""" % (hostname, exports, STARTED, GUEST_OUT_DIR, quoted, BEGIN, GUEST_OUT_DIR, END)
 
 
 def busybox_archive():
@@ -347,7 +353,8 @@ def boot(vmlinuz, initrd, cpus, mem_mib, accel, timeout_s, scratch, echo=None,
 
 
 def decode_results(text):
-    """(exit code of the guest's command, JSON text or None) from the results port."""
+    """(exit code of the guest's command, {name: bytes} of the files it wrote) from the
+    results port."""
     lines = text.replace("\r", "").splitlines()
     if BEGIN not in lines:
         raise VmError("the guest sent no results (it stopped while the benchmark ran?)")
@@ -356,8 +363,13 @@ def decode_results(text):
     if not ends:
         raise VmError("the guest's results were cut off (no end marker)")
     code = int(body[ends[0]].split()[1])
-    payload = "".join(body[:ends[0]])
-    return code, (base64.b64decode(payload).decode() if payload else None)
+    try:
+        archive = tarfile.open(fileobj=io.BytesIO(base64.b64decode("".join(body[:ends[0]]))))
+        files = {os.path.basename(m.name): archive.extractfile(m).read()
+                 for m in archive.getmembers() if m.isfile()}
+    except (ValueError, tarfile.TarError) as err:
+        raise VmError("the guest's results are corrupt (%s)" % err)
+    return code, files
 
 
 def _boot_id():
@@ -407,15 +419,18 @@ def choose_accelerator(vmlinuz, cache=CACHE):
     return accel, why
 
 
-def _split_out_flag(flags):
-    """(host path of --benchmark_out, the flags with it pointing into the guest)."""
-    out, rewritten = None, []
+def _split_out_flags(flags):
+    """({guest file name: (flag prefix, host path)}, the flags with output files put in
+    the guest)."""
+    outputs, rewritten = {}, []
     for flag in flags:
-        if flag.startswith("--benchmark_out="):
-            out = flag.split("=", 1)[1]
-            flag = "--benchmark_out=" + GUEST_OUT
+        prefix = next((p for p in OUT_FLAGS if flag.startswith(p)), None)
+        if prefix:
+            name = "%d-%s" % (len(outputs), os.path.basename(flag[len(prefix):]))
+            outputs[name] = (prefix, flag[len(prefix):])
+            flag = prefix + GUEST_OUT_DIR + "/" + name
         rewritten.append(flag)
-    return out, rewritten
+    return outputs, rewritten
 
 
 def run_guest(args):
@@ -424,7 +439,7 @@ def run_guest(args):
     host_cpus = os.cpu_count() or 1
     print("perfscale vm: %s, %d vCPUs, %d MiB, %s (%s)"
           % (label, args.cpus, args.mem, accel.upper(), why), file=sys.stderr)
-    out, flags = _split_out_flag(args.command[1:])
+    outputs, flags = _split_out_flags(args.command[1:])
     env = {k: v for k, v in os.environ.items() if k == "PERFSCALE_REVISION"}
     scratch = tempfile.mkdtemp(prefix="perfscale-vm-")
     try:
@@ -441,17 +456,24 @@ def run_guest(args):
                           echo=echo)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    code, document = decode_results(results)
-    if out is not None:
-        if document is None:
-            raise VmError("the guest's command exited %d without writing results (did "
-                          "--benchmark_filter match anything at this size?)" % code)
-        parsed = json.loads(document)
-        parsed.setdefault("context", {}).update(comparability.vm_context(
-            kernel=label, vcpus=args.cpus, mem_mib=args.mem, accel=accel,
-            host_cpus=host_cpus))
-        with open(out, "w") as f:
-            f.write(results_io.dumps(parsed, indent=2) + "\n")
+    code, files = decode_results(results)
+    for name, (prefix, host_path) in outputs.items():
+        results_file = prefix == "--benchmark_out="
+        if name not in files and not results_file:
+            continue  # e.g. no profile when profiling could not start: the run says why
+        if name not in files:
+            raise VmError("the guest's command exited %d without writing %s (did "
+                          "--benchmark_filter match anything at this size?)"
+                          % (code, host_path))
+        data = files[name]
+        if results_file:
+            parsed = json.loads(data)
+            parsed.setdefault("context", {}).update(comparability.vm_context(
+                kernel=label, vcpus=args.cpus, mem_mib=args.mem, accel=accel,
+                host_cpus=host_cpus))
+            data = (results_io.dumps(parsed, indent=2) + "\n").encode()
+        with open(host_path, "wb") as f:
+            f.write(data)
     return code
 
 
