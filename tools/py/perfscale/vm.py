@@ -215,8 +215,10 @@ hostname %s
 echo %s
 mkdir -p %s
 cd /tmp
-%s
-rc=$?
+# Through a pipe: the console is a tty, and a progress line redrawn in place would reach
+# the host as a smear of carriage returns.
+{ %s; echo $? >/tmp/rc; } 2>&1 | cat
+rc=$(cat /tmp/rc)
 { echo %s; tar -C %s -cf - . | base64; echo "%s $rc"; } >/dev/ttyS1
 sync
 reboot -f
