@@ -47,8 +47,14 @@ void Progress::Draw() {
   std::string line = absl::StrFormat("[%d/%d] %s elapsed, about %s left", done_, total_,
                                      FormatClock(Elapsed()), FormatClock(EstimatedLeft()));
   if (live_) {
-    if (!current_.empty()) line += ": " + current_;
-    size_t width = TerminalWidth(out_) - 1;
+    // A name that does not fit keeps its end: the parameters that tell runs apart.
+    const size_t width = TerminalWidth(out_) - 1;
+    if (!current_.empty() && line.size() + 2 + 8 < width) {
+      const size_t room = width - line.size() - 2;
+      line +=
+          ": " + (current_.size() <= room ? current_
+                                          : "..." + current_.substr(current_.size() - room + 3));
+    }
     if (line.size() > width) line.resize(width);
     std::fprintf(out_, "\r\033[K%s", line.c_str());
     drawn_ = true;

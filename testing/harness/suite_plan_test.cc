@@ -85,6 +85,12 @@ TEST(Progress, LiveLineIsRedrawnAndCleared) {
   EXPECT_EQ(out.text(), "\r\033[K[0/2] 0:00 elapsed, about 0:40 left: BM_A");
   progress.ClearLine();
   EXPECT_THAT(out.text(), testing::EndsWith("BM_A\r\033[K"));
+  const std::string long_name = "BM_Long/" + std::string(200, 'x') + "/tail:1";
+  progress.Started(long_name);  // not a terminal here: 80 columns
+  std::string drawn = out.text().substr(out.text().rfind('\r'));
+  EXPECT_EQ(drawn.size(), 4 + 79u);  // "\r\033[K" and 79 columns
+  EXPECT_THAT(drawn, testing::EndsWith("xxx/tail:1"));
+  EXPECT_THAT(drawn, HasSubstr("left: ...xxx"));
   progress.Finished("BM_A/real_time");
   EXPECT_THAT(out.text(), testing::EndsWith("[1/2] 0:00 elapsed, about 0:06 left"));  // 30 s x 0.2
 }
