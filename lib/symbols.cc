@@ -130,9 +130,10 @@ absl::StatusOr<SymbolTable> ParseKallsyms(absl::string_view text) {
   }
   if (!symbols.empty() && !any_address) {
     return absl::FailedPreconditionError(
-        "/proc/kallsyms shows every address as 0: kernel.kptr_restrict hides them (1: from "
-        "processes without CAP_SYSLOG, 2: from everyone); run as root or "
-        "'sysctl kernel.kptr_restrict=0'");
+        "/proc/kallsyms shows every address as 0: the kernel hides them from processes "
+        "without CAP_SYSLOG (kernel.kptr_restrict=1, or 0 with perf_event_paranoid > 1; "
+        "kptr_restrict=2 hides them from everyone); run as root, or 'sysctl "
+        "kernel.kptr_restrict=0 kernel.perf_event_paranoid=1'");
   }
   return SymbolTable(std::move(symbols));
 }

@@ -7,8 +7,9 @@
 // anything; ProcessSymbolizer is the one part that reads files.
 //
 // Kernel symbols are missing in two cases, which KernelStatus() explains: /proc/kallsyms
-// is unreadable, or it shows every address as 0 (kernel.kptr_restrict: 1 hides them from
-// processes without CAP_SYSLOG, 2 from everyone).
+// is unreadable, or it shows every address as 0 (without CAP_SYSLOG, kernel.kptr_restrict=1
+// hides them, and so does 0 with perf_event_paranoid > 1; kptr_restrict=2 hides them from
+// everyone).
 //
 // Example:
 //   perfscale::ProcessSymbolizer& symbols = perfscale::ProcessSymbolizer::Get();
