@@ -14,8 +14,14 @@ The config is RUN_ARGS unless --config names it: runs with another config, host 
 count are never compared. --config lets a deliberate change of RUN_ARGS (say, more
 breakpoints) be judged against the usual runs.
 
+Each benchmark is judged against its noise floor (`tools/perfscale calibrate`, else the
+lineage's history); suspects are rerun alone, interleaved, and judged on the pooled data
+before the alarm (--confirm-rounds, --confirm-budget, --ci-target).
+
 Exit 0: no regression, or the first run of its lineage. 1: a regression, benchmarks named.
-2: the run failed or produced unusable results (nothing recorded), or bad history/baseline.
+2: the run failed, produced unusable results or could not be judged (nothing recorded),
+or bad history/baseline. The runner runs under perfscale.gate.guard: killing nightly
+kills it and the benchmark binary; a run killed before its report is never a baseline.
 The runner can be replaced (tests, dry runs) with --run-cmd or PERFSCALE_RUN_CMD.
 """
 
