@@ -12,7 +12,8 @@
 //   one perf-bench run: P workers are created, share a counter of --repeat batches, and
 //   each batch creates T threads that wait on a futex, wakes and joins them; then the
 //   workers are joined. Counters: usecs/op = time / (repeat * T) (one op = one thread
-//   create+join, perf bench's figure), usecs/op/cpu = usecs/op * P, ipis/op, sys_us/op.
+//   create+join, perf bench's figure), usecs/op/cpu = usecs/op * P, and
+//   the kernel-cost counters of bench_support.h (ipis_sent/op, ..., ipis_system/op).
 //
 // BM_BreakpointEnable/passive:N/active:M/placement:X
 //   Exactly `perf bench breakpoint enable`: one inherited breakpoint on a stack byte,
@@ -178,7 +179,7 @@ void BM_BreakpointThread(benchmark::State& state, ThreadParams params) {
   if (SkipIfError(state, held.status())) return;
 
   ThreadChurn churn(params);
-  KernelCostMeter meter;
+  KernelCostMeter meter = BenchmarkMeter();  // the churned threads are created after it
   if (!StartOrSkip(state, meter)) return;
   auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
@@ -213,6 +214,8 @@ void BM_BreakpointEnable(benchmark::State& state, EnableParams params) {
   absl::StatusOr<PerfEvent> breakpoint = PerfEvent::Open(BreakpointAttr(spec), 0, -1);
   if (SkipIfError(state, breakpoint.status())) return;
 
+  // Before the threads, so that they inherit the attribution counters too.
+  KernelCostMeter meter = BenchmarkMeter();
   // Created after the breakpoint so that they inherit it.
   absl::StatusOr<std::unique_ptr<BackgroundThreads>> passive =
       BackgroundThreads::Start(BackgroundThreads::kParked, params.passive, placement->others);
@@ -222,7 +225,6 @@ void BM_BreakpointEnable(benchmark::State& state, EnableParams params) {
   if (SkipIfError(state, active.status())) return;
   std::this_thread::sleep_for(std::chrono::milliseconds(10));
 
-  KernelCostMeter meter;
   if (!StartOrSkip(state, meter)) return;
   auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {

@@ -29,7 +29,8 @@
 //   hogs, parallel's pinned workers share each CPU with one. The hogs start before and
 //   stop after the timed loop; the interrupts they take count in this process's sys_us.
 //   One iteration = those phases over all E x C fds (manual time: only the timed phases).
-//   Counters: usecs/fd, ipis/fd (function-call IPIs, system-wide, timed phases only),
+//   Counters: usecs/fd, ipis_system/fd (function-call IPIs, system-wide, timed phases only),
+//   the attributed counters per fd (ipis_sent/fd, xcalls/fd, ...: bench_support.h),
 //   sys_us/fd (this process), fds (E x C), and for lifecycle share:<phase> (each phase's
 //   fraction of the time). Where affinity is refused (cpuset, isolated CPU), the run goes
 //   on and the label says on which CPUs; the thread's original mask is always restored.
@@ -184,6 +185,9 @@ void BM_EventOpen(benchmark::State& state, OpenParams params) {
   absl::StatusOr<perf_event_attr> attr =
       KindAttr(params.kind, params.plan != PhasePlan::kOpenEnabled, caps);
   if (SkipIfError(state, attr.status())) return;
+  // Before the workers, so that they inherit the attribution counters, and before the fd
+  // limit is sized, so that it counts the counters' fds.
+  KernelCostMeter meter = BenchmarkMeter();
   const uint64_t fds = static_cast<uint64_t>(params.events) * params.cpus.size();
   absl::StatusOr<ScopedFdLimit> fd_limit = ScopedFdLimit::Ensure(fds);
   if (SkipIfError(state, fd_limit.status())) return;
@@ -210,10 +214,8 @@ void BM_EventOpen(benchmark::State& state, OpenParams params) {
   std::vector<Phase> phases = {kOpen};
   if (lifecycle) phases = {kOpen, kEnable, kRead, kDisable, kClose};
   double phase_seconds[kNumPhases] = {};
-  uint64_t ipis = 0;
-  double sys_seconds = 0;
+  KernelCost cost;  // summed over the iterations' timed phases
   GridNotes notes;
-  KernelCostMeter meter;
   for (auto _ : state) {
     EventGrid grid(spec, params.order, workers.get());
     if (!StartOrSkip(state, meter)) return;
@@ -227,11 +229,10 @@ void BM_EventOpen(benchmark::State& state, OpenParams params) {
       phase_seconds[phase] += seconds;
       iteration_seconds += seconds;
     }
-    absl::StatusOr<KernelCost> cost = meter.Stop();
+    absl::StatusOr<KernelCost> iteration_cost = meter.Stop();
     PauseProfile();  // the grid's untimed close is not profiled
-    if (SkipIfError(state, cost.status())) return;
-    ipis += cost->ipis.function_call;
-    sys_seconds += cost->system_seconds;
+    if (SkipIfError(state, iteration_cost.status())) return;
+    cost += *iteration_cost;
     notes = grid.notes();
     state.SetIterationTime(iteration_seconds);
     grid.Close();  // for the open plans, untimed; for `lifecycle`, already closed
@@ -242,8 +243,7 @@ void BM_EventOpen(benchmark::State& state, OpenParams params) {
   double total_seconds = 0;
   for (double seconds : phase_seconds) total_seconds += seconds;
   state.counters["usecs/fd"] = total_seconds * 1e6 / total_fds;
-  state.counters["ipis/fd"] = static_cast<double>(ipis) / total_fds;
-  state.counters["sys_us/fd"] = sys_seconds * 1e6 / total_fds;
+  SetKernelCostCounters(state, cost, meter.task_counters(), total_fds, "fd");
   state.counters["fds"] = static_cast<double>(fds);
   if (lifecycle && total_seconds > 0) {
     for (Phase phase : phases) {

@@ -13,6 +13,7 @@
 
 #include "absl/strings/strip.h"
 #include "benchmark/benchmark.h"
+#include "benchmarks/bench_support.h"
 #include "benchmarks/benchmark_flags.h"
 #include "benchmarks/family.h"
 #include "benchmarks/profile_support.h"
@@ -119,6 +120,7 @@ int main(int argc, char** argv) {
   for (const auto& [key, value] : perfscale::CollectRunContext().Fields()) {
     benchmark::AddCustomContext(key, value);
   }
+  benchmark::AddCustomContext("counter_sources", perfscale::CounterSourcesJson());
   std::unique_ptr<benchmark::BenchmarkReporter> display(benchmark::CreateDefaultDisplayReporter());
   // Progress on stderr; the forwarded names lose the plan's iterations:/min_time: segments.
   perfscale::Progress progress(plan->runs, stderr, isatty(STDERR_FILENO) == 1);

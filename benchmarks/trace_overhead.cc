@@ -45,7 +45,8 @@
 //
 //   Counters: usecs/op (one round trip), samples/op, bytes/op (ring buffer bytes),
 //   lost (samples the kernel could not write: its own per-event count, Linux 6.0+,
-//   else the PERF_RECORD_LOST records), ipis/op, sys_us/op (this process and the reaped
+//   else the PERF_RECORD_LOST records), the kernel-cost counters of bench_support.h
+//   (ipis_sent/op, ..., ipis_system/op; sys_us/op counts this process and the reaped
 //   peer), and overhead_pct = usecs/op over the set:none run of the same tasks and
 //   placement in this same process, in percent. overhead_pct is only there when that
 //   none run has already run in this process (it is registered first; a
@@ -265,6 +266,9 @@ void BM_PipePingPong(benchmark::State& state, Params params) {
   }
   absl::StatusOr<Placement> placement = ResolvePlacement(params.placement);
   if (SkipIfError(state, placement.status())) return;
+  // After the recorder, so that its reader thread (the measuring tool, absent from the
+  // set:none baseline) is not counted; before the peer, so that the peer is.
+  KernelCostMeter meter = BenchmarkMeter(/*include_children=*/true);
   // Restores the thread's affinity on every return path.
   absl::StatusOr<std::unique_ptr<ScopedAffinity>> pinned = PinDriver(*placement);
   if (SkipIfError(state, pinned.status())) return;
@@ -279,7 +283,6 @@ void BM_PipePingPong(benchmark::State& state, Params params) {
   if (recorder != nullptr && SkipIfError(state, recorder->Enable())) return;
   if (bpf != nullptr && SkipIfError(state, bpf->Enable())) return;
 
-  KernelCostMeter meter(/*include_children=*/true);
   if (!StartOrSkip(state, meter)) return;
   auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {

@@ -9,6 +9,24 @@ double Seconds(const timeval& tv) { return static_cast<double>(tv.tv_sec) + tv.t
 
 }  // namespace
 
+KernelCost& KernelCost::operator+=(const KernelCost& other) {
+  ipis.function_call += other.ipis.function_call;
+  ipis.tlb_shootdown += other.ipis.tlb_shootdown;
+  ipis.rescheduling += other.ipis.rescheduling;
+  system_seconds += other.system_seconds;
+  user_seconds += other.user_seconds;
+  if (other.tasks.has_value()) {
+    if (!tasks.has_value()) tasks.emplace();
+    *tasks += *other.tasks;
+  }
+  return *this;
+}
+
+KernelCostMeter::KernelCostMeter(bool include_children, bool attribute_tasks)
+    : include_children_(include_children) {
+  if (attribute_tasks) tasks_ = TaskCounters::Open();
+}
+
 absl::StatusOr<KernelCostMeter::Sample> KernelCostMeter::TakeSample() const {
   Sample sample;
   absl::StatusOr<IpiCounts> ipis = ReadIpiCounts();
@@ -31,16 +49,24 @@ absl::Status KernelCostMeter::Start() {
   absl::StatusOr<Sample> sample = TakeSample();
   if (!sample.ok()) return sample.status();
   start_ = *std::move(sample);
-  return absl::OkStatus();
+  // Last, so that reading /proc/interrupts is outside the attributed window.
+  return tasks_ != nullptr ? tasks_->Start() : absl::OkStatus();
 }
 
 absl::StatusOr<KernelCost> KernelCostMeter::Stop() {
+  std::optional<TaskCounts> tasks;
+  if (tasks_ != nullptr) {
+    absl::StatusOr<TaskCounts> counted = tasks_->Stop();
+    if (!counted.ok()) return counted.status();
+    tasks = *counted;
+  }
   absl::StatusOr<Sample> end = TakeSample();
   if (!end.ok()) return end.status();
   KernelCost cost;
   cost.ipis = end->ipis - start_.ipis;
   cost.system_seconds = end->system_seconds - start_.system_seconds;
   cost.user_seconds = end->user_seconds - start_.user_seconds;
+  cost.tasks = tasks;
   return cost;
 }
 

@@ -94,7 +94,7 @@ TEST_F(BreakpointBinaryTest, JsonHasTheBenchmarksCountersAndContext) {
     ASSERT_NE(time_unit, nullptr);
     EXPECT_EQ(time_unit->string, "us");
     ExpectNumber(benchmark, "usecs/op");
-    ExpectNumber(benchmark, "ipis/op");
+    ExpectNumber(benchmark, "ipis_system/op");
     ExpectNumber(benchmark, "sys_us/op");
     if (absl::StartsWith(name->string, "BM_BreakpointThread/")) {
       ExpectNumber(benchmark, "usecs/op/cpu");

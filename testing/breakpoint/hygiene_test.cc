@@ -207,7 +207,7 @@ TEST_F(BreakpointHygieneTest, EachBenchmarkLeavesProcessAsFound) {
     EXPECT_EQ(run.benchmark_name(), name);
     EXPECT_FALSE(run.error_occurred) << run.error_message;
     EXPECT_GT(run.iterations, 0);
-    for (const char* counter : {"usecs/op", "ipis/op", "sys_us/op"}) {
+    for (const char* counter : {"usecs/op", "ipis_system/op", "sys_us/op"}) {
       auto it = run.counters.find(counter);
       ASSERT_NE(it, run.counters.end()) << "no counter " << counter;
       EXPECT_GE(it->second.value, 0.0) << counter;

@@ -120,7 +120,7 @@ TEST(EventOpenFamilies, RunCleanAndReportTheirCounters) {
     if (absl::StartsWith(name, "BM_EventOpen/")) {
       ++open_runs;
       EXPECT_EQ(run.counters.at("fds").value, 3.0 * cpus) << name;
-      for (const char* counter : {"usecs/fd", "ipis/fd", "sys_us/fd"}) {
+      for (const char* counter : {"usecs/fd", "ipis_system/fd", "sys_us/fd"}) {
         EXPECT_EQ(run.counters.count(counter), 1u) << name << " lacks " << counter;
       }
       EXPECT_GT(run.counters.at("usecs/fd").value, 0) << name;

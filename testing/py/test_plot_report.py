@@ -24,18 +24,18 @@ def test_headline_figures_match_the_data():
                                "threads:20/real_time", "usecs/op")
                 / median_counter(results, "BM_BreakpointThread/breakpoints:0/parallelism:2/"
                                  "threads:20/real_time", "usecs/op"))
-    assert row[-1] == "%.1fx" % expected
+    assert row[4] == "%.1fx" % expected
     enable = by_title["Breakpoint slowdown: enable/disable"]
     assert {r[1] for r in enable.rows} == {"passive=8 active=0", "passive=32 active=0",
                                            "passive=0 active=1", "passive=0 active=2"}
     ipis = by_title["IPIs per fd saved by affinity"]
-    assert ipis.header[3] == "ipis/fd" and all(r[1] == "strategy=cpu_major" for r in ipis.rows)
+    assert ipis.header[3] == "ipis_system/fd" and all(r[1] == "strategy=cpu_major" for r in ipis.rows)
     synth = by_title["Synthesis speed-up per strategy"]
     assert sorted(r[0] for r in synth.rows) == ["strategy=atomic sink=memory",
                                                 "strategy=mutex sink=memory"]
     tracing = by_title["Tracing overhead"]
     assert {r[1] for r in tracing.rows} == {"set=lock", "set=sched"}  # lockdep errored
-    assert all(r[-1].startswith("+") for r in tracing.rows)
+    assert all(r[4].startswith("+") for r in tracing.rows)
 
 
 def results_named(figures):
@@ -63,7 +63,7 @@ def test_tracing_overhead_puts_ring_and_bpf_against_the_same_none():
         "recorder=bpf scope=task tasks=processes placement=same_cpu",
         "callchains=off scope=task tasks=processes placement=same_cpu sink=discard "
         "recorder=ring"}
-    assert [r[1:] for r in rows.values()] == [["set=lock", "10", "12", "+20.0%"],
+    assert [r[1:5] for r in rows.values()] == [["set=lock", "10", "12", "+20.0%"],
                                               ["set=lock", "10", "15", "+50.0%"]]
 
 
@@ -78,7 +78,7 @@ def test_open_strategies_compare_unloaded_and_loaded():
     ])
     by_title = {h.spec.title: h for h in results_headlines.compute(results)}
     rows = by_title["Open time per strategy, unloaded and loaded"].rows
-    assert [[r[0], r[-1]] for r in rows] == [
+    assert [[r[0], r[4]] for r in rows] == [
         ["events=100 event=cpu-clock phases=lifecycle cpus=2 load=0", "2.00x"],
         ["events=100 event=cpu-clock phases=lifecycle cpus=2 load=2", "0.50x"]]
 
@@ -91,6 +91,49 @@ def test_missing_families_are_omitted_with_a_note(tmp_path):
     notes = {h.spec.family: h.note for h in results_headlines.compute(results)}
     assert notes["BM_BreakpointEnable"] == ""
     assert notes["BM_EventOpen"] == "omitted: no BM_EventOpen results in partial.json"
+
+
+def with_attribution(document):
+    """base.json's run as a build with attributed counters would have written it."""
+    document["context"]["counter_sources"] = json.dumps(
+        {"ipis_sent": "tracepoints ipi:ipi_send_cpu + ipi:ipi_send_cpumask",
+         "lock_wait_us": "unavailable: tracefs is not mounted"})
+    for benchmark in document["benchmarks"]:
+        if benchmark["name"].startswith("BM_BreakpointEnable/passive:"):
+            passive = int(benchmark["name"].split("passive:")[1].split("/")[0])
+            benchmark["ipis_sent/op"] = 2.0 * passive
+            benchmark["ctx_switches/op"] = 0.0
+    return document
+
+
+def test_headlines_show_the_attributed_counters_of_both_runs():
+    document = with_attribution(json.load(open(data("base.json"), encoding="utf-8")))
+    results = results_io.parse_results(json.dumps(document), "attributed.json")
+    by_title = {h.spec.title: h for h in results_headlines.compute(results)}
+    enable = by_title["Breakpoint slowdown: enable/disable"]
+    assert enable.header[-1].startswith("kernel cost")
+    row = [r for r in enable.rows if r[1] == "passive=8 active=0"][0]
+    # Both-zero counters are left out; the system-wide count stays beside the attributed.
+    assert row[-1].startswith("ipis_sent/op 0 -> 16; ipis_system/op ")
+    assert "ctx_switches" not in row[-1]
+
+
+def test_report_names_each_counter_source(cli, tmp_path):
+    document = with_attribution(json.load(open(data("base.json"), encoding="utf-8")))
+    path = tmp_path / "attributed.json"
+    path.write_text(json.dumps(document))
+    code, _, _ = cli("report", path, "-o", tmp_path / "out", "--no-plots")
+    assert code == 0
+    markdown = (tmp_path / "out" / "report.md").read_text()
+    assert "Where the kernel-cost counters come from" in markdown
+    assert "unavailable: tracefs is not mounted" in markdown
+    assert "ipis_sent/op 0 -> 16" in markdown
+
+
+def test_counter_sources_tolerate_old_and_odd_runs():
+    assert results_io.counter_sources({}) == {}
+    assert results_io.counter_sources({"counter_sources": "not json"}) == {}
+    assert results_io.counter_sources({"counter_sources": "[1]"}) == {}
 
 
 def test_report_writes_markdown_and_html_with_its_pictures(cli, tmp_path):

@@ -162,7 +162,7 @@ def test_compare_of_two_guests_judges_counts_only(tmp_path, cli):
     assert "COUNTS UP" in out and "REGRESSION: counts up" in out
     assert all("BM_BreakpointEnable" in line for line in out.splitlines()
                if "COUNTS UP" in line)
-    assert "ipis/op" in out and "usecs/op" not in out  # shown, not judged; times left out
+    assert "ipis_system/op" in out and "usecs/op" not in out  # shown, not judged; times left out
     code, out, _ = cli("compare", base, base)
     assert code == 0 and "no count regression" in out
 
@@ -183,10 +183,10 @@ def test_plot_vs_cpus_joins_cpu_sized_parameters(tmp_path):
         text = json.dumps({"context": {"vm_vcpus": str(cpus)}, "benchmarks": [
             {"name": "BM_BreakpointEnable/passive:%d/real_time" % (4 * cpus),
              "run_type": "iteration", "real_time": 1.0, "cpu_time": 1.0, "time_unit": "us",
-             "iterations": 1, "ipis/op": 8.0 * cpus, "usecs/op": 1.0}]})
+             "iterations": 1, "ipis_system/op": 8.0 * cpus, "usecs/op": 1.0}]})
         sets.append(results_io.parse_results(text, "cpus%d" % cpus))
     curves = plot_cpus.collect(sets, {"passive"})
-    assert curves == {("BM_BreakpointEnable", "ipis/op"): {
+    assert curves == {("BM_BreakpointEnable", "ipis_system/op"): {
         "BM_BreakpointEnable/passive:4xCPUs": [(2, [16.0]), (4, [32.0]), (8, [64.0])]}}
     written = plot_cpus.plots(sets, str(tmp_path), ["passive"])
     assert len(written) == 1 and os.path.getsize(written[0][0]) > 0
@@ -223,16 +223,16 @@ def test_bisect_refuses_what_it_cannot_bisect():
 def test_bisect_cli_checks_its_kernels(cli):
     with pytest.raises(SystemExit) as exit_info:
         cli("bisect", "--good", "x", "--bad", "b", "--kernels", "a,b",
-            "--benchmark", "BM", "--counter", "ipis/op")
+            "--benchmark", "BM", "--counter", "ipis_system/op")
     assert exit_info.value.code == 2
 
 
 def test_counter_median_wants_exactly_one_benchmark():
     results = results_io.load_results(data("base.json"))
     with pytest.raises(bisect.BisectError, match="matched"):
-        bisect.counter_median(results, "BM_", "ipis/op")
+        bisect.counter_median(results, "BM_", "ipis_system/op")
     name = "BM_BreakpointEnable/passive:8/active:0/placement:0/real_time"
-    assert bisect.counter_median(results, "^" + name + "$", "ipis/op") > 0
+    assert bisect.counter_median(results, "^" + name + "$", "ipis_system/op") > 0
 
 
 # --- guests ---------------------------------------------------------------------------------

@@ -52,18 +52,18 @@ def instances():
             out.append(("BM_BreakpointThread/breakpoints:%d/parallelism:2/threads:%d/real_time"
                         % (breakpoints, threads), "us", usecs * threads,
                         {"usecs/op": usecs, "usecs/op/cpu": usecs * 2,
-                         "ipis/op": 0.4 + 3.1 * breakpoints}))
+                         "ipis_system/op": 0.4 + 3.1 * breakpoints}))
     for passive, active, usecs in ((0, 0, 1.43), (8, 0, 21.0), (32, 0, 83.0), (0, 1, 24.0),
                                    (0, 2, 41.0)):
         out.append(("BM_BreakpointEnable/passive:%d/active:%d/placement:0/real_time"
                     % (passive, active), "us", usecs,
-                    {"usecs/op": usecs, "ipis/op": 2.0 * (passive + active) / 4}))
+                    {"usecs/op": usecs, "ipis_system/op": 2.0 * (passive + active) / 4}))
     for strategy, ipis, usecs_fd in (("event_major", 0.503, 9.8), ("cpu_major", 0.006, 4.1)):
         for events in (100, 400):
             fds = events * 2
             out.append(("BM_EventOpen/strategy:%s/events:%d/kind:software/real_time"
                         % (strategy, events), "ms", usecs_fd * fds / 1000,
-                        {"usecs/fd": usecs_fd, "ipis/fd": ipis, "sys_us/fd": usecs_fd * 0.8,
+                        {"usecs/fd": usecs_fd, "ipis_system/fd": ipis, "sys_us/fd": usecs_fd * 0.8,
                          "fds": fds}))
     for strategy, one, two in (("mutex", 52.0, 36.0), ("atomic", 49.0, 27.5)):
         for workers, ms in ((1, one), (2, two)):

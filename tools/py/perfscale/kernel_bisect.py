@@ -120,7 +120,7 @@ def main(argv):
     parser.add_argument("--kernels", required=True, metavar="K1,K2,...|@FILE",
                         help="kernel images (or debian:...) in order, or a file of them")
     parser.add_argument("--benchmark", required=True, metavar="REGEX")
-    parser.add_argument("--counter", required=True, metavar="NAME", help="e.g. ipis/op")
+    parser.add_argument("--counter", required=True, metavar="NAME", help="e.g. ipis_sent/op")
     parser.add_argument("--cpus", type=int, default=2)
     parser.add_argument("--mem", type=int, default=1024, metavar="MIB")
     parser.add_argument("--timeout", type=int, default=600, metavar="S")

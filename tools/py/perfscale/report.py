@@ -1,9 +1,10 @@
 """`tools/perfscale report RESULTS.json -o DIR`: one page with the figures that matter.
 
-Writes DIR/report.md and DIR/report.html with the run's context, the headline figures
-(breakpoint slowdowns, IPIs saved by affinity, synthesis speed-up, tracing overhead), a
-table of every benchmark and the scaling pictures, all relative to DIR so it can be
-published as is.
+Writes DIR/report.md and DIR/report.html with the run's context, where each kernel-cost
+counter came from, the headline figures (breakpoint slowdowns, IPIs saved by affinity,
+synthesis speed-up, tracing overhead), each beside the kernel-cost counters of the two
+runs it compares (ipis_sent/op, xcalls/op, lock_wait_us/op, ...), a table of every
+benchmark and the scaling pictures, all relative to DIR so it can be published as is.
 """
 
 import argparse
@@ -36,6 +37,10 @@ def add_results_sections(page, results, outdir, plots=True):
                   "cross-CPU calls, contentions, context switches per operation), which say "
                   "what the kernel did; the times and speed-ups below are the guest's "
                   "only." % why)
+    sources = results_io.counter_sources(results.context)
+    if sources:
+        page.heading("Where the kernel-cost counters come from")
+        page.table(["counter", "source"], [[k, v] for k, v in sources.items()])
     page.heading("Headline figures")
     for headline in results_headlines.compute(results):
         page.heading(headline.spec.title, 3)

@@ -20,7 +20,7 @@ from perfscale import results_names
 TIME_UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
 # Keys of a benchmark entry that Google Benchmark itself writes; every other numeric key
-# is a user counter (usecs/op, ipis/op...).
+# is a user counter (usecs/op, ipis_sent/op...).
 _OWN_KEYS = frozenset({
     "name", "family_index", "per_family_instance_index", "run_name", "run_type",
     "repetitions", "repetition_index", "threads", "aggregate_name", "aggregate_unit",
@@ -28,6 +28,37 @@ _OWN_KEYS = frozenset({
     "real_time", "cpu_time", "time_unit", "label", "allocs_per_iter", "max_bytes_used",
     "cpu_coefficient", "real_coefficient", "big_o", "rms",
 })
+
+# Counters that say what the kernel did for a figure (benchmarks/bench_support.h), as
+# name prefixes: "ipis_sent" matches ipis_sent/op, ipis_sent/fd, ipis_sent/record. The
+# attributed ones count the benchmark's own tasks; ipis_system counts the whole machine.
+ATTRIBUTED_COUNTERS = ("ipis_sent", "ipi_mask_calls", "xcalls", "lock_contended",
+                       "lock_wait_us", "ctx_switches", "cpu_migrations", "page_faults",
+                       "sys_us", "ipis_system")
+
+
+def attributed_counters(entry):
+    """{counter: values} of `entry`'s kernel-cost counters, in ATTRIBUTED_COUNTERS order."""
+    found = {}
+    for prefix in ATTRIBUTED_COUNTERS:
+        for name, values in entry.counters.items():
+            if name.split("/", 1)[0] == prefix:
+                found[name] = values
+    return found
+
+
+def counter_sources(context):
+    """{counter prefix: source} from a run's context "counter_sources" (a JSON object in
+    a string); {} when the run predates it or the text is not an object."""
+    text = context.get("counter_sources")
+    if not isinstance(text, str):
+        return {}
+    try:
+        sources = json.loads(text)
+    except ValueError:
+        return {}
+    return {str(k): str(v) for k, v in sources.items()} if isinstance(sources, dict) else {}
+
 
 # How close to the end a JSON syntax error must be to call the file truncated rather
 # than corrupt: a killed writer leaves at most a partial line behind.

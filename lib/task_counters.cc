@@ -1,0 +1,436 @@
+#include "lib/task_counters.h"
+
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "lib/cpu_set.h"
+#include "lib/errno_status.h"
+#include "lib/perf_attr.h"
+#include "lib/tracefs.h"
+
+namespace perfscale {
+namespace {
+
+// Offsets in the raw payload of lock:contention_begin/end (their tracefs format files):
+// the common fields take 8 bytes, then `void *lock_addr`.
+constexpr size_t kRawCommonTypeOffset = 0;
+constexpr size_t kRawLockAddrOffset = 8;
+
+template <typename T>
+bool ReadAt(absl::Span<const uint8_t> bytes, size_t offset, T* out) {
+  if (offset > bytes.size() || bytes.size() - offset < sizeof(T)) return false;
+  std::memcpy(out, bytes.data() + offset, sizeof(T));
+  return true;
+}
+
+// Counting on the calling task and everything it creates later, user and kernel.
+perf_event_attr Inherited(perf_event_attr attr) {
+  attr.inherit = 1;
+  attr.exclude_kernel = 0;
+  attr.exclude_hv = 1;
+  return attr;
+}
+
+std::string Reason(const absl::Status& status) { return std::string(status.message()); }
+
+}  // namespace
+
+TaskCounts& TaskCounts::operator+=(const TaskCounts& other) {
+  ipis_sent += other.ipis_sent;
+  ipi_mask_calls += other.ipi_mask_calls;
+  xcalls += other.xcalls;
+  lock_contended += other.lock_contended;
+  lock_wait_ns += other.lock_wait_ns;
+  lock_records_lost += other.lock_records_lost;
+  ctx_switches += other.ctx_switches;
+  cpu_migrations += other.cpu_migrations;
+  page_faults += other.page_faults;
+  return *this;
+}
+
+uint64_t TaskCounts::Count(TaskCounter counter) const {
+  switch (counter) {
+    case TaskCounter::kIpisSent:
+      return ipis_sent;
+    case TaskCounter::kIpiMaskCalls:
+      return ipi_mask_calls;
+    case TaskCounter::kXcalls:
+      return xcalls;
+    case TaskCounter::kLockContended:
+      return lock_contended;
+    case TaskCounter::kLockWait:
+      return lock_wait_ns;
+    case TaskCounter::kCtxSwitches:
+      return ctx_switches;
+    case TaskCounter::kCpuMigrations:
+      return cpu_migrations;
+    case TaskCounter::kPageFaults:
+      return page_faults;
+  }
+  return 0;
+}
+
+const char* TaskCounterName(TaskCounter counter) {
+  switch (counter) {
+    case TaskCounter::kIpisSent:
+      return "ipis_sent";
+    case TaskCounter::kIpiMaskCalls:
+      return "ipi_mask_calls";
+    case TaskCounter::kXcalls:
+      return "xcalls";
+    case TaskCounter::kLockContended:
+      return "lock_contended";
+    case TaskCounter::kLockWait:
+      return "lock_wait_us";
+    case TaskCounter::kCtxSwitches:
+      return "ctx_switches";
+    case TaskCounter::kCpuMigrations:
+      return "cpu_migrations";
+    case TaskCounter::kPageFaults:
+      return "page_faults";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<LockSample> ParseLockSample(absl::Span<const uint8_t> record, uint16_t begin_id,
+                                           uint16_t end_id) {
+  perf_event_header header;
+  if (!ReadAt(record, 0, &header) || header.type != PERF_RECORD_SAMPLE ||
+      header.size > record.size()) {
+    return absl::InvalidArgumentError("not a whole PERF_RECORD_SAMPLE");
+  }
+  size_t at = sizeof(header);
+  uint32_t pid_tid[2];
+  uint64_t time = 0;
+  uint32_t raw_size = 0;
+  if (!ReadAt(record, at, &pid_tid) || !ReadAt(record, at + 8, &time) ||
+      !ReadAt(record, at + 16, &raw_size)) {
+    return absl::InvalidArgumentError("lock sample too short for tid, time and raw size");
+  }
+  at += 20;
+  if (raw_size > header.size - at) {
+    return absl::InvalidArgumentError("lock sample's raw payload runs past the record");
+  }
+  absl::Span<const uint8_t> raw = record.subspan(at, raw_size);
+  uint16_t type = 0;
+  LockSample sample;
+  if (!ReadAt(raw, kRawCommonTypeOffset, &type) ||
+      !ReadAt(raw, kRawLockAddrOffset, &sample.lock_addr)) {
+    return absl::InvalidArgumentError("lock sample's raw payload is too short");
+  }
+  if (type != begin_id && type != end_id) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sample of tracepoint id ", type, ", not of lock:contention_begin/end"));
+  }
+  sample.tid = pid_tid[1];
+  sample.time_ns = time;
+  sample.begin = type == begin_id;
+  return sample;
+}
+
+LockWaits PairLockContention(std::vector<LockSample> samples) {
+  std::stable_sort(samples.begin(), samples.end(),
+                   [](const LockSample& a, const LockSample& b) { return a.time_ns < b.time_ns; });
+  struct Open {
+    uint64_t lock_addr;
+    uint64_t since_ns;
+  };
+  std::map<uint32_t, Open> waiting;
+  LockWaits waits;
+  for (const LockSample& sample : samples) {
+    auto it = waiting.find(sample.tid);
+    if (sample.begin) {
+      if (it != waiting.end()) continue;  // already waiting: the same contention
+      waiting.emplace(sample.tid, Open{sample.lock_addr, sample.time_ns});
+      ++waits.contended;
+    } else if (it == waiting.end() || it->second.lock_addr != sample.lock_addr) {
+      ++waits.unmatched_ends;
+    } else {
+      waits.wait_ns += sample.time_ns - it->second.since_ns;
+      waiting.erase(it);
+    }
+  }
+  return waits;
+}
+
+std::unique_ptr<TaskCounters> TaskCounters::Open(const Options& options) {
+  std::unique_ptr<TaskCounters> counters(new TaskCounters());
+  // The leader counts nothing: any member may be missing, the group still reads at once.
+  perf_event_attr leader = Inherited(SoftwareAttr(PERF_COUNT_SW_DUMMY));
+  leader.read_format = PERF_FORMAT_GROUP;
+  absl::StatusOr<PerfEvent> opened = PerfEvent::Open(leader, 0, -1);
+  std::string no_group;
+  if (opened.ok()) {
+    counters->leader_ = *std::move(opened);
+  } else {
+    no_group = Reason(opened.status());
+  }
+  struct Software {
+    TaskCounter counter;
+    uint64_t config;
+    int* index;
+    const char* source;
+  };
+  const Software software[] = {
+      {TaskCounter::kCtxSwitches, PERF_COUNT_SW_CONTEXT_SWITCHES, &counters->switches_index_,
+       "software event context-switches"},
+      {TaskCounter::kCpuMigrations, PERF_COUNT_SW_CPU_MIGRATIONS, &counters->migrations_index_,
+       "software event cpu-migrations"},
+      {TaskCounter::kPageFaults, PERF_COUNT_SW_PAGE_FAULTS, &counters->faults_index_,
+       "software event page-faults"},
+  };
+  for (const Software& event : software) {
+    std::string why_not = no_group;
+    if (counters->leader_.valid()) {
+      *event.index =
+          counters->AddMember(Inherited(SoftwareAttr(event.config)), event.source, &why_not);
+    }
+    if (*event.index >= 0) {
+      counters->SetSource(event.counter, true, event.source);
+    } else if (event.counter == TaskCounter::kCpuMigrations) {
+      counters->SetSource(event.counter, false, why_not);
+    } else {
+      counters->SetSource(event.counter, true,
+                          absl::StrCat("getrusage (this process and reaped children; ",
+                                       event.source, " refused: ", why_not, ")"));
+    }
+  }
+  counters->OpenIpiCounters();
+  counters->OpenLockRings(options);
+  return counters;
+}
+
+TaskCounters::~TaskCounters() = default;
+
+int TaskCounters::AddMember(const perf_event_attr& attr, const char* what, std::string* why_not) {
+  if (!leader_.valid()) return -1;
+  absl::StatusOr<PerfEvent> member = PerfEvent::Open(attr, 0, -1, leader_.fd());
+  if (!member.ok()) {
+    *why_not = absl::StrCat(what, ": ", Reason(member.status()));
+    return -1;
+  }
+  members_.push_back(*std::move(member));
+  return static_cast<int>(members_.size());  // 0 is the leader
+}
+
+void TaskCounters::OpenIpiCounters() {
+  std::string why_not = "no counting group";
+  absl::StatusOr<uint64_t> cpu_id = TracepointId("ipi:ipi_send_cpu");
+  absl::StatusOr<uint64_t> mask_id = TracepointId("ipi:ipi_send_cpumask");
+  absl::StatusOr<uint64_t> csd_id = TracepointId("csd:csd_queue_cpu");
+
+  if (csd_id.ok()) {
+    xcalls_index_ = AddMember(Inherited(TracepointAttr(*csd_id)), "csd:csd_queue_cpu", &why_not);
+  } else {
+    why_not = Reason(csd_id.status());
+  }
+  SetSource(TaskCounter::kXcalls, xcalls_index_ >= 0,
+            xcalls_index_ >= 0 ? "tracepoint csd:csd_queue_cpu (counting, inherited)" : why_not);
+
+  if (!cpu_id.ok() || !mask_id.ok()) {
+    // Kernels before 6.4 have neither; /proc/interrupts (ipis_system) still counts.
+    std::string missing = Reason(cpu_id.ok() ? mask_id.status() : cpu_id.status());
+    SetSource(TaskCounter::kIpisSent, false, missing);
+    SetSource(TaskCounter::kIpiMaskCalls, false, missing);
+    return;
+  }
+  ipi_cpu_index_ = AddMember(Inherited(TracepointAttr(*cpu_id)), "ipi:ipi_send_cpu", &why_not);
+  if (ipi_cpu_index_ < 0) {
+    SetSource(TaskCounter::kIpisSent, false, why_not);
+    SetSource(TaskCounter::kIpiMaskCalls, false, why_not);
+    return;
+  }
+  // One cpumask event per target CPU, filtered on that CPU, so a call that interrupts k
+  // CPUs counts k. The filter must be set before any child inherits the event.
+  absl::StatusOr<std::vector<int>> cpus = OnlineCpus();
+  std::string filter_refused = cpus.ok() ? "" : Reason(cpus.status());
+  int unfiltered_index = -1;  // a cpumask member whose filter was refused
+  if (cpus.ok()) {
+    for (int cpu : *cpus) {
+      int index =
+          AddMember(Inherited(TracepointAttr(*mask_id)), "ipi:ipi_send_cpumask", &filter_refused);
+      if (index < 0) break;
+      std::string filter = absl::StrCat("cpumask & CPUS{", cpu, "}");
+      if (ioctl(members_.back().fd(), PERF_EVENT_IOC_SET_FILTER, filter.c_str()) != 0) {
+        filter_refused = absl::StrCat("filter '", filter, "' refused (", std::strerror(errno),
+                                      "; cpumask filters need Linux 6.6+)");
+        unfiltered_index = index;
+        break;
+      }
+      ipi_mask_target_indexes_.push_back(index);
+    }
+  }
+  if (filter_refused.empty()) {
+    SetSource(TaskCounter::kIpisSent, true,
+              "tracepoints ipi:ipi_send_cpu + ipi:ipi_send_cpumask, one counting event per "
+              "target CPU (filter cpumask & CPUS{n}), inherited");
+    SetSource(TaskCounter::kIpiMaskCalls, false, "not needed: ipis_sent counts every target");
+    return;
+  }
+  // Members cannot leave a group: per-target members opened before the refusal stay
+  // unread, and the unfiltered one counts calls instead.
+  ipi_mask_target_indexes_.clear();
+  ipi_mask_calls_index_ = unfiltered_index;
+  std::string calls_why_not = filter_refused;
+  SetSource(TaskCounter::kIpisSent, true,
+            absl::StrCat("tracepoint ipi:ipi_send_cpu only (single-target IPIs); multi-target "
+                         "sends are in ipi_mask_calls: ",
+                         filter_refused));
+  SetSource(TaskCounter::kIpiMaskCalls, ipi_mask_calls_index_ >= 0,
+            ipi_mask_calls_index_ >= 0
+                ? "tracepoint ipi:ipi_send_cpumask, calls (each one or more IPIs), inherited"
+                : calls_why_not);
+}
+
+void TaskCounters::OpenLockRings(const Options& options) {
+  auto unavailable = [this](const std::string& why) {
+    lock_rings_.clear();
+    SetSource(TaskCounter::kLockContended, false, why);
+    SetSource(TaskCounter::kLockWait, false, why);
+  };
+  absl::StatusOr<uint64_t> begin_id = TracepointId("lock:contention_begin");
+  if (!begin_id.ok()) return unavailable(Reason(begin_id.status()));
+  absl::StatusOr<uint64_t> end_id = TracepointId("lock:contention_end");
+  if (!end_id.ok()) return unavailable(Reason(end_id.status()));
+  lock_begin_id_ = static_cast<uint16_t>(*begin_id);
+  lock_end_id_ = static_cast<uint16_t>(*end_id);
+  absl::StatusOr<std::vector<int>> cpus = OnlineCpus();
+  if (!cpus.ok()) return unavailable(Reason(cpus.status()));
+  // An inherited event can only be mmap'd when bound to a CPU: one ring per CPU, the end
+  // event writing into the begin event's ring.
+  for (int cpu : *cpus) {
+    perf_event_attr attr = Inherited(TracepointAttr(*begin_id));
+    attr.sample_period = 1;
+    attr.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_RAW;
+    // One clock on every CPU: a wait may begin on one CPU and end on another.
+    attr.use_clockid = 1;
+    attr.clockid = CLOCK_MONOTONIC;
+    LockRing ring;
+    absl::StatusOr<PerfEvent> begin = PerfEvent::Open(attr, 0, cpu);
+    if (!begin.ok()) return unavailable(Reason(begin.status()));
+    attr.config = *end_id;
+    absl::StatusOr<PerfEvent> end = PerfEvent::Open(attr, 0, cpu);
+    if (!end.ok()) return unavailable(Reason(end.status()));
+    absl::StatusOr<RingBuffer> mapped = RingBuffer::Map(begin->fd(), options.lock_ring_pages);
+    if (!mapped.ok()) return unavailable(Reason(mapped.status()));
+    if (ioctl(end->fd(), PERF_EVENT_IOC_SET_OUTPUT, begin->fd()) != 0) {
+      return unavailable(Reason(ErrnoStatus(errno, "PERF_EVENT_IOC_SET_OUTPUT (lock ring)")));
+    }
+    ring.begin = *std::move(begin);
+    ring.end = *std::move(end);
+    ring.ring = *std::move(mapped);
+    lock_rings_.push_back(std::move(ring));
+  }
+  std::string source = absl::StrCat(
+      "tracepoints lock:contention_begin/end sampled (tid, time, lock address) into one ",
+      options.lock_ring_pages, "-page ring per CPU, inherited; paired per task like perf lock");
+  SetSource(TaskCounter::kLockContended, true, source);
+  SetSource(TaskCounter::kLockWait, true, source);
+}
+
+void TaskCounters::SetSource(TaskCounter counter, bool available, std::string source) {
+  for (CounterSource& existing : sources_) {
+    if (existing.counter == counter) {
+      existing.available = available;
+      existing.source = std::move(source);
+      return;
+    }
+  }
+  sources_.push_back(CounterSource{counter, available, std::move(source)});
+}
+
+bool TaskCounters::available(TaskCounter counter) const {
+  for (const CounterSource& source : sources_) {
+    if (source.counter == counter) return source.available;
+  }
+  return false;
+}
+
+absl::StatusOr<TaskCounters::Totals> TaskCounters::Read() {
+  Totals totals;
+  if (leader_.valid()) {
+    std::vector<uint64_t> values(members_.size() + 2);
+    ssize_t n = read(leader_.fd(), values.data(), values.size() * sizeof(uint64_t));
+    if (n < 0) return ErrnoStatus(errno, "read the attribution counters");
+    if (static_cast<size_t>(n) < sizeof(uint64_t) || values[0] != members_.size() + 1) {
+      return absl::InternalError("attribution counter group read returned a short group");
+    }
+    totals.group.assign(values.begin() + 1, values.end());
+  }
+  rusage self{}, children{};
+  getrusage(RUSAGE_SELF, &self);
+  getrusage(RUSAGE_CHILDREN, &children);
+  totals.rusage_switches = static_cast<uint64_t>(self.ru_nvcsw + self.ru_nivcsw +
+                                                 children.ru_nvcsw + children.ru_nivcsw);
+  totals.rusage_faults = static_cast<uint64_t>(self.ru_minflt + self.ru_majflt +
+                                               children.ru_minflt + children.ru_majflt);
+  return totals;
+}
+
+void TaskCounters::DrainLocks(bool keep, std::vector<LockSample>* samples, uint64_t* lost) {
+  for (LockRing& ring : lock_rings_) {
+    absl::StatusOr<RingBuffer::Consumed> consumed =
+        ring.ring.Consume([&](const perf_event_header& header, absl::Span<const uint8_t> record) {
+          if (!keep) return;
+          if (header.type == PERF_RECORD_LOST) {
+            uint64_t lost_now = 0;
+            if (ReadAt(record, sizeof(header) + 8, &lost_now)) *lost += lost_now;
+            return;
+          }
+          absl::StatusOr<LockSample> sample = ParseLockSample(record, lock_begin_id_, lock_end_id_);
+          if (sample.ok()) samples->push_back(*sample);
+        });
+    // A corrupt ring was reset by Consume; what it held is lost, and said so.
+    if (!consumed.ok() && keep) ++*lost;
+  }
+}
+
+absl::Status TaskCounters::Start() {
+  DrainLocks(/*keep=*/false, nullptr, nullptr);
+  absl::StatusOr<Totals> totals = Read();
+  if (!totals.ok()) return totals.status();
+  start_ = *std::move(totals);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TaskCounts> TaskCounters::Stop() {
+  absl::StatusOr<Totals> end = Read();
+  if (!end.ok()) return end.status();
+  auto delta = [&](int index) -> uint64_t {
+    if (index < 0 || static_cast<size_t>(index) >= end->group.size() ||
+        static_cast<size_t>(index) >= start_.group.size()) {
+      return 0;
+    }
+    return end->group[static_cast<size_t>(index)] - start_.group[static_cast<size_t>(index)];
+  };
+  TaskCounts counts;
+  counts.ipis_sent = delta(ipi_cpu_index_);
+  for (int index : ipi_mask_target_indexes_) counts.ipis_sent += delta(index);
+  counts.ipi_mask_calls = delta(ipi_mask_calls_index_);
+  counts.xcalls = delta(xcalls_index_);
+  counts.ctx_switches =
+      switches_index_ >= 0 ? delta(switches_index_) : end->rusage_switches - start_.rusage_switches;
+  counts.cpu_migrations = delta(migrations_index_);
+  counts.page_faults =
+      faults_index_ >= 0 ? delta(faults_index_) : end->rusage_faults - start_.rusage_faults;
+  if (!lock_rings_.empty()) {
+    std::vector<LockSample> samples;
+    DrainLocks(/*keep=*/true, &samples, &counts.lock_records_lost);
+    LockWaits waits = PairLockContention(std::move(samples));
+    counts.lock_contended = waits.contended;
+    counts.lock_wait_ns = waits.wait_ns;
+  }
+  return counts;
+}
+
+}  // namespace perfscale

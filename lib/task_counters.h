@@ -1,0 +1,172 @@
+// Counts what the benchmark's own tasks cause in the kernel: IPIs they send, cross-CPU
+// function calls they queue, kernel lock contention and the time they wait for it,
+// context switches, CPU migrations and page faults. Only the calling thread and the
+// threads and processes it creates *after* Open are counted (perf_event_open with
+// pid 0 and inherit), never the rest of the machine, so another process flooding the
+// machine with IPIs does not change the figures.
+//
+// Sources (each counter falls back on its own; sources() says which one it used):
+// - ipis_sent: counting events on ipi:ipi_send_cpu (one hit = one IPI) and
+//   ipi:ipi_send_cpumask, the latter opened once per target CPU with the filter
+//   "cpumask & CPUS{n}" (Linux 6.6+), so each hit counts one target. Where the filter
+//   is refused, ipi_mask_calls counts cpumask calls (one call = one or more IPIs).
+// - xcalls: csd:csd_queue_cpu (one cross-CPU function call queued, IPI or not).
+// - lock_contended, lock_wait: lock:contention_begin/end sampled (time, tid, lock
+//   address) into one small ring buffer per CPU, drained at each read and paired per
+//   task the way `perf lock contention` pairs them.
+// - ctx_switches, cpu_migrations, page_faults: software counting events; without
+//   perf permission, ctx_switches and page_faults come from getrusage (this process
+//   and reaped children) and cpu_migrations is unavailable.
+// The counting events form one group read with one read(2): a snapshot of all of them.
+//
+// Example:
+//   std::unique_ptr<perfscale::TaskCounters> counters = perfscale::TaskCounters::Open();
+//   ... create the benchmark's threads ...
+//   counters->Start();
+//   for (auto _ : state) { ... }
+//   absl::StatusOr<perfscale::TaskCounts> counts = counters->Stop();
+#ifndef PERFSCALE_LIB_TASK_COUNTERS_H_
+#define PERFSCALE_LIB_TASK_COUNTERS_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "lib/perf_event.h"
+#include "lib/ring_buffer.h"
+
+namespace perfscale {
+
+// The counters, by the name prefix every family reports (`<name>/op`, `<name>/fd`, ...).
+enum class TaskCounter {
+  kIpisSent,
+  kIpiMaskCalls,
+  kXcalls,
+  kLockContended,
+  kLockWait,
+  kCtxSwitches,
+  kCpuMigrations,
+  kPageFaults,
+};
+
+// What the counted tasks caused between Start and Stop.
+struct TaskCounts {
+  uint64_t ipis_sent = 0;
+  uint64_t ipi_mask_calls = 0;  // only where per-target counting is refused
+  uint64_t xcalls = 0;
+  uint64_t lock_contended = 0;
+  uint64_t lock_wait_ns = 0;
+  uint64_t lock_records_lost = 0;  // lock samples the ring buffers had no room for
+  uint64_t ctx_switches = 0;
+  uint64_t cpu_migrations = 0;
+  uint64_t page_faults = 0;
+  TaskCounts& operator+=(const TaskCounts& other);
+  uint64_t Count(TaskCounter counter) const;  // lock_wait in ns
+};
+
+inline constexpr TaskCounter kAllTaskCounters[] = {
+    TaskCounter::kIpisSent,      TaskCounter::kIpiMaskCalls, TaskCounter::kXcalls,
+    TaskCounter::kLockContended, TaskCounter::kLockWait,     TaskCounter::kCtxSwitches,
+    TaskCounter::kCpuMigrations, TaskCounter::kPageFaults,
+};
+const char* TaskCounterName(TaskCounter counter);  // "ipis_sent", ..., "lock_wait_us"
+
+// Where one counter comes from, or, when `available` is false, why it is missing.
+struct CounterSource {
+  TaskCounter counter;
+  bool available = false;
+  std::string source;
+};
+
+// One lock:contention_begin/end hit, as sampled.
+struct LockSample {
+  uint32_t tid = 0;
+  uint64_t time_ns = 0;
+  uint64_t lock_addr = 0;
+  bool begin = false;
+};
+
+// Decodes one PERF_RECORD_SAMPLE (header included) of sample_type TID | TIME | RAW from
+// a contention tracepoint; the raw payload's common_type tells begin from end.
+// InvalidArgument for a record of another shape or tracepoint.
+absl::StatusOr<LockSample> ParseLockSample(absl::Span<const uint8_t> record, uint16_t begin_id,
+                                           uint16_t end_id);
+
+struct LockWaits {
+  uint64_t contended = 0;  // accepted begins
+  uint64_t wait_ns = 0;    // sum of begin..end intervals that closed
+  uint64_t unmatched_ends = 0;
+};
+
+// Pairs samples per task in time order, as perf's lock contention BPF program does: a
+// begin while the task already waits is part of the same wait (a mutex's optimistic spin
+// then sleep), and only an end for the same lock address closes it. Waits that began
+// before the samples (an end with no begin) and waits still open are not timed.
+LockWaits PairLockContention(std::vector<LockSample> samples);
+
+class TaskCounters {
+ public:
+  struct Options {
+    // Data pages per CPU for the lock samples (32 bytes each), a power of two.
+    uint64_t lock_ring_pages = 16;
+  };
+  // Opens everything it can on the calling thread, with inherit; never fails: what it
+  // could not open is in sources() with the reason.
+  static std::unique_ptr<TaskCounters> Open(const Options& options);
+  static std::unique_ptr<TaskCounters> Open() { return Open(Options{}); }
+
+  TaskCounters(const TaskCounters&) = delete;
+  TaskCounters& operator=(const TaskCounters&) = delete;
+  ~TaskCounters();
+
+  absl::Status Start();
+  absl::StatusOr<TaskCounts> Stop();
+
+  bool available(TaskCounter counter) const;
+  const std::vector<CounterSource>& sources() const { return sources_; }
+
+ private:
+  struct Totals {
+    std::vector<uint64_t> group;  // group read values, by member index
+    uint64_t rusage_switches = 0;
+    uint64_t rusage_faults = 0;
+  };
+  struct LockRing {
+    PerfEvent begin;
+    PerfEvent end;
+    RingBuffer ring;
+  };
+  TaskCounters() = default;
+  int AddMember(const perf_event_attr& attr, const char* what, std::string* why_not);
+  void OpenIpiCounters();
+  void OpenLockRings(const Options& options);
+  void SetSource(TaskCounter counter, bool available, std::string source);
+  absl::StatusOr<Totals> Read();
+  // Drains every lock ring; keeps the samples only when `keep`.
+  void DrainLocks(bool keep, std::vector<LockSample>* samples, uint64_t* lost);
+
+  PerfEvent leader_;
+  std::vector<PerfEvent> members_;  // group members after the leader
+  int ipi_cpu_index_ = -1;
+  std::vector<int> ipi_mask_target_indexes_;  // one per target CPU
+  int ipi_mask_calls_index_ = -1;
+  int xcalls_index_ = -1;
+  int switches_index_ = -1;
+  int migrations_index_ = -1;
+  int faults_index_ = -1;
+  std::vector<LockRing> lock_rings_;
+  uint16_t lock_begin_id_ = 0;
+  uint16_t lock_end_id_ = 0;
+  std::vector<CounterSource> sources_;
+  Totals start_;
+};
+
+}  // namespace perfscale
+
+#endif  // PERFSCALE_LIB_TASK_COUNTERS_H_

@@ -1,0 +1,193 @@
+// TaskCounters on this kernel: tasks that cause a known number of IPIs, cross-CPU calls,
+// context switches, page faults and migrations get that count, tasks created before the
+// counters were opened are not counted, and contended kernel locks show up with a wait.
+// Tracepoint counters skip (with the reason) where tracefs or the permission is missing.
+#include <sched.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "lib/background_threads.h"
+#include "lib/cpu_set.h"
+#include "lib/perf_attr.h"
+#include "lib/perf_event.h"
+#include "lib/task_counters.h"
+
+namespace perfscale {
+namespace {
+
+volatile char watched;
+
+std::string Sources(const TaskCounters& counters) {
+  std::string text;
+  for (const CounterSource& source : counters.sources()) {
+    text += std::string(TaskCounterName(source.counter)) + ": " + source.source + "\n";
+  }
+  return text;
+}
+
+// Toggles an inherited breakpoint `toggles` times from CPU `from` while `threads` parked
+// children that inherited it sit on CPU `children_on`.
+TaskCounts CountToggles(int from, int children_on, int threads, int toggles) {
+  std::unique_ptr<TaskCounters> counters = TaskCounters::Open();
+  if (!counters->available(TaskCounter::kIpisSent) || !counters->available(TaskCounter::kXcalls)) {
+    ADD_FAILURE() << "needs ipi and csd tracepoints:\n" << Sources(*counters);
+    return {};
+  }
+  absl::StatusOr<ScopedAffinity> pin = ScopedAffinity::PinTo(from);
+  EXPECT_TRUE(pin.ok()) << pin.status();
+  BreakpointSpec spec;
+  spec.address = &watched;
+  spec.inherit = true;
+  absl::StatusOr<PerfEvent> breakpoint = PerfEvent::Open(BreakpointAttr(spec), 0, -1);
+  if (!breakpoint.ok()) {
+    ADD_FAILURE() << breakpoint.status();
+    return {};
+  }
+  absl::StatusOr<std::unique_ptr<BackgroundThreads>> parked =
+      BackgroundThreads::Start(BackgroundThreads::kParked, threads, {children_on});
+  EXPECT_TRUE(parked.ok()) << parked.status();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // parked for good
+  EXPECT_TRUE(counters->Start().ok());
+  for (int i = 0; i < toggles; ++i) {
+    EXPECT_TRUE(breakpoint->Disable().ok());
+    EXPECT_TRUE(breakpoint->Enable().ok());
+  }
+  absl::StatusOr<TaskCounts> counts = counters->Stop();
+  EXPECT_TRUE(counts.ok()) << counts.status();
+  return counts.ok() ? *counts : TaskCounts{};
+}
+
+class TaskCountersKernelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::unique_ptr<TaskCounters> probe = TaskCounters::Open();
+    if (!probe->available(TaskCounter::kXcalls)) {
+      GTEST_SKIP() << "no attributable tracepoints here:\n" << Sources(*probe);
+    }
+    absl::StatusOr<std::vector<int>> online = OnlineCpus();
+    ASSERT_TRUE(online.ok()) << online.status();
+    cpus_ = *online;
+  }
+  std::vector<int> cpus_;
+};
+
+TEST_F(TaskCountersKernelTest, EachInheritedCopyOnAnotherCpuCostsOneIpiPerDisableAndEnable) {
+  if (cpus_.size() < 2) GTEST_SKIP() << "needs 2 online CPUs";
+  constexpr int kThreads = 4;
+  constexpr int kToggles = 500;
+  TaskCounts counts = CountToggles(cpus_[0], cpus_[1], kThreads, kToggles);
+  // task_function_call per copy, to the CPU its thread last ran on: 2 per toggle each.
+  // A stray wakeup or reschedule IPI may add a few; never fewer.
+  const uint64_t exact = 2u * kThreads * kToggles;
+  EXPECT_EQ(counts.xcalls, exact);
+  EXPECT_GE(counts.ipis_sent, exact);
+  EXPECT_LE(counts.ipis_sent, exact + exact / 100);
+}
+
+TEST_F(TaskCountersKernelTest, CopiesOnTheTogglersCpuNeedNoIpi) {
+  constexpr int kToggles = 500;
+  TaskCounts counts = CountToggles(cpus_[0], cpus_[0], 4, kToggles);
+  EXPECT_LE(counts.ipis_sent, static_cast<uint64_t>(kToggles / 100));
+  EXPECT_LE(counts.xcalls, static_cast<uint64_t>(kToggles / 100));
+}
+
+TEST_F(TaskCountersKernelTest, CountsSleepsAsContextSwitchesOfAChildThread) {
+  std::unique_ptr<TaskCounters> counters = TaskCounters::Open();
+  ASSERT_TRUE(counters->available(TaskCounter::kCtxSwitches));
+  ASSERT_TRUE(counters->Start().ok());
+  constexpr int kSleeps = 200;
+  std::thread sleeper([] {
+    for (int i = 0; i < kSleeps; ++i) {
+      timespec tiny{0, 1000};
+      nanosleep(&tiny, nullptr);
+    }
+  });
+  sleeper.join();
+  absl::StatusOr<TaskCounts> counts = counters->Stop();
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  // One switch out per sleep; a busy machine may preempt a few more times, and the main
+  // thread switches out once to wait for the join.
+  EXPECT_GE(counts->ctx_switches, static_cast<uint64_t>(kSleeps));
+  EXPECT_LE(counts->ctx_switches, static_cast<uint64_t>(kSleeps + kSleeps / 5 + 5));
+}
+
+TEST_F(TaskCountersKernelTest, CountsFirstTouchesAsPageFaultsButNotAnOlderThread) {
+  const long page = sysconf(_SC_PAGESIZE);
+  constexpr int kPages = 256;
+  auto touch_fresh_pages = [page]() {
+    void* memory = mmap(nullptr, static_cast<size_t>(page) * kPages, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (memory == MAP_FAILED) return;
+    for (int i = 0; i < kPages; ++i) static_cast<volatile char*>(memory)[i * page] = 1;
+    munmap(memory, static_cast<size_t>(page) * kPages);
+  };
+  // Created before the counters: its faults are not the counted tasks'.
+  std::atomic<bool> go{false};
+  std::thread older([&] {
+    while (!go.load()) std::this_thread::yield();
+    for (int i = 0; i < 4; ++i) touch_fresh_pages();
+  });
+  std::unique_ptr<TaskCounters> counters = TaskCounters::Open();
+  ASSERT_TRUE(counters->available(TaskCounter::kPageFaults));
+  ASSERT_TRUE(counters->Start().ok());
+  go.store(true);
+  std::thread counted(touch_fresh_pages);
+  counted.join();
+  older.join();
+  absl::StatusOr<TaskCounts> counts = counters->Stop();
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  EXPECT_GE(counts->page_faults, static_cast<uint64_t>(kPages));
+  EXPECT_LT(counts->page_faults, static_cast<uint64_t>(2 * kPages));  // not the older 4x
+}
+
+TEST_F(TaskCountersKernelTest, CountsMigrationsBetweenCpus) {
+  if (cpus_.size() < 2) GTEST_SKIP() << "needs 2 online CPUs";
+  std::unique_ptr<TaskCounters> counters = TaskCounters::Open();
+  ASSERT_TRUE(counters->available(TaskCounter::kCpuMigrations));
+  ASSERT_TRUE(counters->Start().ok());
+  constexpr int kMoves = 20;
+  std::thread mover([this] {
+    for (int i = 0; i < kMoves; ++i) {
+      absl::StatusOr<ScopedAffinity> pin = ScopedAffinity::PinTo(cpus_[i % 2]);
+      sched_yield();
+    }
+  });
+  mover.join();
+  absl::StatusOr<TaskCounts> counts = counters->Stop();
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  EXPECT_GE(counts->cpu_migrations, static_cast<uint64_t>(kMoves / 2));
+}
+
+TEST_F(TaskCountersKernelTest, ContendedMmapLockShowsAsLockWaits) {
+  if (cpus_.size() < 2) GTEST_SKIP() << "needs 2 online CPUs";
+  std::unique_ptr<TaskCounters> counters = TaskCounters::Open();
+  if (!counters->available(TaskCounter::kLockWait)) GTEST_SKIP() << Sources(*counters);
+  ASSERT_TRUE(counters->Start().ok());
+  // Two threads on two CPUs taking the process's mmap lock for writing, over and over.
+  auto churn = [](int cpu) {
+    absl::StatusOr<ScopedAffinity> pin = ScopedAffinity::PinTo(cpu);
+    for (int i = 0; i < 20000; ++i) {
+      void* memory = mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (memory != MAP_FAILED) munmap(memory, 4096);
+    }
+  };
+  std::thread a(churn, cpus_[0]);
+  std::thread b(churn, cpus_[1]);
+  a.join();
+  b.join();
+  absl::StatusOr<TaskCounts> counts = counters->Stop();
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  EXPECT_GT(counts->lock_contended, 0u);
+  EXPECT_GT(counts->lock_wait_ns, 0u);
+}
+
+}  // namespace
+}  // namespace perfscale
