@@ -69,6 +69,15 @@ TEST_F(BreakpointBinaryTest, JsonHasTheBenchmarksCountersAndContext) {
     EXPECT_EQ(value->type, Json::kString) << key;
     EXPECT_FALSE(value->string.empty()) << key;
   }
+  // Which source each kernel-cost counter used: a JSON object in a string.
+  const Json* sources = context->Find("counter_sources");
+  ASSERT_NE(sources, nullptr);
+  absl::StatusOr<Json> parsed_sources = ParseJson(sources->string);
+  ASSERT_TRUE(parsed_sources.ok()) << parsed_sources.status() << ": " << sources->string;
+  for (const char* key : {"ipis_sent", "xcalls", "lock_contended", "lock_wait_us", "ctx_switches",
+                          "cpu_migrations", "page_faults", "ipis_system", "sys_us"}) {
+    EXPECT_NE(parsed_sources->Find(key), nullptr) << "counter_sources has no " << key;
+  }
   utsname names{};
   ASSERT_EQ(uname(&names), 0);
   EXPECT_EQ(context->Find("kernel_release")->string, names.release);
@@ -184,6 +193,7 @@ TEST_F(BreakpointBinaryTest, BadValuesExitTwoNamingTheFlagBeforeRunning) {
       {{"--passive=-1"}, "--passive: -1 is out of range"},
       {{"--active=4-2"}, "--active: descending range '4-2'"},
       {{"--placement=bogus"}, "--placement: unknown value 'bogus'"},
+      {{"--attribution=maybe"}, "--attribution: 'maybe' is not true or false"},
       {{"--unknown_flag=1"}, "unknown flag --unknown_flag"},
       {{"--threads"}, "flag --threads needs a value"},
       {{"stray"}, "unexpected argument 'stray'"},
