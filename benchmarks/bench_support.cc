@@ -11,9 +11,9 @@ namespace perfscale {
 namespace {
 
 Flag& attribution_flag =
-    DefineFlag("attribution", "true",
-               "count what the benchmark's own tasks cause (ipis_sent, xcalls, lock_contended, "
-               "lock_wait_us, ctx_switches, cpu_migrations, page_faults per op)");
+    DefineBoolFlag("attribution", true,
+                   "count what the benchmark's own tasks cause (ipis_sent, xcalls, lock_contended, "
+                   "lock_wait_us, ctx_switches, cpu_migrations, page_faults per op)");
 
 bool AttributionOn() { return attribution_flag.bool_value(); }
 

@@ -26,7 +26,8 @@
 //   Counters: records and bytes per iteration, usecs/record (perf bench's "time per
 //   event"), records/s, the workers used, tasks_vanished (tasks that exited mid-read);
 //   for `mutex`, mutex_wait_share: the share of the workers' time spent waiting for the
-//   lock; ipis/record and sys_us/record.
+//   lock; the kernel-cost counters per record (ipis_sent/record, ..., ipis_system/record,
+//   sys_us/record: bench_support.h).
 //
 // Manual time: only the synthesis is timed (workers run on other CPUs, so it is wall
 // time). Privileges: none to synthesize our own children; other users' maps need root
@@ -173,7 +174,10 @@ void BM_Synthesize(benchmark::State& state, Params params, Settings settings) {
   uint64_t records = 0, bytes = 0, tasks_vanished = 0;
   double seconds = 0, worker_seconds = 0, wait_seconds = 0;
   int workers_used = 0;
-  KernelCostMeter meter;
+  // After the controlled tree: its processes are what is read, idle while timed, and are
+  // not the benchmark's work. The workers are created inside the timed region, so they
+  // inherit the attribution counters.
+  KernelCostMeter meter = BenchmarkMeter();
   if (!StartOrSkip(state, meter)) return;
   for (auto _ : state) {
     if (SkipIfError(state, (*synth)->Reset())) return;

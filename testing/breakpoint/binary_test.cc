@@ -193,7 +193,7 @@ TEST_F(BreakpointBinaryTest, BadValuesExitTwoNamingTheFlagBeforeRunning) {
       {{"--passive=-1"}, "--passive: -1 is out of range"},
       {{"--active=4-2"}, "--active: descending range '4-2'"},
       {{"--placement=bogus"}, "--placement: unknown value 'bogus'"},
-      {{"--attribution=maybe"}, "--attribution: 'maybe' is not true or false"},
+      {{"--attribution=maybe"}, "--attribution: 'maybe' is not a boolean"},
       {{"--unknown_flag=1"}, "unknown flag --unknown_flag"},
       {{"--threads"}, "flag --threads needs a value"},
       {{"stray"}, "unexpected argument 'stray'"},
