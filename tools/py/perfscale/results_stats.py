@@ -25,6 +25,8 @@ import zlib
 import numpy
 from scipy.stats import mannwhitneyu
 
+from perfscale import results_io
+
 # compare.py (gbench/report.py UTEST_OPTIMAL_REPETITIONS) calls fewer "unreliable".
 DEFAULT_MIN_REPETITIONS = 9
 DEFAULT_ALPHA = 0.05
@@ -41,12 +43,11 @@ COUNTS = "counts up"  # time not judged slower, but an attributed count rose
 TOO_FEW, MISSING, ERROR = "too few repetitions", "not compared", "error"
 JUDGED = (SLOWER, FASTER, SAME, COUNTS)
 
-# The attributed counters (the attribution issue's names, before the /unit). The counts
-# gate; the times (lock_wait_us, sys_us) are too noisy to gate but are shown when moved.
-ATTRIBUTED = ("ipis_sent", "xcalls", "lock_contended", "lock_wait_us", "ctx_switches",
-              "cpu_migrations", "page_faults", "sys_us")
-GATED_COUNTS = ("ipis_sent", "xcalls", "lock_contended", "ctx_switches", "cpu_migrations",
-                "page_faults")
+# The attributed counters (before the /unit). The counts gate; the times (lock_wait_us,
+# sys_us) are too noisy to gate but are shown when moved.
+ATTRIBUTED = results_io.ATTRIBUTED_COUNTERS
+GATED_COUNTS = ("ipis_sent", "ipi_mask_calls", "xcalls", "lock_contended", "ctx_switches",
+                "cpu_migrations", "page_faults")
 REAL_TIME = "real_time"  # the metric name of a benchmark's time in the calibration
 NOISY_VARIANT = "placement:unpinned"
 
