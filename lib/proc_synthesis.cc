@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -150,7 +151,15 @@ absl::Status ProcSynthesizer::SynthesizeProcess(pid_t pid, RecordSink& sink) {
   tids_.clear();
   absl::Status listed = ReadIds(fd, dirents_, tids_, path_.c_str());
   close(fd);
-  if (!listed.ok()) return listed;
+  if (!listed.ok()) {
+    // A process that exits between the open and the listing answers ENOENT: gone, like
+    // a failed open, not an error that would skip the whole system-wide benchmark.
+    if (std::optional<int> err = StatusErrno(listed); err && IsGone(*err)) {
+      ++counts_.tasks_vanished;
+      return absl::OkStatus();
+    }
+    return listed;
+  }
   for (pid_t tid : tids_) {
     if (absl::Status status = SynthesizeTask(pid, tid, sink); !status.ok()) return status;
   }
