@@ -36,8 +36,9 @@ std::string JsonString(absl::string_view text) {
 
 }  // namespace
 
-KernelCostMeter BenchmarkMeter(bool include_children) {
-  return KernelCostMeter(include_children, AttributionOn());
+KernelCostMeter BenchmarkMeter(bool include_children, bool attribute_by_default) {
+  bool attribute = attribution_flag.is_set() ? AttributionOn() : attribute_by_default;
+  return KernelCostMeter(include_children, attribute);
 }
 
 std::string CounterSourcesJson() {

@@ -25,7 +25,9 @@ bool SkipIfError(benchmark::State& state, const absl::Status& status);
 // The meter of every family: with the attributed counters of lib/task_counters.h unless
 // --attribution=false. Construct it before the benchmark creates the threads or processes
 // whose cost it should count: only tasks created afterwards inherit the counters.
-KernelCostMeter BenchmarkMeter(bool include_children = false);
+// `attribute_by_default` false: only with an explicit --attribution=true (for benchmarks
+// whose figure the inherited counters would change, e.g. thread creation).
+KernelCostMeter BenchmarkMeter(bool include_children = false, bool attribute_by_default = true);
 
 // The run context's "counter_sources": a JSON object from each counter's name prefix
 // (ipis_sent, ..., ipis_system, sys_us) to where it came from, or "unavailable: why".
