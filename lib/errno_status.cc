@@ -48,7 +48,9 @@ absl::StatusCode CodeFor(int err) {
 // glibc names every errno it knows (strerrorname_np, glibc 2.32); a number it does not
 // know is shown as such rather than as a bare "errno".
 std::string ErrnoName(int err) {
+#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 32)
   if (const char* name = strerrorname_np(err); name != nullptr) return name;
+#endif
   return absl::StrCat("errno ", err);
 }
 
