@@ -100,8 +100,6 @@ class Hostile(unittest.TestCase):
     def test_low_address_space_memory_sink(self):
         # The in-memory output is sized from the workload: a small one fits under a low
         # `ulimit -v` (1 GiB was reserved up front whatever the workload).
-        if "ASAN_OPTIONS" in os.environ:
-            self.skipTest("AddressSanitizer reserves terabytes of address space")
         report = self.run_binary(
             prefix=["prlimit", "--as=300000000"],
             flags=QUICK + ["--synth_processes=10", "--synth_workers=1,2",
@@ -243,6 +241,31 @@ def is_zombie_reaped_elsewhere(pid):
         return True
 
 
+# Cases no sanitizer build can take part in: AddressSanitizer reserves terabytes of
+# address space, so no address-space limit leaves it room. They run as their own target
+# (`--only-unsanitizable`, tagged noasan), which the sanitizer passes leave out, so that
+# neither pass reports them as skipped.
+UNSANITIZABLE = {"test_low_address_space_memory_sink"}
+ONLY_UNSANITIZABLE = False
+
+
+def load_tests(loader, tests, pattern):
+    def cases(suite):
+        for test in suite:
+            if isinstance(test, unittest.TestSuite):
+                yield from cases(test)
+            else:
+                yield test
+    chosen = unittest.TestSuite()
+    for case in cases(tests):
+        if (getattr(case, "_testMethodName", "") in UNSANITIZABLE) == ONLY_UNSANITIZABLE:
+            chosen.addTest(case)
+    return chosen
+
+
 if __name__ == "__main__":
     BINARY = sys.argv.pop(1)
+    if "--only-unsanitizable" in sys.argv:
+        sys.argv.remove("--only-unsanitizable")
+        ONLY_UNSANITIZABLE = True
     unittest.main(verbosity=2)

@@ -2,4 +2,6 @@
 # Runs the Python test named by $1 with Debian's python3 on //benchmarks:suite from the runfiles.
 set -eu
 here="${TEST_SRCDIR}/${TEST_WORKSPACE}"
-exec /usr/bin/python3 "${here}/testing/hostile/$1" "${here}/benchmarks/suite"
+script=$1
+shift
+exec /usr/bin/python3 "${here}/testing/hostile/${script}" "${here}/benchmarks/suite" "$@"

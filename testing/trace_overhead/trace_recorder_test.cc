@@ -324,7 +324,10 @@ TEST(TraceRecorderTest, FileSinkWritesEveryByteAndLeavesNoFile) {
   rmdir(dir.c_str());
   if (!skip.empty()) GTEST_SKIP() << skip;
   ASSERT_TRUE(run.ok()) << run.status();
-  EXPECT_GT(run->stats.bytes, 8u * 4096);  // the 32 KiB buffer wrapped
+  // The 32 KiB buffer filled: either the reader drained more than it holds, or, when the
+  // reader fell behind (a loaded machine), the kernel dropped what did not fit.
+  EXPECT_TRUE(run->stats.bytes > 8u * 4096 || run->stats.lost > 0)
+      << "bytes " << run->stats.bytes << ", lost " << run->stats.lost;
   EXPECT_EQ(run->stats.bytes_written, run->stats.bytes);
 }
 
