@@ -109,7 +109,10 @@ TEST(AttributionFloodTest, AttributedCountsIgnoreAnotherProcesssIpis) {
   // 2 per inherited copy per toggle (README, "Attributed counters"): 16 for 8 copies.
   EXPECT_NEAR(quiet.xcalls, 16.0, 16.0 * 0.02);
   EXPECT_NEAR(flooded.xcalls, quiet.xcalls, quiet.xcalls * 0.02);
-  EXPECT_NEAR(flooded.ipis_sent, quiet.ipis_sent, quiet.ipis_sent * 0.02);
+  // An IPI goes only to a target that is not polling in idle (README, "Attributed
+  // counters"): at most one per queued call, fewer on a quiet machine whose other CPU idles.
+  EXPECT_LE(quiet.ipis_sent, quiet.xcalls * 1.02);
+  EXPECT_LE(flooded.ipis_sent, flooded.xcalls * 1.02);
   // ipis_system/op grows by the flood's IPIs during each toggle, but on a machine that
   // other work already keeps busy with IPIs that growth is within their noise: printed,
   // not asserted (README, "Attributed counters").
