@@ -85,11 +85,15 @@ TEST_F(TaskCountersKernelTest, EachInheritedCopyOnAnotherCpuCostsOneIpiPerDisabl
   constexpr int kToggles = 500;
   TaskCounts counts = CountToggles(cpus_[0], cpus_[1], kThreads, kToggles);
   // task_function_call per copy, to the CPU its thread last ran on: 2 per toggle each.
-  // A stray wakeup or reschedule IPI may add a few; never fewer.
+  // A stray cross-CPU call of the counted tasks (a thread's start or exit) may add a few;
+  // never fewer.
   const uint64_t exact = 2u * kThreads * kToggles;
-  EXPECT_EQ(counts.xcalls, exact);
-  EXPECT_GE(counts.ipis_sent, exact);
-  EXPECT_LE(counts.ipis_sent, exact + exact / 100);
+  EXPECT_GE(counts.xcalls, exact);
+  EXPECT_LE(counts.xcalls, exact + exact / 100);
+  // An IPI only where the target was not polling in idle (kernel/smp.c): on a quiet
+  // machine many calls need none, so at most one per call, and some.
+  EXPECT_GT(counts.ipis_sent, 0u);
+  EXPECT_LE(counts.ipis_sent, counts.xcalls + exact / 100);
 }
 
 TEST_F(TaskCountersKernelTest, CopiesOnTheTogglersCpuNeedNoIpi) {
@@ -106,8 +110,10 @@ TEST_F(TaskCountersKernelTest, CountsSleepsAsContextSwitchesOfAChildThread) {
   constexpr int kSleeps = 200;
   std::thread sleeper([] {
     for (int i = 0; i < kSleeps; ++i) {
-      timespec tiny{0, 1000};
-      nanosleep(&tiny, nullptr);
+      // 1 ms, so the timer cannot expire before the thread schedules out (a 1 us one,
+      // with timer slack, sometimes did on a quiet machine: 190 switches for 200 sleeps).
+      timespec short_sleep{0, 1000 * 1000};
+      nanosleep(&short_sleep, nullptr);
     }
   });
   sleeper.join();
