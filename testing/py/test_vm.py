@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import subprocess
+import warnings
 
 import pytest
 
@@ -327,10 +328,23 @@ def test_debian_guest_runs_quick_suite(tmp_path):
     if reason:
         pytest.skip(reason)
     out = tmp_path / "guest.json"
-    result = perfscale_vm(tmp_path, "--kernel", "debian:6.1-cloud", "--cpus", "4",
-                          "--timeout", "540", "--", "run", "--quick", "--out", str(out),
-                          timeout=600)
+    # The quick suite takes 20-40 s in this guest, but Debian's 6.1 kernels under TCG
+    # sometimes soft-lock a CPU mid-suite (README, "Before Linux 6.4"; cause open). A hung
+    # guest must end cleanly within --timeout, and is tried again, said as a warning; any
+    # other failure fails at once, and so do three hangs in a row.
+    hangs = []
+    for _ in range(3):
+        result = perfscale_vm(tmp_path, "--kernel", "debian:6.1-cloud", "--cpus", "4",
+                              "--timeout", "150", "--", "run", "--quick", "--out", str(out),
+                              timeout=240)
+        if result.returncode == 0 or "did not finish in" not in result.stderr:
+            break
+        assert qemu_processes_under(tmp_path) == []
+        hangs.append(result.stderr.strip().splitlines()[-1])
     assert result.returncode == 0, result.stderr[-3000:]
+    if hangs:
+        warnings.warn("the 6.1 guest hung %d time(s) before a run finished: %s"
+                      % (len(hangs), hangs))
     results = results_io.load_results(str(out))
     context = results.context
     assert context["kernel_release"].startswith("6.1.0-")
