@@ -15,8 +15,9 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import unittest
+
+from executable_copy import executable_copy
 
 SUITE = None
 ROOT = None  # the runfiles tree the suite binary is in
@@ -60,12 +61,7 @@ class FreshMachine(unittest.TestCase):
         with open("/proc/filesystems") as f:
             if "tracefs" not in f.read():
                 raise unittest.SkipTest("this kernel has no tracefs: nothing to mount")
-        # A copy nobody can execute: the Bazel output tree lives under /root.
-        cls.dir = tempfile.mkdtemp(prefix="perfscale-fresh-")
-        os.chmod(cls.dir, 0o755)
-        cls.suite = os.path.join(cls.dir, "suite")
-        shutil.copy(SUITE, cls.suite)
-        os.chmod(cls.suite, 0o755)
+        cls.dir, cls.suite = executable_copy(SUITE, "perfscale-fresh-")
 
     @classmethod
     def tearDownClass(cls):

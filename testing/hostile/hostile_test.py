@@ -17,6 +17,8 @@ import tempfile
 import time
 import unittest
 
+from executable_copy import executable_copy
+
 BINARY = None
 QUICK = ["--quick=true", "--benchmark_min_time=0.001", "--benchmark_format=json"]
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
@@ -32,12 +34,7 @@ class Hostile(unittest.TestCase):
     def setUpClass(cls):
         if os.geteuid() != 0:
             raise unittest.SkipTest("needs root to create hostile environments")
-        # A copy another user can execute: the Bazel output tree lives under /root.
-        cls.dir = tempfile.mkdtemp(prefix="perfscale-hostile-")
-        os.chmod(cls.dir, 0o755)
-        cls.binary = os.path.join(cls.dir, "suite")
-        shutil.copy(BINARY, cls.binary)
-        os.chmod(cls.binary, 0o755)
+        cls.dir, cls.binary = executable_copy(BINARY, "perfscale-hostile-")
 
     @classmethod
     def tearDownClass(cls):
