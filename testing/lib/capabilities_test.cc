@@ -233,12 +233,17 @@ void* WaitForClose(void* pipe_read_end) {
   return nullptr;
 }
 
-// In a child that is `nobody` under RLIMIT_NPROC: creates as many threads as the probe
+// A user no process runs as: RLIMIT_NPROC counts the user's tasks, and the hostile tests
+// run their binaries as nobody in parallel with this one.
+constexpr uid_t kUnusedId = 3999999;
+
+// In a child that is kUnusedId under RLIMIT_NPROC: creates as many threads as the probe
 // promised. Exit status 0 when every one was created, else 1.
-[[noreturn]] void CreateTheBudgetAsNobody(rlim_t nproc) {
+[[noreturn]] void CreateTheBudgetAsUnusedUser(rlim_t nproc) {
   rlimit limit{nproc, nproc};
   if (setrlimit(RLIMIT_NPROC, &limit) != 0 || setgroups(0, nullptr) != 0 ||
-      setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0) {
+      setresgid(kUnusedId, kUnusedId, kUnusedId) != 0 ||
+      setresuid(kUnusedId, kUnusedId, kUnusedId) != 0) {
     _exit(3);
   }
   uint64_t budget = ProbeCapabilities().thread_budget;
@@ -266,10 +271,10 @@ void* WaitForClose(void* pipe_read_end) {
 TEST(ProbeCapabilitiesTest, ThreadBudgetUnderRlimitNprocCanAllBeCreated) {
   // `ulimit -u 501` once passed the check for 500 threads, then failed at thread 500:
   // RLIMIT_NPROC counts the user's existing tasks (this one included) too.
-  if (geteuid() != 0) GTEST_SKIP() << "needs root to become nobody under a limit";
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to become another user under a limit";
   pid_t child = fork();
   ASSERT_GE(child, 0);
-  if (child == 0) CreateTheBudgetAsNobody(40);
+  if (child == 0) CreateTheBudgetAsUnusedUser(40);
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status));
