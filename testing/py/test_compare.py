@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from conftest import data
-from perfscale import results_stats
+from perfscale.gate import stats as results_stats
 
 SLOWED = ("BM_BreakpointEnable/passive:8/active:0/placement:0/real_time",
           "BM_BreakpointThread/breakpoints:4/parallelism:2/threads:20/real_time")

@@ -8,7 +8,9 @@ import re
 import pytest
 
 from conftest import FAKE_RUN
-from perfscale import history, results_io, results_names, results_stats
+from perfscale.gate import stats as results_stats
+from perfscale.history import store as history
+from perfscale.results import io as results_io, names as results_names
 from perfscale.gate import confirm, floors
 
 OPTIONS = results_stats.Options()

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from conftest import FAKE_RUN, REPO_ROOT, data
-from perfscale import history
+from perfscale.history import store as history
 
 TOOLS_PY = os.path.join(REPO_ROOT, "tools", "py")
 
@@ -106,7 +106,7 @@ def test_a_nightly_killed_before_its_report_never_becomes_the_baseline(tmp_path)
     # A passing run that dies the way SIGKILL does, right after recording: no report.
     killed = _nightly_process(
         tmp_path, "--fixture=clean.json", prelude=(
-            "import os, signal\nfrom perfscale import nightly\n"
+            "import os, signal\nfrom perfscale.history import nightly\n"
             "nightly._write_report = lambda *a: os.kill(os.getpid(), signal.SIGKILL)"))
     assert killed.wait(120) == -signal.SIGKILL
     third = _nightly_process(tmp_path, "--fixture=base.json")

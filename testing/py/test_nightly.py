@@ -6,7 +6,7 @@ import sqlite3
 import pytest
 
 from conftest import FAKE_RUN
-from perfscale import history
+from perfscale.history import store as history
 
 SLOWED = ("BM_BreakpointEnable/passive:8/active:0/placement:0/real_time",
           "BM_BreakpointThread/breakpoints:4/parallelism:2/threads:20/real_time")
@@ -144,7 +144,7 @@ def test_compare_py_table_goes_into_the_report_even_without_the_baseline_file(ni
 
 
 def test_the_history_survives_a_write_that_fails_halfway(tmp_path, monkeypatch):
-    from perfscale import results_io
+    from perfscale.results import io as results_io
     conn = history.open_history(str(tmp_path / "h.sqlite"))
     results = results_io.load_results(os.path.join(os.path.dirname(__file__), "data",
                                                    "base.json"))
@@ -164,7 +164,7 @@ def test_the_history_survives_a_write_that_fails_halfway(tmp_path, monkeypatch):
 
 
 def test_a_run_rebuilt_from_the_history_has_the_same_medians(tmp_path):
-    from perfscale import results_io
+    from perfscale.results import io as results_io
     conn = history.open_history(str(tmp_path / "h.sqlite"))
     results = results_io.load_results(os.path.join(os.path.dirname(__file__), "data",
                                                    "base.json"))

@@ -6,7 +6,9 @@ import statistics
 import pytest
 
 from conftest import data
-from perfscale import history, results_headlines, results_io, results_stats
+from perfscale.gate import stats as results_stats
+from perfscale.history import store as history
+from perfscale.results import headlines as results_headlines, io as results_io
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

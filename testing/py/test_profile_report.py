@@ -4,7 +4,8 @@ import json
 import shutil
 
 from conftest import data
-from perfscale import report, results_io
+from perfscale.plots import report
+from perfscale.results import io as results_io
 
 PROFILE = {
     "event": "cpu-clock", "frequency_hz": 4000, "kernel_symbols": "ok",

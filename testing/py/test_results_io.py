@@ -6,7 +6,8 @@ import math
 import pytest
 
 from conftest import data
-from perfscale import results_comparepy, results_io, results_names
+from perfscale.results import (comparepy as results_comparepy, io as results_io,
+                               names as results_names)
 
 
 def _strict(text):

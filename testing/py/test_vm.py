@@ -17,7 +17,9 @@ import warnings
 import pytest
 
 from conftest import REPO_ROOT, data
-from perfscale import comparability, kernel_bisect as bisect, plot_cpus, results_io, vm
+from perfscale.plots import cpus as plot_cpus
+from perfscale.results import io as results_io
+from perfscale.vm import comparability, bisect, qemu as vm
 
 PERFSCALE = os.path.join(REPO_ROOT, "tools", "perfscale")
 

@@ -1,7 +1,7 @@
 """Dispatches `tools/perfscale <command>` to the Python module that implements it.
 
-Each command lives in its own module `perfscale.<command>` exposing `main(argv) -> int`.
-`parity FAMILY` maps to `perfscale.parity_<family>`.
+Each command lives in a module exposing `main(argv) -> int`, in the subpackage of its
+job (MODULES below); `parity FAMILY` maps to `perfscale.parity.<family>`.
 """
 
 import importlib
@@ -10,9 +10,16 @@ import sys
 
 COMMANDS = ("parity", "compare", "nightly", "plot", "report", "vm", "bisect", "calibrate",
             "inject")
-# Modules not named after their command: a module named bisect would shadow the standard
-# library's; inject lives in the gate's subpackage.
-_MODULES = {"bisect": "perfscale.kernel_bisect", "inject": "perfscale.gate.inject"}
+MODULES = {
+    "compare": "perfscale.gate.compare",
+    "calibrate": "perfscale.gate.calibrate",
+    "inject": "perfscale.gate.inject",
+    "nightly": "perfscale.history.nightly",
+    "plot": "perfscale.plots.plot",
+    "report": "perfscale.plots.report",
+    "vm": "perfscale.vm.qemu",
+    "bisect": "perfscale.vm.bisect",
+}
 
 
 def _usage() -> str:
@@ -28,14 +35,14 @@ def main(argv):
         print(_usage(), file=sys.stderr)
         return 2
     command, rest = argv[0], argv[1:]
-    module_name = _MODULES.get(command, "perfscale." + command)
+    module_name = MODULES.get(command)
     if command == "parity":
         if not rest or rest[0].startswith("-"):
             print("usage: tools/perfscale parity FAMILY [options]  "
                   "(FAMILY: breakpoint, event_open, synthesize, trace_overhead)",
                   file=sys.stderr)
             return 2
-        module_name = "perfscale.parity_" + rest[0]
+        module_name = "perfscale.parity." + rest[0]
         rest = rest[1:]
     try:
         module = importlib.import_module(module_name)

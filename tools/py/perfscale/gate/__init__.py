@@ -1,0 +1,1 @@
+"""The regression gate: comparing two runs, its statistics, noise floors, confirmation."""

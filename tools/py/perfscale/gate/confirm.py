@@ -14,7 +14,7 @@ import math
 import os
 import time
 
-from perfscale import results_stats
+from perfscale.gate import stats as results_stats
 
 DEFAULT_ROUNDS = 2
 DEFAULT_BUDGET_S = 300.0

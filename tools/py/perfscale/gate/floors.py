@@ -19,7 +19,8 @@ import statistics
 
 from scipy.stats import norm
 
-from perfscale import history, results_stats
+from perfscale.gate import stats as results_stats
+from perfscale.history import store as history
 
 POWER = 0.9
 MIN_RUNS = 4  # fewer runs say too little about the spread between runs

@@ -13,7 +13,7 @@ import json
 import math
 import statistics
 
-from perfscale import results_names
+from perfscale.results import names as results_names
 
 # Google Benchmark's time units, in nanoseconds. We keep every time in ns so that two
 # files that picked different units for the same benchmark still compare.

@@ -33,8 +33,10 @@ import sqlite3
 import subprocess
 import sys
 
-from perfscale import (compare, history, results_comparepy, results_io, results_page,
-                       results_stats)
+from perfscale.gate import compare, stats as results_stats
+from perfscale.history import store as history
+from perfscale.plots import page as results_page
+from perfscale.results import comparepy as results_comparepy, io as results_io
 from perfscale.gate import confirm, guard
 from perfscale.gate import floors as gate_floors
 
@@ -273,7 +275,7 @@ def _failed(run_dir, reason):
 
 
 def _write_report(conn, args, run_dir, run_id, info, results, baseline, verdicts):
-    from perfscale import report  # the page sections of a single run
+    from perfscale.plots import report  # the page sections of a single run
     slower = [v for v in verdicts if v.regression]
     state = ("REGRESSION (%d slower)" % len(slower) if slower else
              "no regression" if baseline is not None else "first run of its lineage")
@@ -310,7 +312,7 @@ def _write_report(conn, args, run_dir, run_id, info, results, baseline, verdicts
         page.heading("compare.py")
         page.preformatted(results_comparepy.table(baseline_json, results.source, args.alpha))
     if slower and not args.no_plots:
-        from perfscale import plot
+        from perfscale.plots import plot
         trend_map = history.trends(conn, info.host, info.config)
         pictures = plot.history_plots(trend_map, run_dir, names={v.name for v in slower})
         page.heading("Trends of the slower benchmarks")
@@ -319,7 +321,7 @@ def _write_report(conn, args, run_dir, run_id, info, results, baseline, verdicts
         page.text("To accept this run as the new baseline: tools/perfscale nightly "
                   "--baseline %d ..." % run_id)
     report.add_results_sections(page, results, run_dir, plots=not args.no_plots)
-    from perfscale import calibrate  # imports nightly: only here, not at module load
+    from perfscale.gate import calibrate  # imports nightly: only here, not at module load
     calibrate.add_calibration_section(page, conn, info.host, info.cpus)
     with open(os.path.join(run_dir, "verdicts.json"), "w", encoding="utf-8") as f:
         f.write(results_io.dumps({"run_id": run_id, "baseline_id": baseline["id"]

@@ -3,7 +3,7 @@ result file it reads, just before the closing "N passed, N failed, N skipped" li
 
 import json
 
-from perfscale import test_summary
+from perfscale import testlogs
 
 GTEST_XML = """<?xml version="1.0" encoding="UTF-8"?>
 <testsuites tests="3" failures="1" disabled="0" errors="0" name="AllTests">
@@ -57,13 +57,13 @@ def write(tmp_path, relative, text):
 
 
 def test_gtest_skip_reason_without_its_source_location(tmp_path):
-    counts = test_summary.count_junit(str(write(tmp_path, "a.xml", GTEST_XML)))
+    counts = testlogs.count_junit(str(write(tmp_path, "a.xml", GTEST_XML)))
     assert (counts.passed, counts.failed) == (1, 1)
     assert counts.skips == [("A.Skips", "no breakpoint PMU here")]
 
 
 def test_unittest_cases_inside_bazels_own_xml_are_counted_one_by_one(tmp_path):
-    counts = test_summary.count_junit(str(write(tmp_path, "b.xml", BAZEL_XML)))
+    counts = testlogs.count_junit(str(write(tmp_path, "b.xml", BAZEL_XML)))
     assert (counts.passed, counts.failed) == (2, 0)
     assert counts.skips == [("test_paranoid (__main__.Hostile.test_paranoid)",
                              "needs perf_event_paranoid -1")]
@@ -73,12 +73,12 @@ def test_a_failed_script_with_no_failed_case_still_fails(tmp_path):
     failed = BAZEL_XML.replace('time="26"></testcase>',
                                'time="26"><error message="exited with error code 1"></error>'
                                '</testcase>')
-    counts = test_summary.count_junit(str(write(tmp_path, "c.xml", failed)))
+    counts = testlogs.count_junit(str(write(tmp_path, "c.xml", failed)))
     assert counts.failed == 1
 
 
 def test_pytest_skip(tmp_path):
-    counts = test_summary.count_junit(str(write(tmp_path, "p.xml", PYTEST_XML)))
+    counts = testlogs.count_junit(str(write(tmp_path, "p.xml", PYTEST_XML)))
     assert counts.passed == 1
     assert counts.skips == [("test_plot.test_svg", "no matplotlib")]
 
@@ -90,10 +90,10 @@ def test_total_lists_every_skip_then_the_count_last(tmp_path, capsys):
     targets = write(tmp_path, "targets",
                     "//testing/lib:a_test\n//testing/hostile:hostile_test\n//testing/lib:gone\n")
     bazel = tmp_path / "bazel.json"
-    assert test_summary.main(["--bazel-testlogs", str(logs), "--targets", str(targets),
+    assert testlogs.main(["--bazel-testlogs", str(logs), "--targets", str(targets),
                               "--label", "bazel", "--save", str(bazel)]) == 1
     pytest_json = tmp_path / "pytest.json"
-    assert test_summary.main(["--junit", str(write(tmp_path, "p.xml", PYTEST_XML)),
+    assert testlogs.main(["--junit", str(write(tmp_path, "p.xml", PYTEST_XML)),
                               "--label", "pytest", "--save", str(pytest_json)]) == 0
     out = capsys.readouterr()
     assert "bazel: 3 passed, 2 failed, 2 skipped" in out.out  # the missing target failed
@@ -101,7 +101,7 @@ def test_total_lists_every_skip_then_the_count_last(tmp_path, capsys):
     assert json.loads(bazel.read_text())["skips"][0] == [
         "bazel", "//testing/lib:a_test", "A.Skips", "no breakpoint PMU here"]
 
-    assert test_summary.main(["--total", str(bazel), str(pytest_json)]) == 1
+    assert testlogs.main(["--total", str(bazel), str(pytest_json)]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert lines == [
         "skipped:",
@@ -115,8 +115,8 @@ def test_total_lists_every_skip_then_the_count_last(tmp_path, capsys):
 
 def test_total_without_skips_is_just_the_count_and_a_corrupt_part_fails(tmp_path, capsys):
     clean = write(tmp_path, "clean.json", json.dumps({"passed": 5, "failed": 0, "skips": []}))
-    assert test_summary.main(["--total", str(clean)]) == 0
+    assert testlogs.main(["--total", str(clean)]) == 0
     assert capsys.readouterr().out == "5 passed, 0 failed, 0 skipped\n"
     corrupt = write(tmp_path, "corrupt.json", "[1, 2")
-    assert test_summary.main(["--total", str(clean), str(corrupt)]) == 1
+    assert testlogs.main(["--total", str(clean), str(corrupt)]) == 1
     assert capsys.readouterr().out.splitlines()[-1] == "5 passed, 1 failed, 0 skipped"

@@ -23,7 +23,7 @@ ratio is shown, not judged, and the command exits 0 unless something fails to ru
 
 import re
 
-from perfscale import parity_common as pc
+from perfscale.parity import common as pc
 
 EVENTS = ("dummy", "cpu-clock")
 # Event count -> perf bench iterations per invocation (about a second of work each).

@@ -4,7 +4,7 @@
                                                     numeric parameter (threads, breakpoints...)
     tools/perfscale plot --vs-cpus RESULTS.json... -o DIR  [--relative passive]
                                                     counts against vCPUs, one file per size
-                                                    (see plot_cpus)
+                                                    (see plots.cpus)
     tools/perfscale plot --history DB -o DIR        each benchmark's trend over nightly runs,
                                                     regressions marked
 
@@ -19,7 +19,8 @@ import re
 import statistics
 import sys
 
-from perfscale import history, results_io, results_names
+from perfscale.history import store as history
+from perfscale.results import io as results_io, names as results_names
 
 _US_PER_OP = "usecs/op"
 # Beyond this max/min ratio a linear axis flattens everything but the top curve.
@@ -240,7 +241,7 @@ def main(argv):
                     results.entries = {k: v for k, v in results.entries.items()
                                        if pattern.search(k)}
             if args.vs_cpus:
-                from perfscale import plot_cpus
+                from perfscale.plots import cpus as plot_cpus
                 written = plot_cpus.plots(result_sets, args.output,
                                           [p for p in args.relative.split(",") if p])
             else:

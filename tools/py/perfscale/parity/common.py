@@ -3,7 +3,7 @@
 rounds, and print a table of medians, the ratio and each side's spread.
 
 A family module builds a list of `Case`s and calls `run_parity(...)`. See
-parity_breakpoint.py for the pattern.
+parity/breakpoint.py for the pattern.
 """
 
 import argparse

@@ -10,8 +10,7 @@ B's value than A's, so the direction (more or fewer) comes from the data. Kernel
 A and B are assumed to be good up to some point and bad after it (the usual bisection
 premise); the answer is the first bad one, found in about log2(kernels) boots.
 Counters rather than times are the judge: the guests run under TCG here, where times are
-not comparable (see comparability). (The module is not named bisect: that is the
-standard library's.)
+not comparable (see comparability).
 """
 
 import argparse
@@ -22,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 
-from perfscale import results_io
+from perfscale.results import io as results_io
 
 # A and B must differ by at least this much, relative to the larger, to be worth bisecting.
 MIN_SEPARATION = 0.10

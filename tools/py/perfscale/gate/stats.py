@@ -25,7 +25,7 @@ import zlib
 import numpy
 from scipy.stats import mannwhitneyu
 
-from perfscale import results_io
+from perfscale.results import io as results_io
 
 # compare.py (gbench/report.py UTEST_OPTIMAL_REPETITIONS) calls fewer "unreliable".
 DEFAULT_MIN_REPETITIONS = 9

@@ -24,7 +24,9 @@ import shlex
 import statistics
 import sys
 
-from perfscale import history, nightly, results_io, results_stats
+from perfscale.gate import stats as results_stats
+from perfscale.history import store as history, nightly
+from perfscale.results import io as results_io
 from perfscale.gate import floors as gate_floors
 from perfscale.gate import inject
 

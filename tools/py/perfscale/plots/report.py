@@ -13,8 +13,11 @@ import os
 import statistics
 import sys
 
-from perfscale import (comparability, history, results_headlines, results_io, results_page,
-                       results_profile)
+from perfscale.history import store as history
+from perfscale.plots import page as results_page
+from perfscale.results import (headlines as results_headlines, io as results_io,
+                               profile as results_profile)
+from perfscale.vm import comparability
 
 # Context keys worth a line on the page, in reading order (Google Benchmark's and ours).
 _CONTEXT_KEYS = ("host_name", "date", "num_online_cpus", "online_cpus", "num_cpus",
@@ -59,7 +62,7 @@ def add_results_sections(page, results, outdir, plots=True):
         page.heading("Errors and skips")
         page.bullets(errors)
     if plots:
-        from perfscale import plot  # matplotlib is slow to import: only when drawing
+        from perfscale.plots import plot  # matplotlib is slow to import: only when drawing
         pictures = plot.scaling_plots([results], outdir)
         if pictures:
             page.heading("Scaling")
@@ -99,7 +102,7 @@ def write_report(results, outdir, plots=True, history_path=None):
     page.text("From %s." % results.source)
     add_results_sections(page, results, outdir, plots)
     if history_path:
-        from perfscale import calibrate  # the gate's section, only when asked for
+        from perfscale.gate import calibrate  # the gate's section, only when asked for
         conn = history.open_history(history_path)
         try:
             calibrate.add_calibration_section(page, conn, results.host, results.cpus)

@@ -13,7 +13,9 @@ multiple of the CPUs (passive:4xCPUs) so that they join one curve.
 import os
 import statistics
 
-from perfscale import comparability, plot, results_names
+from perfscale.plots import plot
+from perfscale.results import names as results_names
+from perfscale.vm import comparability
 
 
 def run_cpus(results):

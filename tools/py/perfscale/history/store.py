@@ -17,7 +17,7 @@ import os
 import sqlite3
 import statistics
 
-from perfscale import results_io, results_names
+from perfscale.results import io as results_io, names as results_names
 
 SCHEMA_VERSION = 2
 

@@ -10,7 +10,7 @@ omits its headline with a note saying why, so a partial run still gets a report.
 import dataclasses
 import statistics
 
-from perfscale import results_io, results_names
+from perfscale.results import io as results_io, names as results_names
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,7 +11,7 @@ timings.
 
 import statistics
 
-from perfscale import results_stats
+from perfscale.gate import stats as results_stats
 
 # Counters that count kernel events rather than time (what plot --vs-cpus draws);
 # everything else (usecs/op, sys_us/op, lock_wait_us/op) is a duration and shares the

@@ -3,7 +3,7 @@
 Prints Google Benchmark's compare.py table, then one verdict line per benchmark (change of
 the median with its bootstrap interval, U test p before and after Holm's correction over
 the suite, the attributed counters that moved), and exits 1 when any benchmark is slower
-(see perfscale.results_stats) or an attributed count rose, so a script or CI job can stop
+(see perfscale.gate.stats) or an attributed count rose, so a script or CI job can stop
 on it (compare.py itself always exits 0). Exit 2: unusable input, or nothing that should
 have been judged could be (every timing NaN, every benchmark errored, too few
 repetitions): a gate never passes what it could not judge.
@@ -12,7 +12,9 @@ repetitions): a gate never passes what it could not judge.
 import argparse
 import sys
 
-from perfscale import comparability, results_comparepy, results_io, results_stats
+from perfscale.gate import stats as results_stats
+from perfscale.results import comparepy as results_comparepy, io as results_io
+from perfscale.vm import comparability
 
 
 def add_gate_options(parser):

@@ -7,7 +7,7 @@ repetitions, each with fresh threads), and takes the median: where the threads l
 decides much of the figure, and three placements per round steady it.
 """
 
-from perfscale import parity_common as pc
+from perfscale.parity import common as pc
 
 # (label, perf bench args, our flags, our benchmark name)
 THREAD_CASES = [(b, 2, 20) for b in (0, 4)]

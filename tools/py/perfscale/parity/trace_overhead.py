@@ -40,7 +40,7 @@ import subprocess
 import sys
 import tempfile
 
-from perfscale import parity_common as pc
+from perfscale.parity import common as pc
 
 DEFAULT_LOOPS = 100000
 

@@ -30,7 +30,8 @@ import tarfile
 import tempfile
 import time
 
-from perfscale import comparability, results_io
+from perfscale.results import io as results_io
+from perfscale.vm import comparability
 
 CACHE = os.path.join(os.path.expanduser("~"), ".cache", "perfscale")
 DEBIAN_NAMES = ("debian:6.1", "debian:6.1-rt", "debian:6.1-cloud")

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 
-from perfscale import results_io
+from perfscale.results import io as results_io
 
 DEFAULT_COMPARE_PY = "/usr/share/benchmark/compare.py"
 # compare.py imports scipy, which only Debian's interpreter has here (see tools/setup).

@@ -2,9 +2,9 @@
 (GoogleTest's XML, or Bazel's own for tests that write none) and pytest's JUnit XML, and
 names every skipped one with its reason.
 
-  test_summary.py --bazel-testlogs DIR --targets FILE --label L --save OUT.json
-  test_summary.py --junit FILE --label L --save OUT.json
-  test_summary.py --total A.json B.json ...
+  testlogs.py --bazel-testlogs DIR --targets FILE --label L --save OUT.json
+  testlogs.py --junit FILE --label L --save OUT.json
+  testlogs.py --total A.json B.json ...
       -> every skip as "  [label] target case: reason", then "N passed, N failed, N skipped"
 
 A target listed but without a test.xml (it failed to build, or crashed before Bazel

@@ -31,7 +31,7 @@ import statistics
 import subprocess
 import sys
 
-from perfscale import parity_common as pc
+from perfscale.parity import common as pc
 
 SYSTEM_FILTER = ("^BM_Synthesize/workload:system/sink:memory/strategy:(atomic|mutex)"
                  "/workers:1/manual_time$")

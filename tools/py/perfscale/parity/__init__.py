@@ -1,0 +1,1 @@
+"""`tools/perfscale parity FAMILY`: a family's figures held against `perf bench`."""

@@ -1,0 +1,1 @@
+"""Pictures and pages: scaling curves, trends, counts against vCPUs, reports."""

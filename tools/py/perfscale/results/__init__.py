@@ -1,0 +1,1 @@
+"""Reading and writing Google Benchmark result files: samples, names, headline figures."""

@@ -1,0 +1,1 @@
+"""Runs in a kernel booted in QEMU, what their figures may be compared on, kernel bisection."""
