@@ -12,8 +12,11 @@ history, for the lineage (host, CPUs, config as nightly names it):
   MDC          the smallest slowdown it flags 9 times in 10 at the nightly default
   injected     the change the injected slowdown made, for comparison with the MDC
 
-and the same for each attributed counter. `nightly` judges against these floors and
-`report` prints them. Exit 2 when the runs fail (nothing stored).
+and the same for each attributed counter. The MDC is the nightly's: judged against the
+mean of up to 8 baseline runs, a suspect confirmed on the median of its first run and
+the reruns (perfscale.gate.floors). The runs with no change are recorded in the history
+as the lineage's baseline. `nightly` judges against these floors and `report` prints
+them. Exit 2 when the runs fail (nothing stored).
 """
 
 import argparse
@@ -144,6 +147,12 @@ def _calibrate(args, run_args, config, folder, conn):
         if injected is not None and metric == results_stats.REAL_TIME:
             calibration.injected_change = _median_change(runs, injected, name)
     history.store_calibration(conn, first.host, first.cpus, config, learned.values())
+    # The runs with no change are also the lineage's first baseline: the nightly judges
+    # against the mean of its last passing runs, and these are as good as any.
+    for results in runs:
+        run_id = history.record_run(conn, history.RunInfo.from_results(
+            results, config, run_args, args.repetitions), results, [], None)
+        history.mark_complete(conn, run_id)
     print(format_table(learned, size))
     print("calibrate: stored %d benchmarks' floors for host %s, %d CPUs, config '%s' in %s"
           % (sum(1 for _n, m in learned if m == results_stats.REAL_TIME), first.host,

@@ -3,15 +3,20 @@
 On a shared VM whole runs shift: the median of one run differs from the next by more
 than its repetitions spread, so a U test within two runs calls A/A noise significant.
 What a gate needs is the spread *between* runs of the same benchmark on the same host:
-sigma, the standard deviation of log(median) over runs with no change. Two runs then
-differ by sigma * sqrt(2), and with n benchmarks judged at once (family-wise alpha,
-one-sided since only slower fails):
+sigma, the standard deviation of log(median) over runs with no change.
 
-    noise floor = exp(z(1 - alpha / n) * sqrt(2) * sigma) - 1
-    minimum detectable change = exp((z(1 - alpha / n) + z(power)) * sqrt(2) * sigma) - 1
+The nightly judges a benchmark on runs (perfscale.gate.stats.compare_runs): the mean of
+the lineage's last K passing runs against the new run; a suspect (one-sided p < SCREEN_P)
+is rerun, and the median of its m runs is judged at Holm's level over the n benchmarks
+of the suite. So, with s(m) = sigma * sqrt(1/K + c/m) (c: the median's variance factor):
 
-An attributed counter gets the same, on its relative spread. Learned by `tools/perfscale
-calibrate` (stored in the history), or from the lineage's recent complete, passing runs.
+    noise floor  exp(z(1 - alpha/n) * s(m)) - 1: the change a confirmed regression needs
+    MDC          the slowdown flagged 9 times in 10: screened (z(1 - SCREEN_P) * s(1)),
+                 confirmed (z(1 - alpha/n) * s(m)) and above the 5% threshold
+
+An attributed counter gets a floor on its relative spread (two runs, no reruns). Learned
+by `tools/perfscale calibrate` (stored in the history), or from the lineage's recent
+complete, passing runs.
 """
 
 import math
@@ -19,22 +24,47 @@ import statistics
 
 from scipy.stats import norm
 
-from perfscale.gate import stats as results_stats
+from perfscale.gate import confirm, stats as results_stats
 from perfscale.history import store as history
 
 POWER = 0.9
 MIN_RUNS = 4  # fewer runs say too little about the spread between runs
 HISTORY_RUNS = 10
+BASELINE_RUNS = 8  # the nightly's baseline: the mean of the lineage's last passing runs
+CONFIRM_RUNS = 1 + confirm.DEFAULT_ROUNDS
 
 
 def z_suite(alpha, tests):
     return float(norm.ppf(1 - alpha / max(1, tests)))
 
 
-def floor_and_mdc(sigma, alpha, tests):
-    z = z_suite(alpha, tests)
-    spread = math.sqrt(2) * sigma
-    return math.expm1(z * spread), math.expm1((z + float(norm.ppf(POWER))) * spread)
+def floor_and_mdc(sigma, alpha, tests, base_runs=BASELINE_RUNS, new_runs=CONFIRM_RUNS,
+                  threshold=results_stats.DEFAULT_THRESHOLD_PCT / 100):
+    """(noise floor, minimum detectable change) of a benchmark whose log(median) spreads
+    by sigma between runs, judged as the nightly does (see the module comment)."""
+    confirmed = results_stats.between_runs_spread(sigma, base_runs, new_runs)
+    floor = math.expm1(z_suite(alpha, tests) * confirmed)
+    if sigma <= 0:
+        return floor, threshold
+
+    def power(shift):
+        chance = norm.cdf((shift - z_suite(alpha, tests) * confirmed) / confirmed)
+        chance *= norm.cdf((shift - math.log1p(threshold)) / confirmed)
+        if new_runs > 1:  # it must first be screened as a suspect, on the first run alone
+            first = results_stats.between_runs_spread(sigma, base_runs, 1)
+            chance *= norm.cdf((shift - norm.isf(results_stats.SCREEN_P) * first) / first)
+        return chance
+
+    low, high = 0.0, math.log1p(threshold) + 20 * sigma * math.sqrt(2) + 1
+    for _ in range(60):
+        middle = (low + high) / 2
+        low, high = (middle, high) if power(middle) < POWER else (low, middle)
+    return floor, math.expm1(high)
+
+
+def counter_floor(relative_sigma, alpha, tests):
+    """A count's floor: two runs of it differ by sqrt(2) * its relative spread."""
+    return math.expm1(z_suite(alpha, tests) * math.sqrt(2) * relative_sigma)
 
 
 def learn(runs, alpha=results_stats.DEFAULT_ALPHA):
@@ -57,10 +87,12 @@ def learn(runs, alpha=results_stats.DEFAULT_ALPHA):
             continue
         if metric == results_stats.REAL_TIME:
             sigma = statistics.stdev(values)
+            floor, mdc = floor_and_mdc(sigma, alpha, tests, min(len(values), BASELINE_RUNS))
         else:  # relative spread of a count; a constant count has none
             mean = statistics.mean(values)
             sigma = statistics.stdev(values) / abs(mean) if mean else 0.0
-        floor, mdc = floor_and_mdc(sigma, alpha, tests)
+            floor = counter_floor(sigma, alpha, tests)
+            mdc = floor
         learned[(name, metric)] = history.Calibration(name, metric, floor, mdc, sigma,
                                                       len(values))
     return learned

@@ -1,15 +1,17 @@
 """Decides, per benchmark and for the suite, whether a new run is slower than a baseline.
 
-The figures are compare.py's, so our verdicts agree with its table: change = (new - old)
-/ |old| of the median real time over repetitions, and a two-sided Mann-Whitney U test over
-the per-repetition real times. A gate built on them alone fails most nights on this kind
-of machine (issue 13): 25 tests at p < 0.05 make a false alarm likely, and whole runs
-shift by more than their repetitions spread. So a benchmark is judged slower only when
+Two views of the same data. Uncalibrated, the figures are compare.py's, so our verdicts
+agree with its table: change = (new - old) / |old| of the median real time over
+repetitions, and a two-sided Mann-Whitney U test over the per-repetition real times. A
+gate built on that alone fails most nights on this kind of machine (issue 13): whole runs
+shift by more than their repetitions spread, so the U test calls A/A noise significant.
 
-  - its U test holds after Holm's correction over every benchmark of the suite,
-  - the bootstrap confidence interval of the ratio of medians lies above 1 + threshold,
-  - the change exceeds its noise floor: the A/A spread learned for it on this host
-    (`tools/perfscale calibrate`, or the lineage's history; see perfscale.gate.floors).
+So a benchmark calibrated on this host (`tools/perfscale calibrate`: sigma, the spread of
+log(median) between runs with no change) is judged on whole runs: the shift of the new
+runs' median log(median) (the new run, plus the reruns of a suspect) from the mean over
+the lineage's baseline runs, against sigma * sqrt(1/K + c/m), one-sided. Either way Holm's
+correction runs over the whole suite, every verdict carries a 95% interval of the change,
+and a change below the threshold (5%) is never a regression.
 
 Attributed counters (ipis_sent/op, xcalls/op, ...) are nearly deterministic: a count that
 rises beyond its own noise is a regression named with the counter, even when the time is
@@ -17,13 +19,14 @@ too noisy to judge. Below `min_repetitions` (compare.py's recommendation) nothin
 judged, and a gate never passes what it could not judge (gate_status).
 """
 
+import copy
 import dataclasses
 import math
 import statistics
 import zlib
 
 import numpy
-from scipy.stats import mannwhitneyu
+from scipy.stats import mannwhitneyu, norm
 
 from perfscale.results import io as results_io
 
@@ -37,6 +40,10 @@ CONFIDENCE = 0.95  # of the bootstrap intervals shown in every verdict
 BOOTSTRAP_RESAMPLES = 2000
 # A count must move by at least this much per operation (1 IPI in 20 ops) to count.
 COUNTER_MIN_DELTA = 0.05
+# A calibrated benchmark this likely slower on its first run (one-sided p, before Holm's
+# correction) is a suspect: rerun before the verdict. Loose on purpose: the reruns are
+# cheap and a 10% slowdown must get through this screen 9 times in 10 and more.
+SCREEN_P = 0.2
 
 SLOWER, FASTER, SAME = "slower", "faster", "no significant change"
 COUNTS = "counts up"  # time not judged slower, but an attributed count rose
@@ -79,6 +86,9 @@ class Verdict:
     ci: tuple = (math.nan, math.nan)  # bootstrap interval of new/base median, as changes
     p_adjusted: float = math.nan  # Holm over the suite
     noise_floor: float = math.nan  # learned A/A spread (fraction); NaN: not calibrated
+    runs: tuple = (1, 1)  # whole runs behind each side: baseline runs, new run + reruns
+    sigma: float = math.nan  # calibrated spread of log(median) between runs; NaN: none
+    screen_p: float = math.nan  # one-sided p of the between-runs test, before Holm
     counters: list = dataclasses.field(default_factory=list)  # (name, base, new) that moved
     counter_regressions: list = dataclasses.field(default_factory=list)
     confirmation: str = ""  # what the confirmation rerun said, when there was one
@@ -235,17 +245,89 @@ def _counter_moves(old, entry, floors, options):
 
 
 def compare_entries(base_entries, new_entries, options=Options(), floors=None):
-    """Verdicts for every benchmark of either run, in the new run's order, judged as one
-    suite: Holm over every U test, each benchmark against its noise floor (`floors`:
-    {(name, metric): object with .noise_floor}, from perfscale.gate.floors)."""
+    """compare_runs of one run on each side (two result files, say)."""
+    return compare_runs([base_entries], [new_entries], options, floors)
+
+
+def pool(runs):
+    """{name: Entry}: every run's repetitions and counters of a benchmark, together."""
+    pooled = {}
+    for entries in runs:
+        for name, entry in entries.items():
+            if name not in pooled:
+                pooled[name] = copy.deepcopy(entry)
+                continue
+            target = pooled[name]
+            target.real_ns = target.real_ns + entry.real_ns
+            target.cpu_ns = target.cpu_ns + entry.cpu_ns
+            target.errors = target.errors + [e for e in entry.errors if e not in target.errors]
+            for counter, values in entry.counters.items():
+                target.counters[counter] = target.counters.get(counter, []) + list(values)
+    return pooled
+
+
+def log_medians(runs, name):
+    """log(median real time) of each run that timed `name`."""
+    logs = []
+    for entries in runs:
+        entry = entries.get(name)
+        times = [v for v in entry.real_ns if math.isfinite(v) and v > 0] if entry else []
+        if times:
+            logs.append(math.log(statistics.median(times)))
+    return logs
+
+
+# Variance of the median of n normal values, in units of sigma^2 / n (n <= 2: the mean).
+_MEDIAN_VARIANCE = {1: 1.0, 2: 1.0, 3: 1.347, 4: 1.193, 5: 1.434, 6: 1.287, 7: 1.465,
+                    8: 1.340, 9: 1.478, 10: 1.372}
+
+
+def between_runs_spread(sigma, base_runs, new_runs):
+    """Standard deviation of centre(new) - centre(base) with no change, where a side's
+    centre is the mean of its runs' log medians (baseline) or their median (new side:
+    one transient run among the reruns must not carry the verdict)."""
+    factor = _MEDIAN_VARIANCE.get(new_runs, math.pi / 2)
+    return sigma * math.sqrt(1.0 / base_runs + factor / new_runs)
+
+
+def compare_runs(base_runs, new_runs, options=Options(), floors=None):
+    """Verdicts for every benchmark, in the new runs' order, judged as one suite.
+
+    base_runs, new_runs: lists of {name: Entry}, one per whole run (the baseline runs of
+    the lineage; the new run and any reruns of its suspects). `floors`: {(name, metric):
+    object with .noise_floor and .sigma} from perfscale.gate.floors.
+
+    On this kind of machine whole runs shift by more than their repetitions spread, so a
+    benchmark calibrated on this host (its sigma between runs known) is judged on the
+    runs, not the repetitions: the change of the centre of log(median) over the runs
+    against sigma * sqrt(1/K + c/m). Uncalibrated ones fall back to the U test over the
+    pooled repetitions. Holm's correction runs over every benchmark's p together."""
     floors = floors or {}
+    base_entries, new_entries = pool(base_runs), pool(new_runs)
     verdicts = _per_benchmark(base_entries, new_entries, options)
-    tested = [v for v in verdicts if v.verdict in JUDGED and math.isfinite(v.pvalue)]
-    for verdict, adjusted in zip(tested, holm([v.pvalue for v in tested])):
-        verdict.p_adjusted = adjusted
+    tested = []
+    for verdict in verdicts:
+        if verdict.verdict not in JUDGED or not math.isfinite(verdict.pvalue):
+            continue
+        verdict.runs = (len(log_medians(base_runs, verdict.name)),
+                        len(log_medians(new_runs, verdict.name)))
         calibrated = floors.get((verdict.name, REAL_TIME))
-        _decide(verdict, adjusted, calibrated.noise_floor if calibrated else math.nan,
-                options)
+        if calibrated is not None and getattr(calibrated, "sigma", 0) > 0:
+            _between_runs(verdict, calibrated.sigma, log_medians(base_runs, verdict.name),
+                          log_medians(new_runs, verdict.name))
+        tested.append(verdict)
+    pvalues = [v.screen_p if math.isfinite(v.screen_p) else v.pvalue for v in tested]
+    z_suite = float(norm.ppf(1 - options.alpha / max(1, len(tested))))
+    for verdict, adjusted in zip(tested, holm(pvalues)):
+        verdict.p_adjusted = adjusted
+        if math.isfinite(verdict.sigma):
+            spread = between_runs_spread(verdict.sigma, *verdict.runs)
+            _decide_between_runs(verdict, adjusted, math.expm1(z_suite * spread), options,
+                                 len(tested))
+        else:
+            calibrated = floors.get((verdict.name, REAL_TIME))
+            _decide(verdict, adjusted, calibrated.noise_floor if calibrated else math.nan,
+                    options)
     for verdict in verdicts:
         if verdict.verdict in JUDGED:
             verdict.counters, verdict.counter_regressions = _counter_moves(
@@ -253,6 +335,37 @@ def compare_entries(base_entries, new_entries, options=Options(), floors=None):
             if verdict.counter_regressions and verdict.verdict != SLOWER:
                 verdict.verdict = COUNTS
     return verdicts
+
+
+def _between_runs(verdict, sigma, base_logs, new_logs):
+    """The runs' view: change of the centres, its interval and one-sided p (slower)."""
+    if not base_logs or not new_logs:
+        return
+    verdict.sigma, verdict.runs = sigma, (len(base_logs), len(new_logs))
+    spread = between_runs_spread(sigma, len(base_logs), len(new_logs))
+    shift = statistics.median(new_logs) - statistics.mean(base_logs)
+    verdict.change = math.expm1(shift)
+    half = float(norm.ppf(0.5 + CONFIDENCE / 2)) * spread
+    verdict.ci = (math.expm1(shift - half), math.expm1(shift + half))
+    verdict.screen_p = float(norm.sf(shift / spread)) if spread > 0 else (
+        0.0 if shift > 0 else 1.0)
+
+
+def _decide_between_runs(result, p_adjusted, noise_floor, options, tests):
+    """slower when Holm's p over the suite says so and the change is worth a look;
+    faster likewise, mirrored (shown, never gated)."""
+    threshold = options.threshold_pct / 100
+    result.noise_floor = noise_floor
+    result.verdict, result.note = SAME, ""
+    p_faster = 1 - result.screen_p
+    if p_adjusted < options.alpha and result.change > threshold:
+        result.verdict = SLOWER
+    elif p_faster * tests < options.alpha and result.change < -threshold:
+        result.verdict = FASTER
+    elif p_adjusted < options.alpha:
+        result.note = "significant but within the %g%% threshold" % options.threshold_pct
+    elif result.change > threshold:
+        result.note = "within this benchmark's noise between runs"
 
 
 def gate_status(verdicts):

@@ -6,9 +6,9 @@
                             [-- RUN_ARGS...]
 
 Runs `tools/perfscale run --repetitions N --out FILE RUN_ARGS` (interleaved repetitions),
-compares the result with the baseline, which is the latest run of the same lineage (host,
-online CPUs, config) that passed, or the run named by --baseline, records the run in the
-history, and writes DIR/<UTC time>/nightly.md (+ .html, the results, plots).
+compares the result with the baseline, which is the last runs (up to 8) of the same
+lineage (host, online CPUs, config) that passed, or the run named by --baseline, records
+the run in the history, and writes DIR/<UTC time>/nightly.md (+ .html, the results, plots).
 
 The config is RUN_ARGS unless --config names it: runs with another config, host or CPU
 count are never compared. --config lets a deliberate change of RUN_ARGS (say, more
@@ -212,15 +212,17 @@ def _nightly(args, run_args, options, config, conn):
                                          "calibrate; until then the threshold alone)"
                                          % info.lineage()))
     if baseline is not None:
-        base_entries = history.load_entries(conn, baseline["id"])
-        verdicts = results_stats.compare_entries(base_entries, results.entries, options,
-                                                 floors)
-        if any(v.regression for v in verdicts) and args.confirm_rounds > 0:
-            verdicts = confirm.confirm_suspects(
-                lambda names, path: _rerun(args, run_args, names, path), run_dir,
-                base_entries, results, verdicts, options, floors,
-                rounds=args.confirm_rounds, budget_s=args.confirm_budget,
-                target=args.ci_target / 100)
+        base_rows = [baseline] if named is not None else history.find_baselines(
+            conn, info.host, info.cpus, info.config, gate_floors.BASELINE_RUNS)
+        base_runs = [history.load_entries(conn, row["id"]) for row in base_rows]
+        print("nightly: baseline: %s" % ("run %d" % baseline["id"] if len(base_rows) == 1 else
+                                         "runs %s" % ", ".join(str(r["id"]) for r in base_rows)))
+        verdicts = results_stats.compare_runs(base_runs, [results.entries], options, floors)
+        verdicts = confirm.confirm_suspects(
+            lambda names, path: _rerun(args, run_args, names, path), run_dir,
+            base_runs, results.entries, verdicts, options, floors,
+            rounds=args.confirm_rounds, budget_s=args.confirm_budget,
+            target=args.ci_target / 100)
         status, reason = results_stats.gate_status(verdicts)
         if status == 2:
             for verdict in verdicts:
@@ -292,20 +294,26 @@ def _write_report(conn, args, run_dir, run_id, info, results, baseline, verdicts
     if baseline is None:
         page.text("None: no earlier passing run of this lineage. This run is the baseline.")
     else:
-        page.text("Run %d of %s (kernel %s, perfscale %s)%s. Gate: slower by more than %g%% "
-                  "and beyond the benchmark's noise floor, with U test p < %g after Holm's "
-                  "correction over the suite, over >= %d repetitions, confirmed by a rerun "
-                  "of the suspects; or an attributed count up beyond its noise." % (
+        page.text("Run %d of %s (kernel %s, perfscale %s)%s. Gate: a benchmark calibrated "
+                  "on this host is judged on whole runs (the median of the new run and the "
+                  "reruns of a suspect against the mean of the baseline runs, against its "
+                  "spread between runs); the others by the U test over >= %d repetitions. "
+                  "Either way p < %g after Holm's correction over the suite and slower by "
+                  "more than %g%%; or an attributed count up beyond its noise." % (
                       baseline["id"], baseline["recorded_at"], baseline["kernel_release"],
                       baseline["perfscale_revision"],
-                      " named with --baseline" if args.baseline is not None else "",
-                      args.threshold, args.alpha, args.min_repetitions))
+                      " named with --baseline" if args.baseline is not None else
+                      " and the lineage's earlier passing runs",
+                      args.min_repetitions, args.alpha, args.threshold))
         order = {results_stats.SLOWER: 0, results_stats.COUNTS: 1, results_stats.FASTER: 2}
         page.table(["benchmark", "verdict", "median change [95% CI]", "p (Holm)",
-                    "noise floor", "repetitions", "counters moved", "note"],
-                   [[v.name, v.verdict, _pct(v.change) + _interval(v.ci),
-                     "%s (%s)" % (_p(v.pvalue), _p(v.p_adjusted)), _pct(v.noise_floor),
-                     "%d vs %d" % v.repetitions, v.moved(),
+                    "noise floor", "runs (repetitions)", "counters moved", "note"],
+                   [[v.name + (" (unpinned: the noisy variant)"
+                               if results_stats.NOISY_VARIANT in v.name else ""),
+                     v.verdict, _pct(v.change) + _interval(v.ci),
+                     "%s (%s)" % (_p(v.screen_p if v.screen_p == v.screen_p else v.pvalue),
+                                  _p(v.p_adjusted)), _pct(v.noise_floor),
+                     "%d vs %d (%d vs %d)" % (v.runs + v.repetitions), v.moved(),
                      "; ".join(x for x in (v.note, v.confirmation) if x)]
                     for v in sorted(verdicts, key=lambda v: order.get(v.verdict, 3))])
         baseline_json = _baseline_file(conn, baseline, run_dir)

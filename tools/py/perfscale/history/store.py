@@ -173,6 +173,14 @@ def get_run(conn, run_id):
     return conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
 
 
+def find_baselines(conn, host, cpus, config, limit):
+    """The lineage's latest `limit` runs that could be baselines (see find_baseline),
+    newest first: the nightly judges against their mean, since one run shifts."""
+    return conn.execute(
+        "SELECT * FROM runs WHERE host = ? AND cpus = ? AND config = ? AND regressions = 0 "
+        "AND complete = 1 ORDER BY id DESC LIMIT ?", (host, cpus, config, limit)).fetchall()
+
+
 def find_baseline(conn, host, cpus, config):
     """The latest run of the lineage that passed its own gate, or None.
 
