@@ -1,7 +1,7 @@
 """Shared setup of the results-tooling tests: imports from tools/py, recorded data paths.
 
-Run with Debian's interpreter (it has scipy and matplotlib):
-    /usr/bin/python3 -m pytest -q testing/py
+Run with perfscale's interpreter (tools/py/python: Debian's, it has scipy and matplotlib):
+    tools/py/python -m pytest -q testing/py
 """
 
 import os
@@ -14,6 +14,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO_ROOT, "tools", "py"))
 
 DATA = os.path.join(HERE, "data")
+# PERFSCALE_BINARY: stands in for the family binary, the rest of `run` is the real one.
 FAKE_RUN = "%s %s" % (sys.executable, os.path.join(HERE, "fake_run.py"))
 
 

@@ -1,13 +1,15 @@
-"""Stands in for `tools/perfscale run` in the nightly tests: copies a recorded result file.
+"""Stands in for the family binary in the nightly tests (PERFSCALE_BINARY): copies a
+recorded result file to where `--benchmark_out=FILE` says.
 
-Takes what nightly passes to the real runner, `--repetitions N --out FILE [RUN_ARGS]`, and
-prints `results: FILE` last like it. RUN_ARGS choose what happens instead of benchmarks:
+Also stands in for a whole external runner (nightly --run-cmd): given `--repetitions N
+--out FILE`, it writes FILE and prints `results: FILE` last, as `tools/perfscale run` does.
+Its own flags (after run's --) choose what happens instead of benchmarks:
   --fixture=NAME     copy testing/py/data/NAME (default clean.json)
   --host=H --cpus=N  rewrite the context, as if run on another machine
   --truncate         write only the first half (a writer killed mid-file)
   --fail             print an error and exit 1 without writing anything
-  --hang=PIDFILE     start a child that sleeps (as the runner starts the binary), write
-                     its pid to PIDFILE, and wait for it: a run to kill
+  --hang=PIDFILE     start a child that sleeps (as a runner starts the binary), write
+                     the pids of both to PIDFILE, and wait for it: a run to kill
   --confirm-fixture=NAME  the fixture to copy when a --benchmark_filter is given (the
                      nightly's confirmation run of its suspects)
 """
@@ -23,8 +25,9 @@ DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 
 def main(argv):
     parser = argparse.ArgumentParser()
-    parser.add_argument("--repetitions", type=int, required=True)
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--repetitions", "--benchmark_repetitions", type=int)
+    parser.add_argument("--out")
+    parser.add_argument("--benchmark_out")
     parser.add_argument("--fixture", default="clean.json")
     parser.add_argument("--host")
     parser.add_argument("--cpus")
@@ -58,9 +61,10 @@ def main(argv):
         text = json.dumps(document, indent=2)
     if args.truncate:
         text = text[:len(text) // 2]
-    with open(args.out, "w", encoding="utf-8") as f:
+    with open(args.out or args.benchmark_out, "w", encoding="utf-8") as f:
         f.write(text)
-    print("results: %s" % args.out)
+    if args.out:
+        print("results: %s" % args.out)
     return 0
 
 

@@ -225,10 +225,10 @@ def test_a_failed_confirmation_leaves_the_suspect_standing(tmp_path):
 
 
 def test_nightly_raises_no_alarm_when_the_confirmation_run_is_clean(cli, tmp_path, monkeypatch):
-    monkeypatch.setenv("PERFSCALE_RUN_CMD", FAKE_RUN)
+    monkeypatch.setenv("PERFSCALE_BINARY", FAKE_RUN)
     monkeypatch.setenv("PERFSCALE_COMPARE_PY", str(tmp_path / "none.py"))
     common = ("nightly", "--history", tmp_path / "h.sqlite", "--report-dir", tmp_path / "n",
-              "--no-plots", "--config", "ci", "--")
+              "--no-plots", "--config", "ci", "--", "--")
     assert cli(*common, "--fixture=base.json")[0] == 0
     code, out, _ = cli(*common, "--fixture=slow.json", "--confirm-fixture=base.json")
     assert code == 0, out
@@ -265,10 +265,10 @@ def test_a_version_1_history_is_upgraded_in_place(tmp_path):
 
 
 def test_calibrate_stores_floors_that_nightly_then_uses(cli, tmp_path, monkeypatch):
-    monkeypatch.setenv("PERFSCALE_RUN_CMD", FAKE_RUN)
+    monkeypatch.setenv("PERFSCALE_BINARY", FAKE_RUN)
     db = tmp_path / "h.sqlite"
     code, out, _ = cli("calibrate", "--runs", "4", "--no-inject", "--history", db,
-                       "--out-dir", tmp_path / "cal", "--config", "ci", "--",
+                       "--out-dir", tmp_path / "cal", "--config", "ci", "--", "--",
                        "--fixture=base.json")
     assert code == 0, out
     assert "can detect a 10% slowdown (MDC <= 10%)" in out
@@ -278,7 +278,7 @@ def test_calibrate_stores_floors_that_nightly_then_uses(cli, tmp_path, monkeypat
     assert stored and all(c.runs == 4 for c in stored.values())
     monkeypatch.setenv("PERFSCALE_COMPARE_PY", str(tmp_path / "none.py"))
     code, out, _ = cli("nightly", "--history", db, "--report-dir", tmp_path / "n", "--no-plots",
-                       "--config", "ci", "--", "--fixture=base.json")
+                       "--config", "ci", "--", "--", "--fixture=base.json")
     assert code == 0, out
     assert "nightly: noise floors: tools/perfscale calibrate of " in out
 

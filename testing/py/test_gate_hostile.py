@@ -68,15 +68,15 @@ def _wait_for(predicate, seconds):
 
 
 def _nightly_process(tmp_path, *run_args, prelude=""):
-    """A nightly in its own process (so that it can be killed), with the fake runner."""
+    """A nightly in its own process (so that it can be killed), with the fake binary."""
     code = ("import sys; sys.path.insert(0, %r)\n%s\nfrom perfscale import cli\n"
             "sys.exit(cli.main(sys.argv[1:]))" % (TOOLS_PY, prelude))
-    env = dict(os.environ, PERFSCALE_RUN_CMD=FAKE_RUN,
+    env = dict(os.environ, PERFSCALE_BINARY=FAKE_RUN,
                PERFSCALE_COMPARE_PY=str(tmp_path / "no-compare.py"))
     return subprocess.Popen(
         [sys.executable, "-c", code, "nightly", "--history", str(tmp_path / "h.sqlite"),
-         "--report-dir", str(tmp_path / "nightly"), "--no-plots", "--config", "ci", "--"]
-        + list(run_args), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+         "--report-dir", str(tmp_path / "nightly"), "--no-plots", "--config", "ci", "--",
+         "--"] + list(run_args), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         text=True)
 
 

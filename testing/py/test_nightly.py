@@ -1,4 +1,4 @@
-"""`tools/perfscale nightly` with a fake runner that copies recorded results."""
+"""`tools/perfscale nightly` with a fake binary that copies recorded results."""
 
 import os
 import sqlite3
@@ -14,20 +14,24 @@ SLOWED = ("BM_BreakpointEnable/passive:8/active:0/placement:0/real_time",
 
 @pytest.fixture
 def nightly(cli, tmp_path, monkeypatch):
-    """nightly with the fake runner, a private history and report folder.
+    """nightly with the fake binary, a private history and report folder; the arguments
+    are the fake's flags (after run's --).
 
     compare.py's table is left out (PERFSCALE_COMPARE_PY points nowhere) except where a
     test asks for it: it costs a second of scipy start-up per call.
     """
-    monkeypatch.setenv("PERFSCALE_RUN_CMD", FAKE_RUN)
+    monkeypatch.setenv("PERFSCALE_BINARY", FAKE_RUN)
     monkeypatch.setenv("PERFSCALE_COMPARE_PY", str(tmp_path / "no-compare.py"))
     db = tmp_path / "history.sqlite"
 
     def run(*run_args, options=("--no-plots",)):
         return cli("nightly", "--history", db, "--report-dir", tmp_path / "nightly",
-                   *options, "--", *run_args)
+                   *options, "--", "--", *run_args)
     run.db = db
     run.report_dir = tmp_path / "nightly"
+    # RUN_ARGS as given, not as the fake's flags
+    run.cli_raw = lambda *run_args: cli("nightly", "--history", db, "--report-dir",
+                                        tmp_path / "nightly", "--", *run_args)
     return run
 
 
@@ -71,7 +75,8 @@ def test_config_defaults_to_the_run_arguments(nightly):
     # Other run arguments are another config: no baseline, even on the same host.
     code, out, _ = nightly("--fixture=slow.json")
     assert code == 0 and "no baseline yet" in out
-    assert [r[3] for r in runs(nightly.db)] == ["--fixture=base.json", "--fixture=slow.json"]
+    assert [r[3] for r in runs(nightly.db)] == ["-- --fixture=base.json",
+                                                "-- --fixture=slow.json"]
 
 
 @pytest.mark.parametrize("failure,message", [("--fail", "the run failed with exit status 1"),
@@ -175,3 +180,26 @@ def test_a_run_rebuilt_from_the_history_has_the_same_medians(tmp_path):
     assert set(rebuilt.entries) == set(timed)
     for name, entry in timed.items():
         assert rebuilt.entries[name].real_ns == pytest.approx(entry.real_ns)
+
+
+def test_an_external_runner_gets_runs_options(cli, tmp_path, monkeypatch):
+    # --run-cmd (e.g. `tools/perfscale vm ... -- run`): run's options, its results line.
+    monkeypatch.setenv("PERFSCALE_COMPARE_PY", str(tmp_path / "no-compare.py"))
+    code, out, _ = cli("nightly", "--history", tmp_path / "h.sqlite", "--report-dir",
+                       tmp_path / "n", "--no-plots", "--run-cmd", FAKE_RUN, "--",
+                       "--fixture=base.json")
+    assert code == 0, out
+    assert "nightly: running %s --repetitions 10 --out " % FAKE_RUN in out
+    assert "results: %s" % tmp_path in out
+
+
+@pytest.mark.parametrize("run_args,message", [
+    (["--out", "x.json"], "after --: --out is set by tools/perfscale nightly itself"),
+    (["--family", "nope"], "after --: perfscale run: no family 'nope'"),
+    (["--fixture=base.json"], "after --: perfscale run: unknown option '--fixture=base.json'"),
+])
+def test_run_arguments_are_checked_before_anything_runs(nightly, capsys, run_args, message):
+    with pytest.raises(SystemExit) as exit_info:
+        nightly.cli_raw(*run_args)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err

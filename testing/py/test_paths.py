@@ -48,7 +48,7 @@ def test_plot(elsewhere):
 
 def test_nightly(elsewhere):
     result = perfscale(elsewhere, "nightly", "--history", "h.sqlite", "--report-dir", "reports",
-                       "--no-plots", PERFSCALE_RUN_CMD=FAKE_RUN,
+                       "--no-plots", PERFSCALE_BINARY=FAKE_RUN,
                        PERFSCALE_COMPARE_PY=str(elsewhere / "no-compare.py"))
     assert result.returncode == 0, result.stdout + result.stderr
     assert (elsewhere / "h.sqlite").is_file()

@@ -1,6 +1,6 @@
 """Regenerates the recorded result files of this folder (deterministic: fixed seeds).
 
-    /usr/bin/python3 testing/py/data/make_fixtures.py
+    tools/py/python testing/py/data/make_fixtures.py
 
 They are shaped exactly like Google Benchmark 1.7.1 JSON from our binaries run with
 --benchmark_repetitions=N --benchmark_enable_random_interleaving=true: per-repetition

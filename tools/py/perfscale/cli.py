@@ -8,9 +8,10 @@ import importlib
 import os
 import sys
 
-COMMANDS = ("parity", "compare", "nightly", "plot", "report", "vm", "bisect", "calibrate",
-            "inject")
+COMMANDS = ("run", "parity", "compare", "nightly", "plot", "report", "vm", "bisect",
+            "calibrate", "inject")
 MODULES = {
+    "run": "perfscale.run",
     "compare": "perfscale.gate.compare",
     "calibrate": "perfscale.gate.calibrate",
     "inject": "perfscale.gate.inject",

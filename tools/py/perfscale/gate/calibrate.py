@@ -61,8 +61,9 @@ def parse_args(argv):
     parser.add_argument("--out-dir", default=os.path.join(nightly.REPO_ROOT, "results",
                                                           "calibrate"), metavar="DIR",
                         help="where the runs' results go (default results/calibrate)")
-    parser.add_argument("--run-cmd", metavar="CMD", help="command replacing `tools/perfscale "
-                        "run` (default: $PERFSCALE_RUN_CMD, else tools/perfscale run)")
+    parser.add_argument("--run-cmd", metavar="CMD", help="a command that runs the suite "
+                        "instead, as nightly's --run-cmd (default: $PERFSCALE_RUN_CMD, else "
+                        "the suite runs here)")
     parser.add_argument("--alpha", type=float, default=results_stats.DEFAULT_ALPHA,
                         help="family-wise false-alarm rate the floors are set for "
                         "(default %(default)s)")
@@ -75,6 +76,7 @@ def parse_args(argv):
         parser.error("--inject-events must be in 1..4096")
     if not 0 < args.alpha < 1:
         parser.error("--alpha must be between 0 and 1")
+    nightly.check_run_args(parser, args, run_args)
     return args, run_args
 
 

@@ -5,10 +5,11 @@
                             [--alpha A] [--threshold PCT] [--min-repetitions N]
                             [-- RUN_ARGS...]
 
-Runs `tools/perfscale run --repetitions N --out FILE RUN_ARGS` (interleaved repetitions),
-compares the result with the baseline, which is the last runs (up to 8) of the same
-lineage (host, online CPUs, config) that passed, or the run named by --baseline, records
-the run in the history, and writes DIR/<UTC time>/nightly.md (+ .html, the results, plots).
+Runs the suite as `tools/perfscale run --repetitions N RUN_ARGS` would (perfscale.run,
+interleaved repetitions, into DIR/<UTC time>/results.json), compares the result with the
+baseline, which is the last runs (up to 8) of the same lineage (host, online CPUs, config)
+that passed, or the run named by --baseline, records the run in the history, and writes
+DIR/<UTC time>/nightly.md (+ .html, the plots).
 
 The config is RUN_ARGS unless --config names it: runs with another config, host or CPU
 count are never compared. --config lets a deliberate change of RUN_ARGS (say, more
@@ -20,12 +21,15 @@ before the alarm (--confirm-rounds, --confirm-budget, --ci-target).
 
 Exit 0: no regression, or the first run of its lineage. 1: a regression, benchmarks named.
 2: the run failed, produced unusable results or could not be judged (nothing recorded),
-or bad history/baseline. The runner runs under perfscale.gate.guard: killing nightly
-kills it and the benchmark binary; a run killed before its report is never a baseline.
-The runner can be replaced (tests, dry runs) with --run-cmd or PERFSCALE_RUN_CMD.
+or bad history/baseline. The binary runs under perfscale.gate.guard: killing nightly
+kills it; a run killed before its report is never a baseline. --run-cmd runs the suite
+with another command instead (say `tools/perfscale vm --kernel K --cpus 4 -- run`): it
+gets run's options (--repetitions N --out FILE RUN_ARGS) and may print `results: FILE`
+last; PERFSCALE_BINARY stands in for the binary alone (see perfscale.run).
 """
 
 import argparse
+import dataclasses
 import datetime
 import os
 import shlex
@@ -33,6 +37,7 @@ import sqlite3
 import subprocess
 import sys
 
+from perfscale import run as suite
 from perfscale.gate import compare, stats as results_stats
 from perfscale.history import store as history
 from perfscale.plots import page as results_page
@@ -74,8 +79,9 @@ def parse_args(argv):
     parser.add_argument("--config", metavar="NAME",
                         help="name of the configuration (default: the run arguments)")
     parser.add_argument("--run-cmd", metavar="CMD",
-                        help="command replacing `tools/perfscale run` (default: "
-                        "$PERFSCALE_RUN_CMD, else tools/perfscale run)")
+                        help="a command that runs the suite instead (it gets run's "
+                        "options, --repetitions N --out FILE RUN_ARGS; default: "
+                        "$PERFSCALE_RUN_CMD, else the suite runs here)")
     parser.add_argument("--no-plots", action="store_true", help="report without pictures")
     parser.add_argument("--confirm-rounds", type=int, default=confirm.DEFAULT_ROUNDS,
                         metavar="N", help="reruns of the suspects before raising the alarm "
@@ -94,19 +100,55 @@ def parse_args(argv):
         parser.error("--confirm-rounds must not be negative")
     if not args.confirm_budget > 0 or not args.ci_target > 0:
         parser.error("--confirm-budget and --ci-target must be positive")
+    check_run_args(parser, args, run_args)
     return args, run_args
 
 
+def check_run_args(parser, args, run_args):
+    """Refuses RUN_ARGS that `run` would refuse, or that are ours to set (unless an
+    external --run-cmd takes them)."""
+    if runner_command(args):
+        return
+    try:
+        options = suite.parse_args(run_args)
+        suite.check_family(options.family)
+    except suite.UsageError as err:
+        parser.error("after --: %s" % err)
+    own = [flag for flag, given in (("--repetitions", options.repetitions),
+                                    ("--out", options.out), ("--plan", options.plan)) if given]
+    if own:
+        parser.error("after --: %s %s set by %s itself" % (
+            ", ".join(own), "is" if len(own) == 1 else "are", parser.prog))
+
+
 def runner_command(args):
+    """The external command replacing the suite runner, as a list; None: run it here."""
     command = args.run_cmd or os.environ.get("PERFSCALE_RUN_CMD")
-    if command:
-        return shlex.split(command)
-    return [os.path.join(REPO_ROOT, "tools", "perfscale"), "run"]
+    return shlex.split(command) if command else None
 
 
 def run_suite(command, repetitions, out_path, run_args):
-    """Runs the suite, echoing its output; returns (exit status, results path)."""
-    full = command + ["--repetitions", str(repetitions), "--out", out_path] + run_args
+    """Runs the suite with `repetitions` into out_path; returns (exit status, results
+    path). command: an external runner (runner_command), else None (perfscale.run)."""
+    if command is None:
+        options = dataclasses.replace(suite.parse_args(run_args), repetitions=repetitions,
+                                      out=out_path)
+        print("nightly: running tools/perfscale run %s"
+              % shlex.join(["--repetitions", str(repetitions), "--out", out_path] + run_args),
+              flush=True)
+        try:
+            result = suite.run_suite(options, guarded=True)
+        except suite.BuildError as err:
+            print("nightly: %s" % err, flush=True)
+            return err.status, out_path
+        return result.status, out_path
+    return _run_external(command + ["--repetitions", str(repetitions), "--out", out_path]
+                         + run_args, out_path)
+
+
+def _run_external(full, out_path):
+    """Runs an external runner, echoing its output; returns (exit status, results path
+    from its `results: FILE` line, else out_path)."""
     print("nightly: running %s" % shlex.join(full), flush=True)
     try:
         # Guarded: if nightly is killed, the runner and the binary die with it.

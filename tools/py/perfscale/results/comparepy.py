@@ -15,8 +15,8 @@ import tempfile
 from perfscale.results import io as results_io
 
 DEFAULT_COMPARE_PY = "/usr/share/benchmark/compare.py"
-# compare.py imports scipy, which only Debian's interpreter has here (see tools/setup).
-PYTHON = "/usr/bin/python3"
+# compare.py imports scipy: it runs on our own interpreter, which has it (tools/py/python).
+PYTHON = sys.executable
 
 
 def compare_py_path():

@@ -1,0 +1,257 @@
+"""`tools/perfscale run`: build a family binary, run it, keep its JSON under results/.
+
+    tools/perfscale run [--quick] [--profile] [--repetitions N] [--budget 10m] [--family NAME]
+                        [--out FILE] [--plan [--cpus N]] [-- FLAGS...]
+
+The suite runner as code: `run` is its command, and `nightly`, `calibrate` and the gate's
+confirmation reruns call run_suite() with an Options of their own. It builds
+//benchmarks:NAME (default: suite), runs it from the caller's directory (so relative paths
+among FLAGS are the user's) with interleaved repetitions, and writes the JSON to --out or
+results/perfscale-HOST-UTCTIME.json; the binary prints the plan and progress on stderr
+and the console table on stdout, then run prints `results: FILE` (and `profile: FILE`).
+--plan prints the plan only (--cpus N: as on a machine with N CPUs); --budget caps the
+planned wall time (the binary's default is 10m).
+
+`vm` runs the same through its guest launcher (runner, a command put before the binary)
+and names the default file after the guest (tag). PERFSCALE_BINARY names a command that
+stands in for the family binary (the tests' fake binary, dry runs): nothing is built, and
+it gets the binary's flags (--benchmark_out=FILE, --benchmark_repetitions=N, ...).
+"""
+
+import dataclasses
+import datetime
+import os
+import re
+import shlex
+import socket
+import subprocess
+import sys
+from typing import List, Optional, Sequence
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+MAX_REPETITIONS = 1000
+STAND_IN_ENV = "PERFSCALE_BINARY"
+
+
+class UsageError(Exception):
+    """A bad `run` argument; the text is shown as is (exit 2)."""
+
+
+class BuildError(Exception):
+    """Setting up or building failed; .status is the exit status to return."""
+
+    def __init__(self, message, status):
+        super().__init__(message)
+        self.status = status
+
+
+@dataclasses.dataclass
+class Options:
+    family: str = "suite"
+    quick: bool = False
+    profile: bool = False
+    repetitions: int = 0         # 0: Google Benchmark's single run, no aggregates
+    budget: str = ""             # e.g. "10m"; empty: the binary's default
+    out: str = ""                # empty: results/perfscale-HOST-UTCTIME.json
+    plan: bool = False
+    plan_cpus: str = ""          # only with plan
+    flags: List[str] = dataclasses.field(default_factory=list)  # after --, to the binary
+
+
+@dataclasses.dataclass
+class Result:
+    status: int
+    out: Optional[str] = None      # the results file (None for a plan or a failed start)
+    profile: Optional[str] = None  # the profile side file, with --profile
+
+
+def parse_args(argv: Sequence[str]) -> Options:
+    """Options from `run`'s arguments; raises UsageError. `-h` is the caller's to handle."""
+    options = Options()
+    argv = list(argv)
+    needs = {"--repetitions": "a number", "--family": "a name", "--out": "a file",
+             "--budget": "a duration, e.g. 10m", "--cpus": "a CPU count"}
+    fields = {"--repetitions": "repetitions", "--family": "family", "--out": "out",
+              "--budget": "budget", "--cpus": "plan_cpus"}
+    repetitions = "0"
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        name, eq, value = arg.partition("=")
+        if arg == "--quick":
+            options.quick = True
+        elif arg == "--profile":
+            options.profile = True
+        elif arg == "--plan":
+            options.plan = True
+        elif name in needs:
+            if not eq:
+                if i + 1 >= len(argv) or argv[i + 1] == "":
+                    raise UsageError("perfscale run: %s needs %s" % (name, needs[name]))
+                i += 1
+                value = argv[i]
+            if name == "--repetitions":
+                repetitions = value
+            else:
+                setattr(options, fields[name], value)
+        elif arg == "--":
+            options.flags = argv[i + 1:]
+            break
+        else:
+            raise UsageError("perfscale run: unknown option '%s' (benchmark flags go after --)"
+                             % arg)
+        i += 1
+    if not re.fullmatch(r"[0-9]+", repetitions) or int(repetitions) > MAX_REPETITIONS:
+        raise UsageError("perfscale run: --repetitions must be an integer in 0..%d, got '%s'"
+                         % (MAX_REPETITIONS, repetitions))
+    options.repetitions = int(repetitions)
+    if options.plan_cpus and not options.plan:
+        raise UsageError("perfscale run: --cpus plans for another machine's size; it needs "
+                         "--plan")
+    return options
+
+
+def families() -> List[str]:
+    """The runnable families: the cc_binary targets of benchmarks/BUILD.bazel, and its
+    aliases of binaries kept in a family's folder."""
+    with open(os.path.join(REPO_ROOT, "benchmarks", "BUILD.bazel"), encoding="utf-8") as f:
+        text = f.read()
+    return re.findall(r'^(?:cc_binary|alias)\(\n    name = "([^"]+)",$', text, re.MULTILINE)
+
+
+def check_family(family: str) -> None:
+    known = families()
+    if family not in known:
+        raise UsageError("perfscale run: no family '%s' (one of: %s)"
+                         % (family, ", ".join(known)))
+
+
+def binary_path(family: str) -> str:
+    """Where Bazel puts //benchmarks:FAMILY (inside the family's folder for an alias)."""
+    path = os.path.join(REPO_ROOT, "bazel-bin", "benchmarks", family)
+    return os.path.join(path, family) if os.path.isdir(path) else path
+
+
+_built = set()
+
+
+def build(family: str, setup: str = "run") -> str:
+    """Installs what `tools/setup SETUP` wants, builds //benchmarks:FAMILY once per
+    process; returns the binary's path. Raises BuildError."""
+    if family not in _built:
+        sys.stdout.flush()
+        status = subprocess.call([os.path.join(REPO_ROOT, "tools", "setup"), setup])
+        if status != 0:
+            raise BuildError("tools/setup %s failed with exit status %d" % (setup, status),
+                             status)
+        status = subprocess.call(["bazel", "build", "--noshow_progress",
+                                  "//benchmarks:" + family], cwd=REPO_ROOT)
+        if status != 0:
+            raise BuildError("bazel build //benchmarks:%s failed with exit status %d"
+                             % (family, status), status)
+        _built.add(family)
+    return binary_path(family)
+
+
+def revision() -> str:
+    """The checkout's commit, with -dirty when tracked files changed; else unknown."""
+    try:
+        rev = subprocess.run(["git", "-C", REPO_ROOT, "rev-parse", "HEAD"], check=True,
+                             capture_output=True, text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    status = subprocess.run(["git", "-C", REPO_ROOT, "status", "--porcelain",
+                             "--untracked-files=no"], capture_output=True, text=True)
+    return rev + "-dirty" if status.returncode == 0 and status.stdout.strip() else rev
+
+
+def default_out(tag: str = "") -> str:
+    host = tag or socket.gethostname().split(".")[0]
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return os.path.join(REPO_ROOT, "results", "perfscale-%s-%s.json" % (host, stamp))
+
+
+def binary_flags(options: Options, out: Optional[str]) -> List[str]:
+    """The family binary's flags for these options (out None: the plan only)."""
+    flags = []
+    if out is not None:
+        flags += ["--benchmark_out=" + out, "--benchmark_out_format=json"]
+    if options.quick:
+        flags += ["--benchmark_min_time=0.01", "--quick=true"]
+    if out is not None and options.profile:
+        # Top kernel and user symbols of each benchmark, beside the results (README).
+        flags += ["--profile", "--profile_out=%s.profile.json" % out]
+    if options.repetitions > 0:
+        flags += ["--benchmark_repetitions=%d" % options.repetitions]
+        if out is not None:
+            # Interleaved, so that drift in the machine spreads over every benchmark alike.
+            flags += ["--benchmark_enable_random_interleaving=true",
+                      "--benchmark_display_aggregates_only=true"]
+    if options.budget:
+        flags.append("--budget=" + options.budget)
+    if options.plan_cpus:
+        flags.append("--plan_cpus=" + options.plan_cpus)
+    if out is None:
+        flags.append("--plan=true")
+    return flags + list(options.flags)
+
+
+def run_suite(options: Options, runner: Sequence[str] = (), tag: str = "",
+              guarded: bool = False) -> Result:
+    """Builds and runs the family of `options`; the binary's output goes to ours.
+
+    runner: a command the binary runs under (vm's guest launcher); tag: names the default
+    results file instead of the host; guarded: the binary dies with this process
+    (perfscale.gate.guard), for the nightly's runs. Raises UsageError, BuildError."""
+    check_family(options.family)
+    stand_in = os.environ.get(STAND_IN_ENV)
+    binary = shlex.split(stand_in) if stand_in else [build(options.family)]
+    out = None
+    if not options.plan:
+        out = os.path.abspath(options.out) if options.out else default_out(tag)
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+    command = list(runner) + binary + binary_flags(options, out)
+    env = dict(os.environ, PERFSCALE_REVISION=revision())
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        if guarded:
+            from perfscale.gate import guard  # only the nightly's runs need it
+            status = guard.popen(command, env=env).wait()
+        else:
+            status = subprocess.call(command, env=env)
+    except OSError as err:
+        print("perfscale run: cannot start %s: %s" % (command[0], err.strerror or err),
+              file=sys.stderr)
+        return Result(127)
+    if status != 0 or out is None:
+        return Result(status)
+    print("results: %s" % out)
+    profile = out + ".profile.json" if options.profile else None
+    if profile:
+        print("profile: %s" % profile)
+    sys.stdout.flush()
+    return Result(0, out, profile)
+
+
+def main(argv):
+    if any(a in ("-h", "--help") for a in argv[:argv.index("--") if "--" in argv else None]):
+        print(__doc__.split("\n\n")[1])
+        return 0
+    runner, tag = [], ""
+    # From `vm` only (tools/perfscale): the guest launcher, one word per --runner-arg,
+    # and the tag that names the default results file.
+    while argv[:1] in (["--runner-arg"], ["--tag"]) and len(argv) > 1:
+        if argv[0] == "--tag":
+            tag = argv[1]
+        else:
+            runner.append(argv[1])
+        argv = argv[2:]
+    try:
+        return run_suite(parse_args(argv), runner, tag).status
+    except UsageError as err:
+        print(err, file=sys.stderr)
+        return 2
+    except BuildError as err:
+        return err.status
