@@ -17,6 +17,18 @@ Flag& attribution_flag =
                    "count what the benchmark's own tasks cause (ipis_sent, xcalls, lock_contended, "
                    "lock_wait_us, ctx_switches, cpu_migrations, page_faults per op)");
 
+Flag& count_syscalls_flag =
+    DefineBoolFlag("count_syscalls", false,
+                   "with attribution, also count the syscalls of the benchmark's tasks "
+                   "(syscalls per op): sizes a slowdown added per syscall (tools/perfscale "
+                   "inject); the counting event slows every syscall, so not for timing");
+
+TaskCounters::Options CounterOptions() {
+  TaskCounters::Options options;
+  options.count_syscalls = count_syscalls_flag.bool_value();
+  return options;
+}
+
 // Before Linux 6.4 the IPI and cross-call tracepoints do not exist, and the inherited
 // counting events soft-locked Debian's 6.1 kernels in QEMU guests during the quick suite
 // (4 runs of 4; with --attribution=false it finished). So there attribution is off
@@ -56,7 +68,7 @@ std::string JsonString(absl::string_view text) {
 KernelCostMeter BenchmarkMeter(bool include_children, bool attribute_by_default) {
   bool attribute =
       attribution_flag.is_set() ? AttributionOn() : attribute_by_default && AttributionOn();
-  return KernelCostMeter(include_children, attribute);
+  return KernelCostMeter(include_children, attribute, CounterOptions());
 }
 
 std::string CounterSourcesJson() {
@@ -65,7 +77,7 @@ std::string CounterSourcesJson() {
     absl::StrAppend(&json, json.size() > 1 ? ", " : "", JsonString(name), ": ", JsonString(source));
   };
   if (AttributionOn()) {
-    std::unique_ptr<TaskCounters> probe = TaskCounters::Open();
+    std::unique_ptr<TaskCounters> probe = TaskCounters::Open(CounterOptions());
     for (const CounterSource& source : probe->sources()) {
       add(TaskCounterName(source.counter),
           source.available ? source.source : absl::StrCat("unavailable: ", source.source));

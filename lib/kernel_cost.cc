@@ -22,9 +22,10 @@ KernelCost& KernelCost::operator+=(const KernelCost& other) {
   return *this;
 }
 
-KernelCostMeter::KernelCostMeter(bool include_children, bool attribute_tasks)
+KernelCostMeter::KernelCostMeter(bool include_children, bool attribute_tasks,
+                                 const TaskCounters::Options& task_options)
     : include_children_(include_children) {
-  if (attribute_tasks) tasks_ = TaskCounters::Open();
+  if (attribute_tasks) tasks_ = TaskCounters::Open(task_options);
 }
 
 absl::StatusOr<KernelCostMeter::Sample> KernelCostMeter::TakeSample() const {

@@ -34,7 +34,8 @@ struct KernelCost {
 
 class KernelCostMeter {
  public:
-  explicit KernelCostMeter(bool include_children = false, bool attribute_tasks = false);
+  explicit KernelCostMeter(bool include_children = false, bool attribute_tasks = false,
+                           const TaskCounters::Options& task_options = {});
   // Errors only when /proc/interrupts or the attribution counters cannot be read; CPU
   // times always work.
   absl::Status Start();

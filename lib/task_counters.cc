@@ -55,6 +55,7 @@ TaskCounts& TaskCounts::operator+=(const TaskCounts& other) {
   ctx_switches += other.ctx_switches;
   cpu_migrations += other.cpu_migrations;
   page_faults += other.page_faults;
+  syscalls += other.syscalls;
   return *this;
 }
 
@@ -76,6 +77,8 @@ uint64_t TaskCounts::Count(TaskCounter counter) const {
       return cpu_migrations;
     case TaskCounter::kPageFaults:
       return page_faults;
+    case TaskCounter::kSyscalls:
+      return syscalls;
   }
   return 0;
 }
@@ -98,6 +101,8 @@ const char* TaskCounterName(TaskCounter counter) {
       return "cpu_migrations";
     case TaskCounter::kPageFaults:
       return "page_faults";
+    case TaskCounter::kSyscalls:
+      return "syscalls";
   }
   return "unknown";
 }
@@ -207,6 +212,7 @@ std::unique_ptr<TaskCounters> TaskCounters::Open(const Options& options) {
   }
   counters->OpenIpiCounters();
   counters->OpenLockRings(options);
+  counters->OpenSyscallCounter(options);
   return counters;
 }
 
@@ -221,6 +227,25 @@ int TaskCounters::AddMember(const perf_event_attr& attr, const char* what, std::
   }
   members_.push_back(*std::move(member));
   return static_cast<int>(members_.size());  // 0 is the leader
+}
+
+void TaskCounters::OpenSyscallCounter(const Options& options) {
+  if (!options.count_syscalls) {
+    SetSource(TaskCounter::kSyscalls, false,
+              "not asked for (it adds work to every syscall it counts)");
+    return;
+  }
+  std::string why_not = "no counting group";
+  absl::StatusOr<uint64_t> id = TracepointId("raw_syscalls:sys_enter");
+  if (id.ok()) {
+    syscalls_index_ =
+        AddMember(Inherited(TracepointAttr(*id)), "raw_syscalls:sys_enter", &why_not);
+  } else {
+    why_not = Reason(id.status());
+  }
+  SetSource(TaskCounter::kSyscalls, syscalls_index_ >= 0,
+            syscalls_index_ >= 0 ? "tracepoint raw_syscalls:sys_enter (counting, inherited)"
+                                 : why_not);
 }
 
 void TaskCounters::OpenIpiCounters() {
@@ -421,6 +446,7 @@ absl::StatusOr<TaskCounts> TaskCounters::Stop() {
   counts.ctx_switches =
       switches_index_ >= 0 ? delta(switches_index_) : end->rusage_switches - start_.rusage_switches;
   counts.cpu_migrations = delta(migrations_index_);
+  counts.syscalls = delta(syscalls_index_);
   counts.page_faults =
       faults_index_ >= 0 ? delta(faults_index_) : end->rusage_faults - start_.rusage_faults;
   if (!lock_rings_.empty()) {

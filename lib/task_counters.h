@@ -14,6 +14,9 @@
 // - lock_contended, lock_wait: lock:contention_begin/end sampled (time, tid, lock
 //   address) into one small ring buffer per CPU, drained at each read and paired per
 //   task the way `perf lock contention` pairs them.
+// - syscalls (only when Options::count_syscalls asks): raw_syscalls:sys_enter. Each
+//   counting event on it adds work to every syscall of the counted tasks, so it is for
+//   sizing a slowdown that scales with syscalls (tools/perfscale inject), not for timing.
 // - ctx_switches, cpu_migrations, page_faults: software counting events; without
 //   perf permission, ctx_switches and page_faults come from getrusage (this process
 //   and reaped children) and cpu_migrations is unavailable.
@@ -53,6 +56,7 @@ enum class TaskCounter {
   kCtxSwitches,
   kCpuMigrations,
   kPageFaults,
+  kSyscalls,
 };
 
 // What the counted tasks caused between Start and Stop.
@@ -66,6 +70,7 @@ struct TaskCounts {
   uint64_t ctx_switches = 0;
   uint64_t cpu_migrations = 0;
   uint64_t page_faults = 0;
+  uint64_t syscalls = 0;  // only with Options::count_syscalls
   TaskCounts& operator+=(const TaskCounts& other);
   uint64_t Count(TaskCounter counter) const;  // lock_wait in ns
 };
@@ -73,7 +78,7 @@ struct TaskCounts {
 inline constexpr TaskCounter kAllTaskCounters[] = {
     TaskCounter::kIpisSent,      TaskCounter::kIpiMaskCalls, TaskCounter::kXcalls,
     TaskCounter::kLockContended, TaskCounter::kLockWait,     TaskCounter::kCtxSwitches,
-    TaskCounter::kCpuMigrations, TaskCounter::kPageFaults,
+    TaskCounter::kCpuMigrations, TaskCounter::kPageFaults,   TaskCounter::kSyscalls,
 };
 const char* TaskCounterName(TaskCounter counter);  // "ipis_sent", ..., "lock_wait_us"
 
@@ -115,6 +120,7 @@ class TaskCounters {
   struct Options {
     // Data pages per CPU for the lock samples (32 bytes each), a power of two.
     uint64_t lock_ring_pages = 16;
+    bool count_syscalls = false;
   };
   // Opens everything it can on the calling thread, with inherit; never fails: what it
   // could not open is in sources() with the reason.
@@ -146,6 +152,7 @@ class TaskCounters {
   int AddMember(const perf_event_attr& attr, const char* what, std::string* why_not);
   void OpenIpiCounters();
   void OpenLockRings(const Options& options);
+  void OpenSyscallCounter(const Options& options);
   void SetSource(TaskCounter counter, bool available, std::string source);
   absl::StatusOr<Totals> Read();
   // Drains every lock ring; keeps the samples only when `keep`.
@@ -160,6 +167,7 @@ class TaskCounters {
   int switches_index_ = -1;
   int migrations_index_ = -1;
   int faults_index_ = -1;
+  int syscalls_index_ = -1;
   std::vector<LockRing> lock_rings_;
   uint16_t lock_begin_id_ = 0;
   uint16_t lock_end_id_ = 0;

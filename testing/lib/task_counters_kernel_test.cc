@@ -154,6 +154,34 @@ TEST_F(TaskCountersKernelTest, CountsFirstTouchesAsPageFaultsButNotAnOlderThread
   EXPECT_LT(counts->page_faults, static_cast<uint64_t>(2 * kPages));  // not the older 4x
 }
 
+TEST_F(TaskCountersKernelTest, CountsSyscallsOnlyWhenAskedAndOnlyOfItsTasks) {
+  EXPECT_FALSE(TaskCounters::Open()->available(TaskCounter::kSyscalls));
+  TaskCounters::Options options;
+  options.count_syscalls = true;
+  std::atomic<bool> go{false};
+  std::thread older([&] {  // created before Open: its calls are not counted
+    while (!go.load()) std::this_thread::yield();
+    for (int i = 0; i < 5000; ++i) getppid();
+  });
+  std::unique_ptr<TaskCounters> counters = TaskCounters::Open(options);
+  if (!counters->available(TaskCounter::kSyscalls)) {
+    go.store(true);
+    older.join();
+    GTEST_SKIP() << Sources(*counters);
+  }
+  ASSERT_TRUE(counters->Start().ok());
+  go.store(true);
+  std::thread counted([] {
+    for (int i = 0; i < 1000; ++i) getppid();
+  });
+  counted.join();
+  older.join();
+  absl::StatusOr<TaskCounts> counts = counters->Stop();
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  EXPECT_GE(counts->syscalls, 1000u);
+  EXPECT_LT(counts->syscalls, 1200u);  // the thread's start, exit and the join: a few
+}
+
 TEST_F(TaskCountersKernelTest, CountsMigrationsBetweenCpus) {
   if (cpus_.size() < 2) GTEST_SKIP() << "needs 2 online CPUs";
   std::unique_ptr<TaskCounters> counters = TaskCounters::Open();

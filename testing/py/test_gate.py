@@ -304,3 +304,34 @@ def test_report_prints_the_calibration_of_the_host(cli, tmp_path):
     page = (tmp_path / "r" / "report.md").read_text()
     assert "Gate calibration" in page and "Config 'quick'" in page
     assert "| BM_A/placement:same_cpu/real_time | 2.0% | +8.0% | +9.0% | +15.0% |" in page
+
+
+def test_trials_refuse_an_uncalibrated_config(cli, tmp_path):
+    code, _out, err = cli("trials", "--history", tmp_path / "h.sqlite", "--out-dir",
+                          tmp_path / "t", "--config", "ci")
+    assert code == 2 and "is not calibrated" in err and "tools/perfscale calibrate" in err
+
+
+def test_trials_run_nightlies_on_copies_and_report_false_alarms_and_power(
+        cli, tmp_path, monkeypatch):
+    from perfscale.gate import inject
+    try:
+        inject.close_events(inject.open_events(1))
+    except inject.InjectError as err:
+        pytest.skip("the injector needs system-wide tracepoint events: %s" % err)
+    monkeypatch.setenv("PERFSCALE_RUN_CMD", FAKE_RUN)
+    monkeypatch.setenv("PERFSCALE_COMPARE_PY", str(tmp_path / "none.py"))
+    db = tmp_path / "h.sqlite"
+    assert cli("calibrate", "--runs", "4", "--no-inject", "--history", db, "--out-dir",
+               tmp_path / "cal", "--config", "ci", "--", "--fixture=base.json")[0] == 0
+    before = db.read_bytes()
+    code, out, _ = cli("trials", "--aa", "2", "--power", "1", "--inject-events", "1",
+                       "--history", db, "--out-dir", tmp_path / "t", "--config", "ci", "--",
+                       "--fixture=base.json")
+    assert code == 0, out
+    assert "A/A nightlies (no change): 0 of 2 exited 1" in out
+    assert "nightlies with the injector on (1 events): 0 of 1 exited 1" in out
+    assert "| trial | exit | flagged |" in out and "| benchmark | MDC |" in out
+    assert db.read_bytes() == before  # each trial had its own copy
+    assert sorted(p.name for p in (tmp_path / "t").iterdir() if p.is_dir()) == [
+        "aa-1", "aa-2", "power-1"]

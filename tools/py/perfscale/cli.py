@@ -9,11 +9,12 @@ import os
 import sys
 
 COMMANDS = ("run", "parity", "compare", "nightly", "plot", "report", "vm", "bisect",
-            "calibrate", "inject")
+            "calibrate", "trials", "inject")
 MODULES = {
     "run": "perfscale.run",
     "compare": "perfscale.gate.compare",
     "calibrate": "perfscale.gate.calibrate",
+    "trials": "perfscale.gate.trials",
     "inject": "perfscale.gate.inject",
     "nightly": "perfscale.history.nightly",
     "plot": "perfscale.plots.plot",

@@ -35,7 +35,7 @@ _OWN_KEYS = frozenset({
 # cannot count cpumask IPIs per target); ipis_system counts the whole machine.
 ATTRIBUTED_COUNTERS = ("ipis_sent", "ipi_mask_calls", "xcalls", "lock_contended",
                        "lock_wait_us", "ctx_switches", "cpu_migrations", "page_faults",
-                       "sys_us")
+                       "syscalls", "sys_us")
 KERNEL_COST_COUNTERS = ATTRIBUTED_COUNTERS + ("ipis_system",)
 
 

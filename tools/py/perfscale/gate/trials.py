@@ -1,0 +1,251 @@
+"""`tools/perfscale trials`: does the calibrated gate keep its promises on this machine?
+
+    tools/perfscale trials [--aa N] [--power N] [--inject-events E] [--history DB]
+                           [--config NAME] [--out-dir DIR] [--run-cmd CMD] [-- RUN_ARGS...]
+
+After `tools/perfscale calibrate` has stored a lineage's floors and baseline runs, runs N
+nightlies with no change (A/A) and N with the injector on (perfscale.gate.inject: real
+kernel work added to every syscall), alternating, so that drift falls on both. Each trial
+is a whole `tools/perfscale nightly` on its own copy of the calibrated history: every
+trial meets the same baseline and none becomes the next one's, and the history itself is
+left as it was.
+
+The injected slowdown's true size comes from outside Google Benchmark: the bare loop of
+`inject --measure` gives the nanoseconds it adds per syscall, and one untimed run with
+`--count_syscalls` gives each benchmark's syscalls per iteration; their product over the
+baseline's time per iteration is the slowdown the injector really causes there.
+
+Prints the A/A table (trial, exit status, benchmarks flagged), the power table, and per
+benchmark: its MDC, the injected slowdown's true size, and how often it was flagged. The
+promise checked: at most 10% of A/A nightlies exit 1, and every benchmark whose MDC is at
+most 10% and whose true slowdown is at least 10% is flagged in 9 of 10 injected trials.
+Exit 0 when it is kept, 1 when not, 2 when the trials could not be run.
+"""
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import shlex
+import shutil
+import statistics
+import sys
+
+from perfscale.gate import floors as gate_floors, inject, stats as results_stats
+from perfscale.history import nightly, store as history
+from perfscale.results import io as results_io
+
+DEFAULT_TRIALS = 10
+DETECTABLE = 0.10  # the size the promise is about: MDC <= 10%, slowdown >= 10%
+POWER_TRIALS_FLAGGED = 0.9
+
+
+def parse_args(argv):
+    ours, run_args = nightly.split_run_args(argv)
+    parser = argparse.ArgumentParser(
+        prog="tools/perfscale trials",
+        description="Run A/A and injected-slowdown nightlies against the calibrated "
+                    "baseline and report false alarms and power per benchmark.")
+    parser.add_argument("--aa", type=int, default=DEFAULT_TRIALS, metavar="N",
+                        help="nightlies with no change (default %(default)s)")
+    parser.add_argument("--power", type=int, default=DEFAULT_TRIALS, metavar="N",
+                        help="nightlies with the injector on (default %(default)s)")
+    parser.add_argument("--inject-events", type=int, default=8, metavar="E",
+                        help="injector strength: events per CPU and syscall tracepoint "
+                        "(default %(default)s)")
+    parser.add_argument("--history", default=os.path.join(nightly.REPO_ROOT, "results",
+                                                          "history.sqlite"), metavar="DB",
+                        help="the calibrated history (default results/history.sqlite); "
+                        "read, never changed")
+    parser.add_argument("--config", metavar="NAME",
+                        help="configuration name, as calibrate's (default: the run arguments)")
+    parser.add_argument("--out-dir", default=os.path.join(nightly.REPO_ROOT, "results",
+                                                          "trials"), metavar="DIR",
+                        help="where the trials' histories, reports and logs go "
+                        "(default results/trials)")
+    parser.add_argument("--run-cmd", metavar="CMD", help="command replacing `tools/perfscale "
+                        "run` (default: $PERFSCALE_RUN_CMD, else tools/perfscale run)")
+    args = parser.parse_args(ours)
+    if args.aa < 0 or args.power < 0 or args.aa + args.power == 0:
+        parser.error("--aa and --power must not be negative, and not both 0")
+    if not 1 <= args.inject_events <= 4096:
+        parser.error("--inject-events must be in 1..4096")
+    return args, run_args
+
+
+def main(argv):
+    args, run_args = parse_args(argv)
+    config = args.config if args.config is not None else shlex.join(run_args)
+    try:
+        conn = history.open_history(args.history)
+    except history.HistoryError as err:
+        print("trials: %s" % err, file=sys.stderr)
+        return 2
+    try:
+        lineages = conn.execute("SELECT DISTINCT host, cpus FROM calibration WHERE config = ?",
+                                (config,)).fetchall()
+        if not lineages:
+            print("trials: config '%s' is not calibrated in %s: run `tools/perfscale "
+                  "calibrate --config '%s' -- RUN_ARGS` first" % (config, args.history, config),
+                  file=sys.stderr)
+            return 2
+        host, cpus = lineages[0]["host"], lineages[0]["cpus"]
+        calibration = history.load_calibration(conn, host, cpus, config)
+        base_rows = history.find_baselines(conn, host, cpus, config, gate_floors.BASELINE_RUNS)
+        base_runs = [history.load_entries(conn, row["id"]) for row in base_rows]
+    finally:
+        conn.close()
+    os.makedirs(args.out_dir, exist_ok=True)
+    try:
+        bare, slow, added_ns = inject.measure(args.inject_events)
+    except inject.InjectError as err:
+        print("SKIPPED: the injected trials: %s" % err)
+        return 2
+    print("trials: injector: %d events per CPU on each syscall tracepoint: getppid() %.0f -> "
+          "%.0f ns, +%.0f ns per syscall (bare loop)" % (args.inject_events, bare, slow,
+                                                         added_ns), flush=True)
+    sizes = true_sizes(args, run_args, base_runs, added_ns)
+    outcomes = {"aa": [], "power": []}
+    order = ["aa", "power"] * max(args.aa, args.power)
+    counts = {"aa": 0, "power": 0}
+    for kind in order:
+        if counts[kind] >= (args.aa if kind == "aa" else args.power):
+            continue
+        counts[kind] += 1
+        outcomes[kind].append(_trial(args, run_args, config, kind, counts[kind]))
+        status, flagged = outcomes[kind][-1]
+        print("trials: %s %d: exit %d, flagged %d: %s" % (kind, counts[kind], status,
+                                                          len(flagged), ", ".join(flagged)),
+              flush=True)
+    print(format_tables(outcomes, calibration, sizes, args))
+    return 0 if promise_kept(outcomes, calibration, sizes) else 1
+
+
+def true_sizes(args, run_args, base_runs, added_ns):
+    """{name: the injected slowdown as a fraction of its time}, where its syscalls were
+    counted; from one untimed run with --count_syscalls."""
+    path = os.path.join(os.path.abspath(args.out_dir), "syscalls.json")
+    extra = list(run_args) + ([] if "--" in run_args else ["--"])
+    with _output_to(os.path.join(args.out_dir, "syscalls.log")):
+        status, path = nightly.run_suite(nightly.runner_command(args), 1, path,
+                                         extra + ["--attribution=true",
+                                                  "--count_syscalls=true"])
+    if status != 0:
+        print("trials: the syscall count run failed (exit %d): no true sizes" % status)
+        return {}
+    counted = results_io.load_results(path)
+    pooled = results_stats.pool(base_runs)
+    sizes = {}
+    for name, entry in counted.entries.items():
+        per_unit = [(c, v) for c, v in entry.counters.items() if c.startswith("syscalls/")]
+        base = pooled.get(name)
+        if not per_unit or base is None or not base.real_ns:
+            continue
+        counter, values = per_unit[0]
+        unit = counter.split("/", 1)[1]
+        per_iteration = statistics.median(values) * (
+            statistics.median(entry.counters[unit + "s"]) if entry.counters.get(unit + "s")
+            else 1.0)
+        sizes[name] = per_iteration * added_ns / statistics.median(base.real_ns)
+    return sizes
+
+
+def _trial(args, run_args, config, kind, index):
+    """(exit status, flagged benchmarks) of one nightly on a copy of the history."""
+    folder = os.path.join(os.path.abspath(args.out_dir), "%s-%d" % (kind, index))
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    copy = os.path.join(folder, "history.sqlite")
+    shutil.copyfile(args.history, copy)
+    argv = ["--history", copy, "--report-dir", folder, "--config", config, "--no-plots"]
+    if args.run_cmd:
+        argv += ["--run-cmd", args.run_cmd]
+    argv += ["--"] + list(run_args)
+    with _output_to(os.path.join(folder, "nightly.log")):
+        if kind == "power":
+            with inject.Injector(args.inject_events):
+                status = nightly.main(argv)
+        else:
+            status = nightly.main(argv)
+    flagged = []
+    for root, _dirs, files in os.walk(folder):
+        if "verdicts.json" in files:
+            with open(os.path.join(root, "verdicts.json"), encoding="utf-8") as f:
+                flagged = json.load(f)["regressions"]
+    return status, flagged
+
+
+@contextlib.contextmanager
+def _output_to(path):
+    """Everything written to stdout and stderr, by us or the processes we start, goes to
+    `path` (the benchmark binary's tables would bury the trial lines)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        with open(path, "w", encoding="utf-8") as log:
+            os.dup2(log.fileno(), 1)
+            os.dup2(log.fileno(), 2)
+            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+                yield
+                sys.stdout.flush()
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in saved:
+            os.close(fd)
+
+
+def _scope(name, calibration, sizes):
+    calibrated = calibration.get((name, results_stats.REAL_TIME))
+    size = sizes.get(name)
+    return (calibrated is not None and calibrated.mdc <= DETECTABLE and size is not None
+            and size >= DETECTABLE)
+
+
+def promise_kept(outcomes, calibration, sizes):
+    aa = outcomes["aa"]
+    if aa and sum(1 for status, _f in aa if status == 1) > 0.1 * len(aa):
+        return False
+    power = outcomes["power"]
+    for name in {n for (n, m) in calibration if m == results_stats.REAL_TIME}:
+        if power and _scope(name, calibration, sizes):
+            hits = sum(1 for _s, flagged in power if name in flagged)
+            if hits < POWER_TRIALS_FLAGGED * len(power):
+                return False
+    return True
+
+
+def _pct(value):
+    return "%+.1f%%" % (100 * value) if value is not None and math.isfinite(value) else "-"
+
+
+def format_tables(outcomes, calibration, sizes, args):
+    lines = []
+    for kind, title in (("aa", "A/A nightlies (no change)"),
+                        ("power", "nightlies with the injector on (%d events)"
+                         % args.inject_events)):
+        if not outcomes[kind]:
+            continue
+        alarms = sum(1 for status, _f in outcomes[kind] if status == 1)
+        lines.append("%s: %d of %d exited 1" % (title, alarms, len(outcomes[kind])))
+        lines.append("| trial | exit | flagged |")
+        lines.append("|---|---|---|")
+        for index, (status, flagged) in enumerate(outcomes[kind], 1):
+            lines.append("| %d | %d | %s |" % (index, status, ", ".join(flagged) or "-"))
+        lines.append("")
+    power = outcomes["power"]
+    lines.append("| benchmark | MDC | injected slowdown (true size) | flagged | in scope |")
+    lines.append("|---|---|---|---|---|")
+    rows = sorted((c for (_n, m), c in calibration.items() if m == results_stats.REAL_TIME),
+                  key=lambda c: c.mdc)
+    for c in rows:
+        hits = sum(1 for _s, flagged in power if c.name in flagged)
+        lines.append("| %s | %s | %s | %d of %d | %s |" % (
+            c.name + (" (unpinned: noisy)" if results_stats.NOISY_VARIANT in c.name else ""),
+            _pct(c.mdc), _pct(sizes.get(c.name)), hits, len(power),
+            "yes" if _scope(c.name, calibration, sizes) else "no"))
+    lines.append("in scope: MDC <= 10% and true slowdown >= 10%; promise: at most 1 in 10 A/A "
+                 "nightlies exits 1, each in-scope benchmark flagged in >= 9 of 10")
+    return "\n".join(lines)
