@@ -72,6 +72,7 @@ void Progress::Started(const std::string& name) {
 }
 
 void Progress::Finished(const std::string& name) {
+  if (!finished_.insert(name).second) return;
   ++done_;
   auto estimate = estimates_.find(name);
   if (estimate != estimates_.end()) planned_done_ += estimate->second;

@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,9 @@ class Progress {
   double planned_done_ = 0;
   int total_ = 0;
   int done_ = 0;
+  // Google Benchmark reports a benchmark's repetitions and then its aggregates: two
+  // reports, one benchmark.
+  std::set<std::string> finished_;
   std::string current_;
   std::chrono::steady_clock::time_point start_;
   double last_plain_ = -1e9;

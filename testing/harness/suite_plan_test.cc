@@ -78,6 +78,15 @@ TEST(Progress, PlainLinesSayKOfNAndTimeLeftThenDone) {
   EXPECT_THAT(text, Not(HasSubstr("\r")));
 }
 
+TEST(Progress, RepetitionsAndTheirAggregatesAreOneBenchmark) {
+  Captured out;
+  Progress progress(kRuns, out.file(), /*live=*/false);
+  progress.Finished("BM_A/real_time");  // its repetitions
+  progress.Finished("BM_A/real_time");  // then its mean, median, stddev, cv
+  progress.Done();
+  EXPECT_THAT(out.text(), HasSubstr("done: 1 of 2 benchmarks"));
+}
+
 TEST(Progress, LiveLineIsRedrawnAndCleared) {
   Captured out;
   Progress progress(kRuns, out.file(), /*live=*/true);
