@@ -150,11 +150,27 @@ def test_a_single_outlier_repetition_of_a_count_is_not_a_regression():
     assert not verdict.regression
 
 
-def test_unpinned_rows_are_labelled_the_noisy_variant():
+def test_unpinned_rows_are_labelled_the_noisy_variant_wherever_they_are_shown(cli, tmp_path):
     name = "BM_B/passive:8/placement:unpinned/real_time"
     (verdict,) = results_stats.compare_entries({name: entry(name, [1.0] * 10)},
                                                {name: entry(name, [1.0] * 10)})
     assert "[unpinned: the noisy variant]" in verdict.line()
+    import json
+    from conftest import data
+    document = json.loads(open(data("base.json"), encoding="utf-8").read())
+    first = document["benchmarks"][0]["run_name"]
+    for row in document["benchmarks"]:
+        for key in ("name", "run_name"):
+            if row.get(key, "").startswith(first):
+                row[key] = row[key].replace(first, first + "/placement:unpinned", 1)
+    (tmp_path / "unpinned.json").write_text(json.dumps(document))
+    code, _out, err = cli("report", tmp_path / "unpinned.json", "-o", tmp_path / "r",
+                          "--no-plots")
+    assert code == 0, err
+    page = (tmp_path / "r" / "report.md").read_text()
+    unpinned = [line for line in page.splitlines()
+                if line.startswith("| BM_") and "placement:unpinned" in line]
+    assert unpinned and all("[unpinned: the noisy variant]" in line for line in unpinned)
 
 
 def test_floors_learned_from_runs_follow_the_spread_between_runs():

@@ -172,6 +172,9 @@ def default_out(tag: str = "") -> str:
     return os.path.join(REPO_ROOT, "results", "perfscale-%s-%s.json" % (host, stamp))
 
 
+WARMUP_S = 0.02  # per benchmark, before its first repetition
+
+
 def binary_flags(options: Options, out: Optional[str]) -> List[str]:
     """The family binary's flags for these options (out None: the plan only)."""
     flags = []
@@ -185,9 +188,12 @@ def binary_flags(options: Options, out: Optional[str]) -> List[str]:
     if options.repetitions > 0:
         flags += ["--benchmark_repetitions=%d" % options.repetitions]
         if out is not None:
-            # Interleaved, so that drift in the machine spreads over every benchmark alike.
+            # Interleaved, so that drift in the machine spreads over every benchmark alike;
+            # warmed up, so that a cold first pass (page faults, caches, lazy setup) is
+            # not one of the repetitions compared.
             flags += ["--benchmark_enable_random_interleaving=true",
-                      "--benchmark_display_aggregates_only=true"]
+                      "--benchmark_display_aggregates_only=true",
+                      "--benchmark_min_warmup_time=%g" % WARMUP_S]
     if options.budget:
         flags.append("--budget=" + options.budget)
     if options.plan_cpus:

@@ -29,7 +29,7 @@ import sys
 
 from perfscale.gate import stats as results_stats
 from perfscale.history import store as history, nightly
-from perfscale.results import io as results_io
+from perfscale.results import io as results_io, names as results_names
 from perfscale.gate import floors as gate_floors
 from perfscale.gate import inject
 
@@ -186,8 +186,7 @@ def add_calibration_section(page, conn, host, cpus):
                                        max((c.runs for c in rows), default=0)))
         page.table(["benchmark", "sigma between runs", "noise floor", "MDC",
                     "injected slowdown"],
-                   [[c.name + (" (unpinned: noisy)" if results_stats.NOISY_VARIANT in c.name
-                               else ""), "%.1f%%" % (100 * c.sigma), _pct(c.noise_floor),
+                   [[results_names.display_name(c.name), "%.1f%%" % (100 * c.sigma), _pct(c.noise_floor),
                      _pct(c.mdc), _pct(c.injected_change)] for c in rows])
 
 
@@ -197,7 +196,7 @@ def format_table(calibrations, injector=""):
                   key=lambda c: c.mdc)
     lines = ["%-100s %8s %9s %9s %9s" % ("benchmark", "sigma", "floor", "MDC", "injected")]
     for c in rows:
-        label = c.name + (" [unpinned: noisy]" if results_stats.NOISY_VARIANT in c.name else "")
+        label = results_names.display_name(c.name)
         lines.append("%-100s %7.1f%% %9s %9s %9s" % (label, 100 * c.sigma, _pct(c.noise_floor),
                                                      _pct(c.mdc), _pct(c.injected_change)))
     detectable = sum(1 for c in rows if c.mdc <= 0.10)

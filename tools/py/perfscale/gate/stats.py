@@ -28,7 +28,7 @@ import zlib
 import numpy
 from scipy.stats import mannwhitneyu, norm
 
-from perfscale.results import io as results_io
+from perfscale.results import io as results_io, names as results_names
 
 # compare.py (gbench/report.py UTEST_OPTIMAL_REPETITIONS) calls fewer "unreliable".
 DEFAULT_MIN_REPETITIONS = 9
@@ -56,7 +56,7 @@ ATTRIBUTED = results_io.ATTRIBUTED_COUNTERS
 GATED_COUNTS = ("ipis_sent", "ipi_mask_calls", "xcalls", "lock_contended", "ctx_switches",
                 "cpu_migrations", "page_faults")
 REAL_TIME = "real_time"  # the metric name of a benchmark's time in the calibration
-NOISY_VARIANT = "placement:unpinned"
+NOISY_VARIANT = results_names.NOISY_VARIANT
 
 
 def counter_kind(name):
@@ -105,8 +105,7 @@ class Verdict:
 
     def line(self):
         """One line a person reads in a log: verdict, figures with their interval, why."""
-        label = self.name + (" [unpinned: the noisy variant]"
-                             if NOISY_VARIANT in self.name else "")
+        label = results_names.display_name(self.name)
         if self.verdict in (MISSING, ERROR):
             return "%s: %s: %s" % (label, self.verdict, self.note)
         figures = []

@@ -34,7 +34,7 @@ import sys
 
 from perfscale.gate import floors as gate_floors, inject, stats as results_stats
 from perfscale.history import nightly, store as history
-from perfscale.results import io as results_io
+from perfscale.results import io as results_io, names as results_names
 
 DEFAULT_TRIALS = 10
 DETECTABLE = 0.10  # the size the promise is about: MDC <= 10%, slowdown >= 10%
@@ -243,7 +243,7 @@ def format_tables(outcomes, calibration, sizes, args):
     for c in rows:
         hits = sum(1 for _s, flagged in power if c.name in flagged)
         lines.append("| %s | %s | %s | %d of %d | %s |" % (
-            c.name + (" (unpinned: noisy)" if results_stats.NOISY_VARIANT in c.name else ""),
+            results_names.display_name(c.name),
             _pct(c.mdc), _pct(sizes.get(c.name)), hits, len(power),
             "yes" if _scope(c.name, calibration, sizes) else "no"))
     lines.append("in scope: MDC <= 10% and true slowdown >= 10%; promise: at most 1 in 10 A/A "

@@ -41,7 +41,8 @@ from perfscale import run as suite
 from perfscale.gate import compare, stats as results_stats
 from perfscale.history import store as history
 from perfscale.plots import page as results_page
-from perfscale.results import comparepy as results_comparepy, io as results_io
+from perfscale.results import (comparepy as results_comparepy, io as results_io,
+                               names as results_names)
 from perfscale.gate import confirm, guard
 from perfscale.gate import floors as gate_floors
 
@@ -350,8 +351,7 @@ def _write_report(conn, args, run_dir, run_id, info, results, baseline, verdicts
         order = {results_stats.SLOWER: 0, results_stats.COUNTS: 1, results_stats.FASTER: 2}
         page.table(["benchmark", "verdict", "median change [95% CI]", "p (Holm)",
                     "noise floor", "runs (repetitions)", "counters moved", "note"],
-                   [[v.name + (" (unpinned: the noisy variant)"
-                               if results_stats.NOISY_VARIANT in v.name else ""),
+                   [[results_names.display_name(v.name),
                      v.verdict, _pct(v.change) + _interval(v.ci),
                      "%s (%s)" % (_p(v.screen_p if v.screen_p == v.screen_p else v.pvalue),
                                   _p(v.p_adjusted)), _pct(v.noise_floor),

@@ -16,7 +16,7 @@ import sys
 from perfscale.history import store as history
 from perfscale.plots import page as results_page
 from perfscale.results import (headlines as results_headlines, io as results_io,
-                               profile as results_profile)
+                               names as results_names, profile as results_profile)
 from perfscale.vm import comparability
 
 # Context keys worth a line on the page, in reading order (Google Benchmark's and ours).
@@ -72,7 +72,7 @@ def add_results_sections(page, results, outdir, plots=True):
 
 def _row(entry):
     if not entry.real_ns:
-        return [entry.name, 0, "-", "-", "error"]
+        return [results_names.display_name(entry.name), 0, "-", "-", "error"]
     median = statistics.median(entry.real_ns)
     unit = results_io.readable_unit(entry.real_ns)
     scale = results_io.TIME_UNIT_NS[unit]
@@ -83,7 +83,7 @@ def _row(entry):
     counters = ", ".join("%s=%.4g" % (k, statistics.median(v))
                          for k, v in list(entry.counters.items())[:_SHOWN_COUNTERS] if v)
     note = " (aggregates only)" if entry.aggregates_only else ""
-    return [entry.name, "%d%s" % (len(entry.real_ns), note), "%.4g %s" % (median / scale, unit),
+    return [results_names.display_name(entry.name), "%d%s" % (len(entry.real_ns), note), "%.4g %s" % (median / scale, unit),
             spread, counters]
 
 

@@ -31,6 +31,16 @@ class BenchmarkName:
         return tuple((k, v) for k, v in self.params.items() if k not in keys)
 
 
+# Rows whose threads the scheduler places: they swing most between runs (issue 13), so
+# every table and verdict shows them as the noisy variant beside their pinned siblings.
+NOISY_VARIANT = "placement:unpinned"
+
+
+def display_name(name):
+    """The benchmark's name as a person reads it in a table or log line."""
+    return name + (" [unpinned: the noisy variant]" if NOISY_VARIANT in name else "")
+
+
 def parse_name(name):
     segments = name.split("/")
     family, params, flags, control = segments[0], {}, [], {}
