@@ -22,6 +22,7 @@ MODULES = {
     "vm": "perfscale.vm.qemu",
     "bisect": "perfscale.vm.bisect",
 }
+PARITY_FAMILIES = ("breakpoint", "event_open", "synthesize", "trace_overhead")
 
 
 def _usage() -> str:
@@ -39,10 +40,9 @@ def main(argv):
     command, rest = argv[0], argv[1:]
     module_name = MODULES.get(command)
     if command == "parity":
-        if not rest or rest[0].startswith("-"):
-            print("usage: tools/perfscale parity FAMILY [options]  "
-                  "(FAMILY: breakpoint, event_open, synthesize, trace_overhead)",
-                  file=sys.stderr)
+        if not rest or rest[0] not in PARITY_FAMILIES:
+            print("usage: tools/perfscale parity FAMILY [options]  (FAMILY: %s)"
+                  % ", ".join(PARITY_FAMILIES), file=sys.stderr)
             return 2
         module_name = "perfscale.parity." + rest[0]
         rest = rest[1:]

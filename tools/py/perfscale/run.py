@@ -3,19 +3,20 @@
     tools/perfscale run [--quick] [--profile] [--repetitions N] [--budget 10m] [--family NAME]
                         [--out FILE] [--plan [--cpus N]] [-- FLAGS...]
 
-The suite runner as code: `run` is its command, and `nightly`, `calibrate` and the gate's
-confirmation reruns call run_suite() with an Options of their own. It builds
-//benchmarks:NAME (default: suite), runs it from the caller's directory (so relative paths
-among FLAGS are the user's) with interleaved repetitions, and writes the JSON to --out or
-results/perfscale-HOST-UTCTIME.json; the binary prints the plan and progress on stderr
-and the console table on stdout, then run prints `results: FILE` (and `profile: FILE`).
---plan prints the plan only (--cpus N: as on a machine with N CPUs); --budget caps the
-planned wall time (the binary's default is 10m).
+Builds //benchmarks:NAME (default: suite, every family) and runs it from this directory
+(relative paths among FLAGS are yours), with --repetitions N interleaved, and writes the
+JSON to --out or results/perfscale-HOST-UTCTIME.json. The binary prints the plan and its
+progress on stderr and the console table on stdout, then run prints `results: FILE` (and
+`profile: FILE` with --profile: each benchmark's top symbols). --quick: short runs, small
+sizes. --budget caps the planned wall time (default 10m). --plan prints the plan only
+(--cpus N: as on a machine with N CPUs). FLAGS go to the binary (see its --help).
 
-`vm` runs the same through its guest launcher (runner, a command put before the binary)
-and names the default file after the guest (tag). PERFSCALE_BINARY names a command that
-stands in for the family binary (the tests' fake binary, dry runs): nothing is built, and
-it gets the binary's flags (--benchmark_out=FILE, --benchmark_repetitions=N, ...).
+The suite runner as code: nightly, calibrate and the gate's confirmation reruns call
+run_suite() with Options of their own; `vm` runs it through its guest launcher (runner: a
+command put before the binary) and names the default file after the guest (tag).
+PERFSCALE_BINARY names a command that stands in for the family binary (the tests' fake
+binary, dry runs): nothing is built, and it gets the binary's flags (--benchmark_out=FILE,
+--benchmark_repetitions=N, ...).
 """
 
 import dataclasses
@@ -136,12 +137,13 @@ def binary_path(family: str) -> str:
 _built = set()
 
 
-def build(family: str, setup: str = "run") -> str:
-    """Installs what `tools/setup SETUP` wants, builds //benchmarks:FAMILY once per
-    process; returns the binary's path. Raises BuildError."""
+def build(family: str, setup: Optional[str] = "run") -> str:
+    """Installs what `tools/setup SETUP` wants (None: nothing), builds //benchmarks:FAMILY
+    once per process; returns the binary's path. Raises BuildError."""
     if family not in _built:
         sys.stdout.flush()
-        status = subprocess.call([os.path.join(REPO_ROOT, "tools", "setup"), setup])
+        status = subprocess.call([os.path.join(REPO_ROOT, "tools", "setup"), setup]) \
+            if setup else 0
         if status != 0:
             raise BuildError("tools/setup %s failed with exit status %d" % (setup, status),
                              status)
@@ -243,7 +245,7 @@ def run_suite(options: Options, runner: Sequence[str] = (), tag: str = "",
 
 def main(argv):
     if any(a in ("-h", "--help") for a in argv[:argv.index("--") if "--" in argv else None]):
-        print(__doc__.split("\n\n")[1])
+        print("\n\n".join(__doc__.split("\n\n")[1:3]))
         return 0
     runner, tag = [], ""
     # From `vm` only (tools/perfscale): the guest launcher, one word per --runner-arg,

@@ -18,8 +18,7 @@ import subprocess
 import sys
 from typing import Callable, List, Optional
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
+from perfscale import run as suite
 
 
 class ParityError(Exception):
@@ -63,15 +62,11 @@ def require_perf() -> str:
 
 
 def build_binary(target: str) -> str:
-    """Builds //benchmarks:<target> and returns the binary's path."""
-    result = subprocess.run(["bazel", "build", "--noshow_progress", "//benchmarks:" + target],
-                            cwd=ROOT, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise ParityError("bazel build //benchmarks:%s failed:\n%s" %
-                          (target, result.stderr[-2000:]))
-    path = os.path.join(ROOT, "bazel-bin", "benchmarks", target)
-    if os.path.isdir(path):  # the binary is kept in the family's folder
-        path = os.path.join(path, target)
+    """Builds //benchmarks:<target> as `run` does and returns the binary's path."""
+    try:
+        path = suite.build(target, setup=None)  # tools/perfscale parity ran tools/setup
+    except suite.BuildError as err:
+        raise ParityError(str(err)) from None
     if not os.access(path, os.X_OK):
         raise ParityError("built, but %s is not there" % path)
     return path
@@ -93,16 +88,22 @@ def run_benchmark_json(cmd: List[str]) -> List[dict]:
     if result.returncode != 0:
         raise ParityError("%s failed (exit %d):\n%s" % (" ".join(cmd), result.returncode,
                                                         result.stderr[-800:]))
+    return parse_benchmark_json(result.stdout, " ".join(cmd))
+
+
+def parse_benchmark_json(text: str, what: str) -> List[dict]:
+    """The per-repetition runs of our binary's JSON output `text` (from command `what`);
+    an errored run, or none at all, raises."""
     try:
-        report = json.loads(result.stdout)
+        report = json.loads(text)
     except ValueError as err:
-        raise ParityError("%s printed no valid JSON (%s)" % (" ".join(cmd), err))
+        raise ParityError("%s printed no valid JSON (%s)" % (what, err))
     runs = [b for b in report.get("benchmarks", []) if b.get("run_type") == "iteration"]
     for run in runs:
         if run.get("error_occurred"):
             raise ParityError("%s: %s" % (run.get("name"), run.get("error_message")))
     if not runs:
-        raise ParityError("%s ran no benchmark" % " ".join(cmd))
+        raise ParityError("%s ran no benchmark" % what)
     return runs
 
 
@@ -165,43 +166,61 @@ def run_parity(target: str, cases: List[Case], args, reference_name: str = "perf
         print("perfscale parity: %s" % err, file=sys.stderr)
         return 2
 
-    rows = []
-    for case in cases:
-        ref_median = statistics.median(reference[case.label])
-        our_median = statistics.median(ours[case.label])
-        ratio = our_median / ref_median if ref_median else math.inf
-        rows.append({
-            "case": case.label, "unit": case.unit,
-            "reference_median": ref_median, "ours_median": our_median, "ratio": ratio,
-            "reference_spread_pct": spread_pct(reference[case.label]),
-            "ours_spread_pct": spread_pct(ours[case.label]),
-            "gating": case.gating,
-            "within_tolerance": abs(ratio - 1.0) * 100.0 <= args.tolerance,
-            "reference_values": reference[case.label], "ours_values": ours[case.label],
-        })
+    rows = [summary_row(case.label, case.unit, reference[case.label], ours[case.label],
+                        case.gating, args.tolerance) for case in cases]
     print_table(rows, reference_name, args)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"target": target, "rounds": args.rounds, "rows": rows}, f, indent=1)
+    write_json(args.json, target, args.rounds, rows)
     return 0 if all(r["within_tolerance"] for r in rows if r["gating"]) else 1
 
 
-def print_table(rows, reference_name: str, args) -> None:
+def summary_row(label: str, unit: str, reference: List[float], ours: List[float],
+                gating: bool, tolerance: float) -> dict:
+    """One case's row: medians of both sides, ours / reference, each side's spread, and
+    whether the ratio is within +-tolerance percent (only a gating row's is judged)."""
+    ref_median = statistics.median(reference)
+    our_median = statistics.median(ours)
+    ratio = our_median / ref_median if ref_median > 0 else math.inf
+    return {
+        "case": label, "unit": unit,
+        "reference_median": ref_median, "ours_median": our_median, "ratio": ratio,
+        "reference_spread_pct": spread_pct(reference), "ours_spread_pct": spread_pct(ours),
+        "gating": gating,
+        "within_tolerance": abs(ratio - 1.0) * 100.0 <= tolerance,
+        "reference_values": list(reference), "ours_values": list(ours),
+    }
+
+
+def off_by(row) -> str:
+    return "OFF by %.0f%%" % ((row["ratio"] - 1) * 100)
+
+
+def print_rows(rows, columns, verdict: Callable[[dict], str], footer: str) -> None:
+    """A table of rows: `columns` is [(heading, width, format of the value, key)], the
+    case label first and the verdict last."""
     width = max(len(r["case"]) for r in rows)
-    header = "%-*s  %14s  %14s  %7s  %10s  %10s  %s" % (
-        width, "case", reference_name[:14], "perfscale", "ratio", "ref spread", "our spread",
-        "verdict")
+    header = "  ".join(["%-*s" % (width, "case")] +
+                       ["%*s" % (w, title[:w]) for title, w, _f, _k in columns] + ["verdict"])
     print(header)
     print("-" * len(header))
     for r in rows:
-        if not r["gating"]:
-            verdict = "reference"
-        elif r["within_tolerance"]:
-            verdict = "ok"
-        else:
-            verdict = "OFF by %.0f%%" % ((r["ratio"] - 1) * 100)
-        print("%-*s  %14.3f  %14.3f  %7.3f  %9.1f%%  %9.1f%%  %s" % (
-            width, r["case"], r["reference_median"], r["ours_median"], r["ratio"],
-            r["reference_spread_pct"], r["ours_spread_pct"], verdict))
-    print("medians of %d interleaved rounds; spread = (max - min) / median; "
-          "tolerance %.0f%%; unit %s" % (args.rounds, args.tolerance, rows[0]["unit"]))
+        print("  ".join(["%-*s" % (width, r["case"])] +
+                        [(fmt % r[key]).rjust(w) for _t, w, fmt, key in columns] +
+                        [verdict(r)]))
+    print(footer)
+
+
+def print_table(rows, reference_name: str, args) -> None:
+    def verdict(r):
+        return "reference" if not r["gating"] else "ok" if r["within_tolerance"] else off_by(r)
+    print_rows(rows, [(reference_name, 14, "%.3f", "reference_median"),
+                      ("perfscale", 14, "%.3f", "ours_median"), ("ratio", 7, "%.3f", "ratio"),
+                      ("ref spread", 10, "%.1f%%", "reference_spread_pct"),
+                      ("our spread", 10, "%.1f%%", "ours_spread_pct")], verdict,
+               "medians of %d interleaved rounds; spread = (max - min) / median; "
+               "tolerance %.0f%%; unit %s" % (args.rounds, args.tolerance, rows[0]["unit"]))
+
+
+def write_json(path: str, target: str, rounds: int, rows) -> None:
+    if path:
+        with open(path, "w") as f:
+            json.dump({"target": target, "rounds": rounds, "rows": rows}, f, indent=1)

@@ -25,7 +25,6 @@ the record counts are printed next to the times so that a reader can see whether
 workloads matched.
 """
 
-import json
 import re
 import statistics
 import subprocess
@@ -103,45 +102,40 @@ def main(argv):
         print("perfscale parity: %s" % err, file=sys.stderr)
         return 2
 
+    table = summarize(rows, gating, args.tolerance)
+    print_table(table, args)
+    pc.write_json(args.json, "synthesize", args.rounds, table)
+    return 0 if all(r["within_tolerance"] for r in table if r["gating"]) else 1
+
+
+def summarize(rows, gating, tolerance):
+    """The table's rows from {label: [(perf usec, perf records, ours usec, ours records)]}.
+    Ours must not be slower per record than perf (faster is fine)."""
     table = []
     for label, samples in rows.items():
-        ref = [s[0] for s in samples]
-        ours = [s[2] for s in samples]
-        ref_median, our_median = statistics.median(ref), statistics.median(ours)
-        ratio = our_median / ref_median if ref_median else float("inf")
-        table.append({
-            "case": label, "unit": "usecs/record",
-            "reference_median": ref_median, "ours_median": our_median, "ratio": ratio,
-            "reference_records": statistics.median(s[1] for s in samples),
-            "ours_records": statistics.median(s[3] for s in samples),
-            "reference_spread_pct": pc.spread_pct(ref), "ours_spread_pct": pc.spread_pct(ours),
-            "gating": gating[label],
-            # Ours must not be slower per record; faster is fine.
-            "within_tolerance": ratio <= 1.0 + args.tolerance / 100.0,
-            "reference_values": ref, "ours_values": ours,
-        })
-    width = max(len(r["case"]) for r in table)
-    header = "%-*s  %12s  %12s  %6s  %10s  %10s  %9s  %9s  %s" % (
-        width, "case", "perf us/rec", "ours us/rec", "ratio", "perf recs", "our recs",
-        "perf sprd", "our sprd", "verdict")
-    print(header)
-    print("-" * len(header))
-    for r in table:
+        row = pc.summary_row(label, "usecs/record", [s[0] for s in samples],
+                             [s[2] for s in samples], gating[label], tolerance)
+        row["reference_records"] = statistics.median(s[1] for s in samples)
+        row["ours_records"] = statistics.median(s[3] for s in samples)
+        row["within_tolerance"] = row["ratio"] <= 1.0 + tolerance / 100.0
+        table.append(row)
+    return table
+
+
+def print_table(table, args):
+    def verdict(r):
         if not r["gating"]:
-            verdict = "info"
-        elif r["within_tolerance"]:
-            verdict = "ok" if r["ratio"] <= 1.0 else "ok (within %.0f%%)" % args.tolerance
-        else:
-            verdict = "SLOWER by %.0f%%" % ((r["ratio"] - 1) * 100)
-        print("%-*s  %12.3f  %12.3f  %6.3f  %10.0f  %10.0f  %8.1f%%  %8.1f%%  %s" % (
-            width, r["case"], r["reference_median"], r["ours_median"], r["ratio"],
-            r["reference_records"], r["ours_records"], r["reference_spread_pct"],
-            r["ours_spread_pct"], verdict))
-    print("medians of %d interleaved rounds; ratio = ours / perf (below 1: ours is faster); "
-          "spread = (max - min) / median; verdict: ours may be at most %.0f%% slower" %
-          (args.rounds, args.tolerance))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"target": "synthesize", "rounds": args.rounds, "rows": table}, f,
-                      indent=1)
-    return 0 if all(r["within_tolerance"] for r in table if r["gating"]) else 1
+            return "info"
+        if r["within_tolerance"]:
+            return "ok" if r["ratio"] <= 1.0 else "ok (within %.0f%%)" % args.tolerance
+        return "SLOWER by %.0f%%" % ((r["ratio"] - 1) * 100)
+    pc.print_rows(table, [("perf us/rec", 12, "%.3f", "reference_median"),
+                          ("ours us/rec", 12, "%.3f", "ours_median"),
+                          ("ratio", 6, "%.3f", "ratio"),
+                          ("perf recs", 10, "%.0f", "reference_records"),
+                          ("our recs", 10, "%.0f", "ours_records"),
+                          ("perf sprd", 9, "%.1f%%", "reference_spread_pct"),
+                          ("our sprd", 9, "%.1f%%", "ours_spread_pct")], verdict,
+                  "medians of %d interleaved rounds; ratio = ours / perf (below 1: ours is "
+                  "faster); spread = (max - min) / median; verdict: ours may be at most "
+                  "%.0f%% slower" % (args.rounds, args.tolerance))

@@ -32,7 +32,6 @@ Usage: tools/perfscale parity trace_overhead [--loops=N] [--rounds=R] [--toleran
 
 import argparse
 import dataclasses
-import json
 import os
 import shutil
 import statistics
@@ -170,27 +169,36 @@ def main(argv):
         print("perfscale parity: %s" % err, file=sys.stderr)
         return 2
 
+    rows = summarize(cases, samples, loops, args.tolerance)
+    print_table(rows, args, loops, cpu)
+    pc.write_json(args.json, "trace_overhead", args.rounds, rows)
+    return 0 if all(r["within_tolerance"] for r in rows if r["gating"]) else 1
+
+
+def summarize(cases, samples, loops, tolerance):
+    """The table's rows from each case's samples: {"ref": perf bench usecs/op, "fixed":
+    perf's -l 1 figure, "ours": our usecs/op, "ours_overhead": our overhead_pct}."""
     rows = []
     for case in cases:
         s = samples[case.label]
         ref_raw = statistics.median(s["ref"])
         fixed = statistics.median(s["fixed"])
-        ref = ref_raw - fixed / loops
-        our_median = statistics.median(s["ours"])
-        ratio = our_median / ref if ref > 0 else float("inf")
-        rows.append({
-            "case": case.label, "unit": "usecs/op", "loops": loops, "gating": case.gating,
-            "reference_raw_median": ref_raw, "fork_exit_us": fixed,
-            "reference_median": ref, "ours_median": our_median, "ratio": ratio,
-            "reference_spread_pct": pc.spread_pct(s["ref"]),
-            "ours_spread_pct": pc.spread_pct(s["ours"]),
-            "within_tolerance": ((abs(ratio - 1.0) * 100.0 <= args.tolerance)
-                                 if case.gating else None),
-            "reference_values": s["ref"], "ours_values": s["ours"],
+        # perf's rows with the fixed cost taken out; the spread is of the raw figures.
+        row = pc.summary_row(case.label, "usecs/op", [v - fixed / loops for v in s["ref"]],
+                             s["ours"], case.gating, tolerance)
+        row.update({
+            "loops": loops, "reference_raw_median": ref_raw, "fork_exit_us": fixed,
+            "reference_median": ref_raw - fixed / loops,
+            "reference_spread_pct": pc.spread_pct(s["ref"]), "reference_values": s["ref"],
             "ours_overhead_pct": (statistics.median(s["ours_overhead"])
                                   if s["ours_overhead"] else None),
             "reference_overhead_pct": None,
         })
+        ref = row["reference_median"]
+        row["ratio"] = row["ours_median"] / ref if ref > 0 else float("inf")
+        row["within_tolerance"] = ((abs(row["ratio"] - 1.0) * 100.0 <= tolerance)
+                                   if case.gating else None)
+        rows.append(row)
     # perf's own overhead of recording: perf lock record's figure over plain perf bench
     # on the same placement.
     by_label = {r["case"]: r for r in rows}
@@ -200,38 +208,26 @@ def main(argv):
             lock, none = by_label[lock_label], by_label[none_label]
             lock["reference_overhead_pct"] = 100.0 * (lock["reference_median"] /
                                                       none["reference_median"] - 1.0)
+    return rows
 
-    width = max(len(r["case"]) for r in rows)
-    header = "%-*s  %10s  %14s  %10s  %7s  %9s  %9s  %s" % (
-        width, "case", "perf raw", "perf corrected", "perfscale", "ratio", "perf sprd",
-        "our sprd", "verdict")
-    print(header)
-    print("-" * len(header))
-    for r in rows:
-        if not r["gating"]:
-            verdict = "reference"
-            if r["reference_overhead_pct"] is not None:
-                verdict += " (overhead: perf lock record %+.0f%%, ours %+.0f%%)" % (
-                    r["reference_overhead_pct"], r["ours_overhead_pct"])
-            else:
-                verdict += " (our overhead %+.0f%%)" % r["ours_overhead_pct"]
-        elif r["within_tolerance"]:
-            verdict = "ok"
-        else:
-            verdict = "OFF by %.0f%%" % ((r["ratio"] - 1) * 100)
-        print("%-*s  %10.3f  %14.3f  %10.3f  %7.3f  %8.1f%%  %8.1f%%  %s" % (
-            width, r["case"], r["reference_raw_median"], r["reference_median"],
-            r["ours_median"], r["ratio"], r["reference_spread_pct"], r["ours_spread_pct"],
-            verdict))
-    print("usecs/op, medians of %d interleaved rounds, -l %d; 'one CPU': both sides under "
-          "taskset -c %d; perf corrected = raw - (fork + exit + wait, from -l 1) / %d; "
-          "spread = (max - min) / median; tolerance %.0f%% on the none rows" % (
-              args.rounds, loops, cpu, loops, args.tolerance))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"target": "trace_overhead", "rounds": args.rounds, "rows": rows}, f,
-                      indent=1)
-    return 0 if all(r["within_tolerance"] for r in rows if r["gating"]) else 1
+
+def print_table(rows, args, loops, cpu):
+    def verdict(r):
+        if r["gating"]:
+            return "ok" if r["within_tolerance"] else pc.off_by(r)
+        if r["reference_overhead_pct"] is not None:
+            return "reference (overhead: perf lock record %+.0f%%, ours %+.0f%%)" % (
+                r["reference_overhead_pct"], r["ours_overhead_pct"])
+        return "reference (our overhead %+.0f%%)" % r["ours_overhead_pct"]
+    pc.print_rows(rows, [("perf raw", 10, "%.3f", "reference_raw_median"),
+                         ("perf corrected", 14, "%.3f", "reference_median"),
+                         ("perfscale", 10, "%.3f", "ours_median"), ("ratio", 7, "%.3f", "ratio"),
+                         ("perf sprd", 9, "%.1f%%", "reference_spread_pct"),
+                         ("our sprd", 9, "%.1f%%", "ours_spread_pct")], verdict,
+                  "usecs/op, medians of %d interleaved rounds, -l %d; 'one CPU': both sides "
+                  "under taskset -c %d; perf corrected = raw - (fork + exit + wait, from -l 1) "
+                  "/ %d; spread = (max - min) / median; tolerance %.0f%% on the none rows" % (
+                      args.rounds, loops, cpu, loops, args.tolerance))
 
 
 if __name__ == "__main__":
