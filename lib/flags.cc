@@ -20,7 +20,7 @@ constexpr size_t kMaxListValues = 4096;
 
 struct FlagTable {
   std::map<std::string, std::unique_ptr<Flag>> flags;
-  std::map<std::string, std::string> defaults;
+  std::map<std::string, std::string> old_names;  // old name -> new name
 };
 
 FlagTable& Table() {
@@ -121,37 +121,81 @@ absl::StatusOr<std::vector<std::string>> ParseChoiceList(absl::string_view text,
   return chosen;
 }
 
+absl::Status NotABoolean(absl::string_view text) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("'", absl::StripAsciiWhitespace(text).substr(0, 40), "' is not a boolean"));
+}
+
 absl::Status Flag::Annotate(const absl::Status& status) const {
   if (status.ok()) return status;
-  return absl::Status(status.code(), absl::StrCat("--", name_, ": ", status.message()));
+  return absl::Status(status.code(), absl::StrCat("--", name(), ": ", status.message()));
+}
+
+absl::Status Flag::Reject(absl::string_view value, const absl::Status& status) const {
+  return absl::InvalidArgumentError(absl::StrCat("--", name(), "=", value.substr(0, 64), ": ",
+                                                 status.message(), " (allowed: ", info_.values,
+                                                 ")"));
 }
 
 namespace {
 
-Flag& AddFlag(std::string name, std::string default_value, std::string help, bool is_bool) {
+void Abort(const std::string& message) {
+  std::fprintf(stderr, "perfscale: %s\n", message.c_str());
+  std::abort();
+}
+
+}  // namespace
+
+Flag& DefineFlag(FlagInfo info, std::string default_value) {
   FlagTable& table = Table();
-  if (table.flags.count(name) != 0) {
-    std::fprintf(stderr, "perfscale: flag --%s is defined twice\n", name.c_str());
-    std::abort();
+  std::string name = info.name;
+  if (table.flags.count(name) != 0 || table.old_names.count(name) != 0) {
+    Abort(absl::StrCat("flag --", name, " is defined twice"));
   }
-  table.defaults[name] = default_value;
-  auto flag = std::make_unique<Flag>(name, std::move(default_value), std::move(help), is_bool);
+  for (const std::string& old_name : info.old_names) {
+    if (table.flags.count(old_name) != 0 || table.old_names.count(old_name) != 0) {
+      Abort(absl::StrCat("flag --", old_name, " is defined twice"));
+    }
+    table.old_names[old_name] = name;
+  }
+  auto flag = std::make_unique<Flag>(std::move(info), std::move(default_value));
   Flag& ref = *flag;
   table.flags[name] = std::move(flag);
   return ref;
 }
 
-}  // namespace
+Flag& DefineSuiteFlag(std::string name, std::string default_value, std::string values,
+                      std::string help, std::string default_text) {
+  FlagInfo info;
+  info.name = std::move(name);
+  info.group = "suite";
+  info.help = std::move(help);
+  info.values = std::move(values);
+  info.default_text = default_text.empty() ? default_value : std::move(default_text);
+  return DefineFlag(std::move(info), std::move(default_value));
+}
+
+Flag& DefineSuiteBoolFlag(std::string name, bool default_value, std::string help) {
+  FlagInfo info;
+  info.name = std::move(name);
+  info.group = "suite";
+  info.help = std::move(help);
+  info.values = "true or false";
+  std::string text = default_value ? "true" : "false";
+  info.default_text = text;
+  info.is_bool = true;
+  return DefineFlag(std::move(info), std::move(text));
+}
 
 Flag& DefineFlag(std::string name, std::string default_value, std::string help) {
-  return AddFlag(std::move(name), std::move(default_value), std::move(help), false);
+  return DefineSuiteFlag(std::move(name), std::move(default_value), "text", std::move(help));
 }
 
 Flag& DefineBoolFlag(std::string name, bool default_value, std::string help) {
-  return AddFlag(std::move(name), default_value ? "true" : "false", std::move(help), true);
+  return DefineSuiteBoolFlag(std::move(name), default_value, std::move(help));
 }
 
-absl::Status ParseFlags(int argc, char** argv) {
+absl::Status ParseFlags(int argc, char** argv, std::vector<std::string>* notices) {
   FlagTable& table = Table();
   for (int i = 1; i < argc; ++i) {
     absl::string_view arg = argv[i];
@@ -162,6 +206,17 @@ absl::Status ParseFlags(int argc, char** argv) {
     absl::string_view body = arg.substr(2);
     size_t eq = body.find('=');
     std::string name(body.substr(0, eq));
+    std::string given = name;
+    if (auto renamed = table.old_names.find(name); renamed != table.old_names.end()) {
+      name = renamed->second;
+      std::string notice =
+          absl::StrCat("perfscale: --", given, " is deprecated: use --", name, " (same values)");
+      if (notices != nullptr) {
+        notices->push_back(std::move(notice));
+      } else {
+        std::fprintf(stderr, "%s\n", notice.c_str());
+      }
+    }
     auto it = table.flags.find(name);
     if (it == table.flags.end()) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -176,14 +231,14 @@ absl::Status ParseFlags(int argc, char** argv) {
     } else if (i + 1 < argc && !absl::StartsWith(argv[i + 1], "--")) {
       value = argv[++i];
     } else {
-      return absl::InvalidArgumentError(absl::StrCat("flag --", name, " needs a value"));
+      return absl::InvalidArgumentError(absl::StrCat("flag --", given, " needs a value"));
     }
     if (absl::StripAsciiWhitespace(value).empty()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--", name, "=: empty value (leave the flag out for its default)"));
+          absl::StrCat("--", given, "=: empty value (leave the flag out for its default)"));
     }
-    if (flag.is_bool()) {
-      if (absl::Status valid = ParseBool(value).status(); !valid.ok()) return flag.Annotate(valid);
+    if (flag.is_bool() && !ParseBool(value).ok()) {
+      return flag.Reject(value, NotABoolean(value));
     }
     flag.Set(std::move(value));
   }
@@ -191,19 +246,112 @@ absl::Status ParseFlags(int argc, char** argv) {
 }
 
 std::string FlagsHelp() {
-  std::string help;
+  // "suite" first, then the families in name order.
+  std::map<std::pair<bool, std::string>, std::vector<const Flag*>> groups;
   for (const auto& [name, flag] : Table().flags) {
-    absl::StrAppend(&help, "  --", name, "=", flag->value().empty() ? "..." : flag->value(),
-                    "\n      ", flag->help(), "\n");
+    const std::string& group = flag->info().group;
+    groups[{group != "suite", group}].push_back(flag.get());
+  }
+  std::string help;
+  for (const auto& [key, flags] : groups) {
+    absl::StrAppend(&help, key.second, " flags:\n");
+    for (const Flag* flag : flags) {
+      const FlagInfo& info = flag->info();
+      absl::StrAppend(
+          &help, "  --", info.name, "\n      ", info.help, "\n      values: ", info.values,
+          "\n      default: ", info.default_text.empty() ? "(none)" : info.default_text, "\n");
+      if (!info.quick_text.empty())
+        absl::StrAppend(&help, "      --quick: ", info.quick_text, "\n");
+      for (const std::string& old_name : info.old_names) {
+        absl::StrAppend(&help, "      old name: --", old_name, "\n");
+      }
+    }
   }
   return help;
 }
 
-void ResetFlagsForTest() {
-  FlagTable& table = Table();
-  for (auto& [name, flag] : table.flags) {
-    *flag = Flag(name, table.defaults[name], flag->help(), flag->is_bool());
-  }
+std::vector<const Flag*> AllFlags() {
+  std::vector<const Flag*> flags;
+  for (const auto& [name, flag] : Table().flags) flags.push_back(flag.get());
+  return flags;
 }
+
+void ResetFlagsForTest() {
+  for (auto& [name, flag] : Table().flags) flag->Reset();
+}
+
+ChoiceTable<std::string> ChoicesOf(const std::vector<std::string>& names) {
+  ChoiceTable<std::string> table;
+  for (const std::string& name : names) table.push_back(Choice<std::string>{name, name});
+  return table;
+}
+
+namespace flags_internal {
+
+std::string IntValues(int64_t min, int64_t max) {
+  return absl::StrCat("an integer ", min, "..", max);
+}
+
+std::string IntListValues(int64_t min, int64_t max,
+                          const std::vector<std::pair<std::string, int64_t>>& words) {
+  std::string values = absl::StrCat("integers ", min, "..", max);
+  for (const auto& [word, value] : words) absl::StrAppend(&values, " or ", word);
+  return absl::StrCat(values, ", as a list (0,4 or 1-8)");
+}
+
+absl::StatusOr<std::vector<int64_t>> ParseIntListWithWords(
+    absl::string_view text, int64_t min, int64_t max,
+    const std::vector<std::pair<std::string, int64_t>>& words) {
+  if (words.empty()) return ParseIntList(text, min, max);
+  // Each word stands for its value; the numbers around it are parsed as usual.
+  std::vector<int64_t> values;
+  for (absl::string_view item : absl::StrSplit(text, ',')) {
+    absl::string_view stripped = absl::StripAsciiWhitespace(item);
+    auto word = std::find_if(words.begin(), words.end(),
+                             [stripped](const auto& entry) { return entry.first == stripped; });
+    if (word == words.end()) {
+      absl::StatusOr<std::vector<int64_t>> parsed = ParseIntList(item, min, max);
+      if (!parsed.ok()) return parsed.status();
+      for (int64_t v : *parsed) {
+        if (std::find(values.begin(), values.end(), v) == values.end()) values.push_back(v);
+      }
+    } else if (std::find(values.begin(), values.end(), word->second) == values.end()) {
+      values.push_back(word->second);
+    }
+  }
+  return values;
+}
+
+absl::Status UnknownChoice(absl::string_view item) {
+  return absl::InvalidArgumentError(absl::StrCat("unknown value '", item.substr(0, 40), "'"));
+}
+
+// Items stripped of whitespace; an empty text or item is one empty item, which no table has.
+std::vector<absl::string_view> SplitList(absl::string_view text) {
+  std::vector<absl::string_view> items;
+  for (absl::string_view item : absl::StrSplit(text, ',')) {
+    items.push_back(absl::StripAsciiWhitespace(item));
+  }
+  return items;
+}
+
+std::string ChoiceValues(const std::vector<std::string>& names, bool list) {
+  return absl::StrCat(list ? "one or more of " : "one of ", absl::StrJoin(names, ", "));
+}
+
+std::vector<Flag*> RegisterFamily(const std::string& family, std::vector<FlagInfo> infos) {
+  std::vector<Flag*> flags;
+  for (FlagInfo& info : infos) {
+    if (!absl::StartsWith(info.name, family + "_")) {
+      Abort(absl::StrCat("flag --", info.name, " of family ", family, " lacks the prefix ", family,
+                         "_"));
+    }
+    info.group = family;
+    flags.push_back(&DefineFlag(std::move(info), ""));
+  }
+  return flags;
+}
+
+}  // namespace flags_internal
 
 }  // namespace perfscale

@@ -25,11 +25,14 @@ def run(*flags, env=None, prefix=()):
                           timeout=300, env=env)
 
 
-def perfscale_flags():
-    """Every perfscale flag, from --help ("  --name=default")."""
+def perfscale_help():
     result = run("--help")
-    section = result.stdout.split("Google Benchmark flags:")[0]
-    return sorted(set(re.findall(r"^  --([a-z_]+)=", section, re.M)))
+    return result.stdout.split("Google Benchmark flags:")[0]
+
+
+def perfscale_flags():
+    """Every perfscale flag, from --help ("  --name" on a line of its own)."""
+    return sorted(set(re.findall(r"^  --([a-z_]+)$", perfscale_help(), re.M)))
 
 
 class UsageErrors(unittest.TestCase):

@@ -1,6 +1,6 @@
 // perf-bench-style flags: the pure value parsers fed edge cases (signs, whitespace,
-// overflow at the int64 limits, huge ranges, duplicates), and ParseFlags over flags
-// this test defines itself.
+// overflow at the int64 limits, huge ranges, duplicates), ParseFlags over flags this test
+// defines itself, and a family's typed table (defaults, --quick, old names, rejections).
 #include "lib/flags.h"
 
 #include <cstdint>
@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace perfscale {
@@ -162,10 +163,52 @@ TEST(ParseChoiceListTest, UnknownValuesListTheAllowedOnes) {
 }
 
 // Flags owned by this test; names no family uses.
-Flag& test_flag_x = DefineFlag("test_flag_x", "1", "an integer for the test");
-Flag& test_flag_y = DefineFlag("test_flag_y", "", "a list for the test");
-Flag& test_flag_z = DefineFlag("test_flag_z", "a,b", "choices for the test");
-Flag& test_flag_b = DefineBoolFlag("test_flag_b", false, "a boolean for the test");
+Flag& test_flag_x = DefineSuiteFlag("test_flag_x", "1", "an integer", "an integer for the test");
+Flag& test_flag_y = DefineSuiteFlag("test_flag_y", "", "a list", "a list for the test", "none");
+Flag& test_flag_z = DefineSuiteFlag("test_flag_z", "a,b", "a or b", "choices for the test");
+Flag& test_flag_b = DefineSuiteBoolFlag("test_flag_b", false, "a boolean for the test");
+
+// A family's table, as the families declare theirs.
+enum class Color { kRed, kBlue };
+const char* ColorName(Color color) { return color == Color::kRed ? "red" : "blue"; }
+
+struct TestParams {
+  std::vector<int64_t> counts;
+  int size = 0;
+  bool verbose = false;
+  std::vector<Choice<Color>> colors;
+  Choice<std::string> mode;
+  std::vector<int64_t> loads;
+  std::string path;
+};
+
+const FlagList<TestParams> test_flags(
+    "flagtest",
+    {
+        IntListFlag(&TestParams::counts, "flagtest_counts", 0, 64, "counts")
+            .Default("0,CPUs", [](const FlagEnv& env) { return absl::StrCat("0,", env.cpus); })
+            .Quick("CPUs", [](const FlagEnv& env) { return absl::StrCat(env.cpus); })
+            .Was("flagtest_old_counts"),
+        IntFlag(&TestParams::size, "flagtest_size", 1, 100, "a size").Default("20").Quick("2"),
+        BoolFlag(&TestParams::verbose, "flagtest_verbose", "talk more"),
+        ChoiceListFlag(&TestParams::colors, "flagtest_colors",
+                       ChoicesOf({Color::kRed, Color::kBlue}, ColorName), "colors")
+            .Default("red,blue"),
+        ChoiceFlag(&TestParams::mode, "flagtest_mode", ChoicesOf({"fast", "slow"}), "a mode")
+            .Default("fast"),
+        IntListFlag(&TestParams::loads, "flagtest_loads", 0, 8, "loads", {{"all", -1}})
+            .Default("0,all"),
+        ParsedFlag<TestParams, std::string>(
+            &TestParams::path, "flagtest_path", "an absolute path",
+            [](absl::string_view text) -> absl::StatusOr<std::string> {
+              if (!text.empty() && text[0] != '/') {
+                return absl::InvalidArgumentError("not absolute");
+              }
+              return std::string(text);
+            },
+            "a path")
+            .DefaultMeans("none"),
+    });
 
 // Builds a mutable argv for ParseFlags.
 class Argv {
@@ -189,8 +232,10 @@ class ParseFlagsTest : public ::testing::Test {
   void TearDown() override { ResetFlagsForTest(); }
   absl::Status Parse(std::vector<std::string> args) {
     Argv argv(std::move(args));
-    return ParseFlags(argv.argc(), argv.argv());
+    notices_.clear();
+    return ParseFlags(argv.argc(), argv.argv(), &notices_);
   }
+  std::vector<std::string> notices_;
 };
 
 TEST_F(ParseFlagsTest, DefaultsWhenNotGiven) {
@@ -222,8 +267,8 @@ TEST_F(ParseFlagsTest, ValuesWithEqualsSigns) {
 
 TEST_F(ParseFlagsTest, EmptyValueIsRejectedForEveryFlag) {
   // `--passive=` once silently meant the default while `--events=` exited 2.
-  for (const char* arg :
-       {"--test_flag_x=", "--test_flag_y=", "--test_flag_z= ", "--test_flag_b="}) {
+  for (const char* arg : {"--test_flag_x=", "--test_flag_y=", "--test_flag_z= ", "--test_flag_b=",
+                          "--flagtest_counts=", "--flagtest_old_counts="}) {
     absl::Status status = Parse({arg});
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << arg;
     std::string name = std::string(arg).substr(0, std::string(arg).find('='));
@@ -249,7 +294,8 @@ TEST_F(ParseFlagsTest, BooleanFlags) {
   EXPECT_TRUE(test_flag_b.bool_value());
   absl::Status maybe = Parse({"--test_flag_b=maybe"});
   EXPECT_EQ(maybe.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(maybe.message().find("--test_flag_b"), absl::string_view::npos) << maybe.message();
+  EXPECT_EQ(maybe.message(),
+            "--test_flag_b=maybe: 'maybe' is not a boolean (allowed: true or false)");
 }
 
 TEST_F(ParseFlagsTest, LastOneWins) {
@@ -306,6 +352,96 @@ TEST_F(ParseFlagsTest, ResetRestoresDefaults) {
   EXPECT_EQ(test_flag_x.value(), "43");
 }
 
+TEST_F(ParseFlagsTest, TypedDefaultsFollowTheMachineAndQuick) {
+  ASSERT_TRUE(Parse({}).ok());
+  absl::StatusOr<TestParams> full = test_flags.Resolve(FlagEnv{false, 8});
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_EQ(full->counts, (std::vector<int64_t>{0, 8}));
+  EXPECT_EQ(full->size, 20);
+  EXPECT_FALSE(full->verbose);
+  ASSERT_EQ(full->colors.size(), 2u);
+  EXPECT_EQ(full->colors[0].name, "red");
+  EXPECT_EQ(full->colors[1].value, Color::kBlue);
+  EXPECT_EQ(full->mode.name, "fast");
+  EXPECT_EQ(full->loads, (std::vector<int64_t>{0, -1}));
+  EXPECT_EQ(full->path, "");
+  absl::StatusOr<TestParams> quick = test_flags.Resolve(FlagEnv{true, 8});
+  ASSERT_TRUE(quick.ok()) << quick.status();
+  EXPECT_EQ(quick->counts, (std::vector<int64_t>{8}));
+  EXPECT_EQ(quick->size, 2);
+  EXPECT_FALSE(test_flags.Given(&TestParams::counts));
+}
+
+TEST_F(ParseFlagsTest, TypedValuesGivenWinOverQuick) {
+  ASSERT_TRUE(Parse({"--flagtest_counts=3-5", "--flagtest_size=7", "--flagtest_verbose",
+                     "--flagtest_colors=blue", "--flagtest_mode=slow", "--flagtest_loads=all,2",
+                     "--flagtest_path=/x"})
+                  .ok());
+  absl::StatusOr<TestParams> params = test_flags.Resolve(FlagEnv{true, 8});
+  ASSERT_TRUE(params.ok()) << params.status();
+  EXPECT_EQ(params->counts, (std::vector<int64_t>{3, 4, 5}));
+  EXPECT_EQ(params->size, 7);
+  EXPECT_TRUE(params->verbose);
+  ASSERT_EQ(params->colors.size(), 1u);
+  EXPECT_EQ(params->colors[0].value, Color::kBlue);
+  EXPECT_EQ(params->mode.name, "slow");
+  EXPECT_EQ(params->loads, (std::vector<int64_t>{-1, 2}));
+  EXPECT_EQ(params->path, "/x");
+  EXPECT_TRUE(test_flags.Given(&TestParams::counts));
+  EXPECT_TRUE(test_flags.Given(&TestParams::verbose));
+  EXPECT_EQ(test_flags.Name(&TestParams::size), "--flagtest_size");
+}
+
+TEST_F(ParseFlagsTest, TypedBadValuesNameTheFlagTheValueAndWhatIsAllowed) {
+  struct Case {
+    const char* arg;
+    const char* message;
+  };
+  for (const Case& c : {
+           Case{"--flagtest_counts=65",
+                "--flagtest_counts=65: 65 is out of range [0, 64] (allowed: integers 0..64, as "
+                "a list (0,4 or 1-8))"},
+           Case{"--flagtest_size=x",
+                "--flagtest_size=x: 'x' is not an integer (allowed: an integer 1..100)"},
+           Case{"--flagtest_colors=green",
+                "--flagtest_colors=green: unknown value 'green' (allowed: one or more of red, "
+                "blue)"},
+           Case{"--flagtest_mode=fast,slow",
+                "--flagtest_mode=fast,slow: expected exactly one value (allowed: one of fast, "
+                "slow)"},
+           Case{"--flagtest_loads=some",
+                "--flagtest_loads=some: 'some' is not an integer (allowed: integers 0..8 or all, "
+                "as a list (0,4 or 1-8))"},
+           Case{"--flagtest_path=rel",
+                "--flagtest_path=rel: not absolute (allowed: an absolute path)"},
+       }) {
+    ResetFlagsForTest();
+    ASSERT_TRUE(Parse({c.arg}).ok()) << c.arg;
+    absl::StatusOr<TestParams> params = test_flags.Resolve(FlagEnv{});
+    ASSERT_FALSE(params.ok()) << c.arg;
+    EXPECT_EQ(params.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(std::string(params.status().message()), std::string(c.message));
+  }
+  EXPECT_EQ(test_flags.Reject(&TestParams::counts, "9", "more than the slots").message(),
+            "--flagtest_counts=9: more than the slots (allowed: integers 0..64, as a list (0,4 "
+            "or 1-8))");
+}
+
+TEST_F(ParseFlagsTest, AnOldNameSetsTheNewFlagWithANotice) {
+  ASSERT_TRUE(Parse({"--flagtest_old_counts=4"}).ok());
+  ASSERT_EQ(notices_.size(), 1u);
+  EXPECT_EQ(notices_[0],
+            "perfscale: --flagtest_old_counts is deprecated: use --flagtest_counts (same values)");
+  absl::StatusOr<TestParams> params = test_flags.Resolve(FlagEnv{});
+  ASSERT_TRUE(params.ok());
+  EXPECT_EQ(params->counts, (std::vector<int64_t>{4}));
+  EXPECT_TRUE(test_flags.Given(&TestParams::counts));
+  // A bad value under the old name is rejected naming the new flag.
+  ASSERT_TRUE(Parse({"--flagtest_old_counts=99"}).ok());
+  EXPECT_TRUE(
+      absl::StartsWith(test_flags.Resolve(FlagEnv{}).status().message(), "--flagtest_counts=99: "));
+}
+
 TEST(FlagTest, AnnotatePrefixesTheFlagName) {
   EXPECT_EQ(test_flag_x.Annotate(absl::OutOfRangeError("65 is out of range")).message(),
             "--test_flag_x: 65 is out of range");
@@ -313,15 +449,41 @@ TEST(FlagTest, AnnotatePrefixesTheFlagName) {
   EXPECT_TRUE(test_flag_x.Annotate(absl::OkStatus()).ok());
 }
 
-TEST(FlagTest, HelpListsEveryFlagWithDefaultAndHelp) {
+TEST(FlagTest, HelpListsEveryFlagWithValuesDefaultsAndOldNames) {
   std::string help = FlagsHelp();
-  EXPECT_TRUE(absl::StrContains(help, "--test_flag_x=1\n      an integer for the test")) << help;
-  EXPECT_TRUE(absl::StrContains(help, "--test_flag_y=...")) << help;
-  EXPECT_LT(help.find("--test_flag_x"), help.find("--test_flag_y"));  // sorted
+  EXPECT_TRUE(absl::StrContains(help,
+                                "  --test_flag_x\n      an integer for the test\n      values: an "
+                                "integer\n      default: 1\n"))
+      << help;
+  EXPECT_TRUE(absl::StrContains(help,
+                                "  --flagtest_counts\n      counts\n      values: integers 0..64, "
+                                "as a list (0,4 or 1-8)\n      default: 0,CPUs\n      --quick: "
+                                "CPUs\n      old name: --flagtest_old_counts\n"))
+      << help;
+  EXPECT_TRUE(absl::StrContains(help,
+                                "  --flagtest_verbose\n      talk more\n      values: true "
+                                "or false\n      default: false\n"))
+      << help;
+  EXPECT_TRUE(absl::StrContains(help, "      default: none\n")) << help;
+  // The suite's flags first, then each family's, each group sorted.
+  EXPECT_LT(help.find("suite flags:"), help.find("flagtest flags:"));
+  EXPECT_LT(help.find("--test_flag_x"), help.find("--test_flag_y"));
+  EXPECT_LT(help.find("--flagtest_colors"), help.find("--flagtest_counts"));
 }
 
 TEST(FlagDeathTest, DefiningAFlagTwiceAborts) {
-  EXPECT_DEATH(DefineFlag("test_flag_x", "2", "again"), "flag --test_flag_x is defined twice");
+  EXPECT_DEATH(DefineSuiteFlag("test_flag_x", "2", "", "again"),
+               "flag --test_flag_x is defined twice");
+  EXPECT_DEATH(DefineSuiteFlag("flagtest_old_counts", "2", "", "again"),
+               "flag --flagtest_old_counts is defined twice");
+}
+
+TEST(FlagDeathTest, AFamilyFlagWithoutTheFamilyPrefixAborts) {
+  struct Other {
+    int n = 0;
+  };
+  EXPECT_DEATH(FlagList<Other>("other", {IntFlag(&Other::n, "n", 0, 1, "n").Default("0")}),
+               "flag --n of family other lacks the prefix other_");
 }
 
 }  // namespace
