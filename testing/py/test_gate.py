@@ -288,6 +288,7 @@ def test_calibrate_stores_floors_that_nightly_then_uses(cli, tmp_path, monkeypat
                        "--fixture=base.json")
     assert code == 0, out
     assert "can detect a 10% slowdown (MDC <= 10%)" in out
+    assert re.search(r"^BM_\w+: smallest MDC [+-]\d", out, re.M)  # what each family can see
     conn = history.open_history(str(db))
     stored = history.load_calibration(conn, "perfscale-ci-1", 2, "ci")
     conn.close()

@@ -202,4 +202,9 @@ def format_table(calibrations, injector=""):
     detectable = sum(1 for c in rows if c.mdc <= 0.10)
     lines.append("%d of %d benchmarks can detect a 10%% slowdown (MDC <= 10%%)%s"
                  % (detectable, len(rows), "; injector: " + injector if injector else ""))
+    best = {}
+    for c in rows:  # sorted by MDC: the first of each family is its most sensitive
+        best.setdefault(results_names.parse_name(c.name).family, c)
+    for family, c in sorted(best.items()):
+        lines.append("%s: smallest MDC %s (%s)" % (family, _pct(c.mdc), c.name))
     return "\n".join(lines)

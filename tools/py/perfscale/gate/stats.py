@@ -115,7 +115,10 @@ class Verdict:
                 figure += " [%d%% CI %+.1f%%..%+.1f%%]" % (
                     round(100 * CONFIDENCE), 100 * self.ci[0], 100 * self.ci[1])
             figures.append(figure)
-        if math.isfinite(self.pvalue):
+        if math.isfinite(self.screen_p):  # judged on whole runs: that p decided
+            figures.append("p=%.4f over %d vs %d runs" % ((self.screen_p,) + self.runs) + (
+                " (Holm %.4f)" % self.p_adjusted if math.isfinite(self.p_adjusted) else ""))
+        elif math.isfinite(self.pvalue):
             figures.append("p=%.4f" % self.pvalue + (
                 " (Holm %.4f)" % self.p_adjusted if math.isfinite(self.p_adjusted) else ""))
         if self.verdict == TOO_FEW:
