@@ -7,14 +7,14 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "benchmarks/event_open/event_grid.h"
+#include "benchmarks/harness/run_context.h"
+#include "benchmarks/synthesize/parallel_synthesis.h"
 #include "lib/capabilities.h"
 #include "lib/cpu_set.h"
-#include "lib/event_grid.h"
 #include "lib/flags.h"
 #include "lib/interrupts.h"
-#include "lib/parallel_synthesis.h"
 #include "lib/perf_attr.h"
-#include "lib/run_context.h"
 #include "lib/tracefs.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -8,12 +8,12 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
-#include "lib/cpu_profiler.h"
-#include "lib/perf_records.h"
-#include "lib/pmu_sysfs.h"
-#include "lib/proc_maps.h"
-#include "lib/proc_status.h"
-#include "lib/profile_summary.h"
+#include "benchmarks/event_open/pmu_sysfs.h"
+#include "benchmarks/harness/cpu_profiler.h"
+#include "benchmarks/harness/profile_summary.h"
+#include "benchmarks/synthesize/perf_records.h"
+#include "benchmarks/synthesize/proc_maps.h"
+#include "benchmarks/synthesize/proc_status.h"
 #include "lib/symbols.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

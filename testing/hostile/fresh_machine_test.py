@@ -35,11 +35,11 @@ UNMOUNTED = ("while umount -l /sys/kernel/tracing 2>/dev/null; do :; done; "
 # The tests that read tracepoints through tracefs (the ones that failed on a new machine),
 # with the filter that keeps only those cases: perf_event_test also holds breakpoint
 # tests, which rightly skip on a machine without the breakpoint PMU.
-TRACEFS_TESTS = [("testing/lib/tracefs_test",), ("testing/lib/perf_event_test",
-                                                 "--gtest_filter=*Tracepoint*"),
-                 ("testing/trace_overhead/trace_recorder_test",),
-                 ("testing/trace_overhead/trace_overhead_family_test",),
-                 ("testing/trace_overhead/binary_test",), ("testing/event_open/binary_test",)]
+TRACEFS_TESTS = [("lib/tracefs_test",), ("lib/perf_event_test", "--gtest_filter=*Tracepoint*"),
+                 ("benchmarks/trace_overhead/trace_recorder_test",),
+                 ("benchmarks/trace_overhead/trace_overhead_family_test",),
+                 ("benchmarks/trace_overhead/binary_test",),
+                 ("benchmarks/event_open/binary_test",)]
 # Bazel's per-test outputs: an inner test must not write over this test's.
 OUTER_TEST_ENV = ("GTEST_OUTPUT", "XML_OUTPUT_FILE", "TEST_PREMATURE_EXIT_FILE",
                   "TEST_SHARD_STATUS_FILE", "TEST_TOTAL_SHARDS", "TEST_SHARD_INDEX",

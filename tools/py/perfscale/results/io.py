@@ -29,7 +29,7 @@ _OWN_KEYS = frozenset({
     "cpu_coefficient", "real_coefficient", "big_o", "rms",
 })
 
-# Counters that say what the kernel did for a figure (benchmarks/bench_support.h), as
+# Counters that say what the kernel did for a figure (benchmarks/harness/bench_support.h), as
 # name prefixes: "ipis_sent" matches ipis_sent/op, ipis_sent/fd, ipis_sent/record. The
 # attributed ones count the benchmark's own tasks (ipi_mask_calls only on kernels that
 # cannot count cpumask IPIs per target); ipis_system counts the whole machine.

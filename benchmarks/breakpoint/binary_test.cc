@@ -1,0 +1,228 @@
+// Runs the real //benchmarks:breakpoint binary the way a user does: tiny parameters and
+// --benchmark_format=json must give the expected benchmarks with perf bench's counters
+// and the run context; bad values must exit 2 before anything runs, naming the flag.
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "benchmarks/breakpoint/breakpoint_slots.h"
+#include "gtest/gtest.h"
+#include "lib/capabilities.h"
+#include "lib/file_reader.h"
+#include "testing/common/mini_json.h"
+#include "testing/common/run_command.h"
+
+namespace perfscale {
+namespace {
+
+using ::perfscale::testing::Json;
+using ::perfscale::testing::ParseJson;
+
+using Result = ::perfscale::testing::CommandResult;
+
+std::string BinaryPath() {
+  return ::perfscale::testing::RunfilePath("benchmarks/breakpoint/breakpoint");
+}
+
+Result RunBinary(const std::vector<std::string>& args) {
+  return ::perfscale::testing::RunRunfile("benchmarks/breakpoint/breakpoint", args);
+}
+
+class BreakpointBinaryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(access(BinaryPath().c_str(), X_OK), 0) << BinaryPath() << " is not there";
+  }
+};
+
+void ExpectNumber(const Json& benchmark, const char* key) {
+  const Json* value = benchmark.Find(key);
+  ASSERT_NE(value, nullptr) << "no \"" << key << "\"";
+  ASSERT_EQ(value->type, Json::kNumber) << key;
+  EXPECT_GE(value->number, 0.0) << key;
+}
+
+TEST_F(BreakpointBinaryTest, JsonHasTheBenchmarksCountersAndContext) {
+  if (absl::Status s = ProbeCapabilities().RequireBreakpointPmu(); !s.ok()) {
+    GTEST_SKIP() << s.message();
+  }
+  Result result = RunBinary({"--breakpoints=0,1", "--parallelism=1", "--threads=2", "--repeat=2",
+                             "--passive=0,2", "--active=1", "--placement=unpinned,same_cpu",
+                             "--benchmark_min_time=0.01", "--benchmark_format=json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  absl::StatusOr<Json> doc = ParseJson(result.out);
+  ASSERT_TRUE(doc.ok()) << doc.status() << "\n" << result.out;
+  ASSERT_EQ(doc->type, Json::kObject);
+
+  const Json* context = doc->Find("context");
+  ASSERT_NE(context, nullptr);
+  for (const char* key : {"kernel_release", "perf_event_paranoid", "online_cpus", "num_online_cpus",
+                          "hypervisor", "clocksource", "perfscale_revision"}) {
+    const Json* value = context->Find(key);
+    ASSERT_NE(value, nullptr) << "context has no " << key;
+    EXPECT_EQ(value->type, Json::kString) << key;
+    EXPECT_FALSE(value->string.empty()) << key;
+  }
+  // Which source each kernel-cost counter used: a JSON object in a string.
+  const Json* sources = context->Find("counter_sources");
+  ASSERT_NE(sources, nullptr);
+  absl::StatusOr<Json> parsed_sources = ParseJson(sources->string);
+  ASSERT_TRUE(parsed_sources.ok()) << parsed_sources.status() << ": " << sources->string;
+  for (const char* key : {"ipis_sent", "xcalls", "lock_contended", "lock_wait_us", "ctx_switches",
+                          "cpu_migrations", "page_faults", "ipis_system", "sys_us"}) {
+    EXPECT_NE(parsed_sources->Find(key), nullptr) << "counter_sources has no " << key;
+  }
+  utsname names{};
+  ASSERT_EQ(uname(&names), 0);
+  EXPECT_EQ(context->Find("kernel_release")->string, names.release);
+  absl::StatusOr<std::string> paranoid = ReadTextFile("/proc/sys/kernel/perf_event_paranoid");
+  ASSERT_TRUE(paranoid.ok());
+  EXPECT_EQ(context->Find("perf_event_paranoid")->string,
+            std::string(absl::StripAsciiWhitespace(*paranoid)));
+
+  const Json* benchmarks = doc->Find("benchmarks");
+  ASSERT_NE(benchmarks, nullptr);
+  ASSERT_EQ(benchmarks->type, Json::kArray);
+  std::set<std::string> names_seen;
+  for (const Json& benchmark : benchmarks->array) {
+    const Json* name = benchmark.Find("name");
+    ASSERT_NE(name, nullptr);
+    SCOPED_TRACE(name->string);
+    names_seen.insert(name->string);
+    const Json* error = benchmark.Find("error_occurred");
+    if (error != nullptr) {
+      EXPECT_FALSE(error->boolean) << benchmark.Find("error_message")->string;
+    }
+    const Json* time_unit = benchmark.Find("time_unit");
+    ASSERT_NE(time_unit, nullptr);
+    EXPECT_EQ(time_unit->string, "us");
+    ExpectNumber(benchmark, "usecs/op");
+    ExpectNumber(benchmark, "ipis_system/op");
+    ExpectNumber(benchmark, "sys_us/op");
+    if (absl::StartsWith(name->string, "BM_BreakpointThread/")) {
+      ExpectNumber(benchmark, "usecs/op/cpu");
+      // parallelism 1: the per-CPU figure is the figure.
+      EXPECT_DOUBLE_EQ(benchmark.Find("usecs/op/cpu")->number, benchmark.Find("usecs/op")->number);
+    }
+    EXPECT_GT(benchmark.Find("usecs/op")->number, 0.0);
+  }
+  std::set<std::string> expected = {
+      "BM_BreakpointThread/breakpoints:0/parallelism:1/threads:2/real_time",
+      "BM_BreakpointThread/breakpoints:1/parallelism:1/threads:2/real_time",
+      "BM_BreakpointEnable/passive:0/active:1/placement:unpinned/real_time",
+      "BM_BreakpointEnable/passive:0/active:1/placement:same_cpu/real_time",
+      "BM_BreakpointEnable/passive:2/active:1/placement:unpinned/real_time",
+      "BM_BreakpointEnable/passive:2/active:1/placement:same_cpu/real_time",
+  };
+  EXPECT_EQ(names_seen, expected);
+  EXPECT_EQ(benchmarks->array.size(), expected.size());
+}
+
+// --profile on the enable/disable toggle, threads on the other CPU: the side file named
+// in the context holds the benchmark, and its kernel path goes through perf_ioctl (the
+// seed's profile: smp_call_function_single under the ioctl).
+TEST_F(BreakpointBinaryTest, ProfileNamesTheKernelPathOfTheToggle) {
+  if (absl::Status s = ProbeCapabilities().RequireBreakpointPmu(); !s.ok()) {
+    GTEST_SKIP() << s.message();
+  }
+  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "placement other_cpus needs 2 CPUs";
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  std::string path = absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/breakpoint.profile.json");
+  Result result =
+      RunBinary({"--passive=2", "--active=0", "--placement=other_cpus",
+                 "--benchmark_filter=BM_BreakpointEnable", "--benchmark_min_time=0.2",
+                 "--benchmark_format=json", "--profile", absl::StrCat("--profile_out=", path)});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  absl::StatusOr<Json> doc = ParseJson(result.out);
+  ASSERT_TRUE(doc.ok()) << doc.status();
+  const Json* named = doc->Find("context")->Find("profile_file");
+  ASSERT_NE(named, nullptr);
+  EXPECT_EQ(named->string, path);
+  absl::StatusOr<std::string> text = ReadTextFile(path);
+  ASSERT_TRUE(text.ok()) << text.status();
+  absl::StatusOr<Json> profile = ParseJson(*text);
+  ASSERT_TRUE(profile.ok()) << profile.status() << "\n" << *text;
+  const Json* benchmarks = profile->Find("benchmarks");
+  ASSERT_NE(benchmarks, nullptr);
+  ASSERT_EQ(benchmarks->array.size(), 1u) << *text;
+  const Json& entry = benchmarks->array[0];
+  EXPECT_EQ(entry.Find("name")->string,
+            "BM_BreakpointEnable/passive:2/active:0/placement:other_cpus");
+  EXPECT_GT(entry.Find("samples")->number, 0) << *text;
+  if (profile->Find("kernel_symbols")->string != "ok" || !entry.Find("note")->string.empty()) {
+    GTEST_SKIP() << "no kernel symbols: " << profile->Find("kernel_symbols")->string << " "
+                 << entry.Find("note")->string;
+  }
+  double ioctl_children = 0;
+  for (const Json& symbol : entry.Find("symbols")->array) {
+    if (symbol.Find("symbol")->string == "perf_ioctl") {
+      ioctl_children = symbol.Find("children")->number;
+    }
+  }
+  EXPECT_GT(ioctl_children, 0.5) << *text;
+}
+
+TEST_F(BreakpointBinaryTest, BenchmarkFilterSelectsAFamily) {
+  Result result = RunBinary({"--breakpoints=0", "--parallelism=1", "--passive=0", "--active=1",
+                             "--placement=unpinned", "--benchmark_filter=Thread",
+                             "--benchmark_list_tests=true"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "BM_BreakpointThread/breakpoints:0/parallelism:1/threads:20/real_time\n");
+}
+
+struct BadFlag {
+  std::vector<std::string> args;
+  std::string message;  // must appear in stderr
+};
+
+TEST_F(BreakpointBinaryTest, BadValuesExitTwoNamingTheFlagBeforeRunning) {
+  std::vector<BadFlag> cases = {
+      {{"--breakpoints=-1"}, "--breakpoints: -1 is out of range"},
+      {{"--breakpoints=99"}, "--breakpoints: 99 is out of range"},
+      {{"--breakpoints=0,x"}, "--breakpoints: 'x' is not an integer"},
+      {{"--threads=0"}, "--threads: 0 is out of range"},
+      {{"--repeat=-5"}, "--repeat: -5 is out of range"},
+      {{"--parallelism=abc"}, "--parallelism: 'abc' is not an integer"},
+      {{"--parallelism=0"}, "--parallelism: 0 is out of range"},
+      {{"--passive=-1"}, "--passive: -1 is out of range"},
+      {{"--active=4-2"}, "--active: descending range '4-2'"},
+      {{"--placement=bogus"}, "--placement: unknown value 'bogus'"},
+      {{"--attribution=maybe"}, "--attribution: 'maybe' is not a boolean"},
+      {{"--unknown_flag=1"}, "unknown flag --unknown_flag"},
+      {{"--threads"}, "flag --threads needs a value"},
+      {{"stray"}, "unexpected argument 'stray'"},
+      {{"--profile_hz=0"}, "--profile_hz: 0 is out of range"},
+      {{"--profile=maybe"}, "--profile"},
+      {{"--profile", "--profile_out=/nonexistent/dir/p.json"},
+       "--profile_out: cannot write '/nonexistent/dir/p.json'"},
+      // More threads than this process may create: 4096 workers x 100001 threads.
+      {{"--parallelism=4096", "--threads=100000"}, "--parallelism=4096 --threads=100000: needs"},
+  };
+  absl::StatusOr<int> slots = ProbeBreakpointSlots();
+  if (slots.ok() && *slots < 64) {
+    std::string too_many = absl::StrCat(*slots + 1);
+    cases.push_back(
+        {{"--breakpoints=0," + too_many},
+         absl::StrCat("--breakpoints: ", too_many, " breakpoints asked for, but this machine has ",
+                      *slots, " hardware breakpoint slots")});
+  }
+  for (const BadFlag& bad : cases) {
+    SCOPED_TRACE(bad.args[0]);
+    Result result = RunBinary(bad.args);
+    EXPECT_EQ(result.exit_code, 2) << result.err;
+    EXPECT_TRUE(absl::StrContains(result.err, bad.message)) << result.err;
+    EXPECT_FALSE(absl::StrContains(result.out, "BM_")) << "ran benchmarks:\n" << result.out;
+    EXPECT_FALSE(absl::StrContains(result.err, "BM_")) << result.err;
+  }
+}
+
+}  // namespace
+}  // namespace perfscale

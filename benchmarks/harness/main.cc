@@ -1,0 +1,159 @@
+// The main of every perfscale benchmark binary: Google Benchmark's flags first, then
+// perfscale's (perf-bench style parameters), then each linked family registers its
+// benchmarks, the plan fits the selection into --budget (benchmarks/harness/suite_plan.h), the
+// run's context is recorded, and the benchmarks run with progress on stderr.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/strip.h"
+#include "benchmark/benchmark.h"
+#include "benchmarks/harness/bench_support.h"
+#include "benchmarks/harness/benchmark_flags.h"
+#include "benchmarks/harness/family.h"
+#include "benchmarks/harness/profile_support.h"
+#include "benchmarks/harness/progress.h"
+#include "benchmarks/harness/result_file.h"
+#include "benchmarks/harness/run_context.h"
+#include "benchmarks/harness/suite_plan.h"
+#include "lib/flags.h"
+#include "lib/interrupt_cleanup.h"
+
+namespace {
+
+bool WantsHelp(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) return true;
+  }
+  return false;
+}
+
+// The last `--name=value` of a Google Benchmark flag (its parser's rule), or `fallback`;
+// `--name` alone is "true". Points `*where` at that argument when asked to.
+std::string BenchmarkFlag(int argc, char** argv, const char* name, const std::string& fallback,
+                          char*** where = nullptr) {
+  std::string value = fallback;
+  std::string prefix = std::string("--") + name;
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (!absl::ConsumePrefix(&arg, prefix)) continue;
+    if (arg.empty()) {
+      value = "true";
+    } else if (absl::ConsumePrefix(&arg, "=")) {
+      value = std::string(arg);
+    } else {
+      continue;  // a longer flag name
+    }
+    if (where != nullptr) *where = &argv[i];
+  }
+  return value;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (WantsHelp(argc, argv)) {
+    std::printf("perfscale flags (families:");
+    for (const perfscale::Family& family : perfscale::Families()) {
+      std::printf(" %s", family.name.c_str());
+    }
+    std::printf(")\n%s\nGoogle Benchmark flags:\n", perfscale::FlagsHelp().c_str());
+  }
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  if (absl::Status checked = perfscale::CheckBenchmarkFlags(args); !checked.ok()) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], std::string(checked.message()).c_str());
+    return 2;
+  }
+  // perfscale keeps --benchmark_out whole itself (result_file.h): Google Benchmark gets
+  // /dev/null to write, so it neither truncates the file early nor leaves it half done.
+  char** out_arg = nullptr;
+  std::string out_path = BenchmarkFlag(argc, argv, "benchmark_out", "", &out_arg);
+  const std::string out_format = BenchmarkFlag(argc, argv, "benchmark_out_format", "json");
+  std::unique_ptr<perfscale::ResultFileReporter> result_file;
+  static char dev_null_out[] = "--benchmark_out=/dev/null";
+  if (!out_path.empty()) {
+    absl::StatusOr<std::unique_ptr<perfscale::ResultFileReporter>> created =
+        perfscale::ResultFileReporter::Create(out_path, out_format);
+    if (created.ok()) {
+      result_file = *std::move(created);
+      *out_arg = dev_null_out;
+    }
+  }
+  bool list_only = perfscale::ParseBool(BenchmarkFlag(argc, argv, "benchmark_list_tests", "false"))
+                       .value_or(false);
+  // Read before Initialize takes Google Benchmark's flags out of argv; checked above.
+  perfscale::PlanRequest request;
+  request.min_time = std::atof(BenchmarkFlag(argc, argv, "benchmark_min_time", "0").c_str());
+  request.repetitions = std::atoi(BenchmarkFlag(argc, argv, "benchmark_repetitions", "1").c_str());
+  request.list_only = list_only;
+  benchmark::Initialize(&argc, argv);  // exits after printing its help for --help
+  if (absl::Status parsed = perfscale::ParseFlags(argc, argv); !parsed.ok()) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], std::string(parsed.message()).c_str());
+    return 2;
+  }
+  perfscale::SetRunSelection(benchmark::GetBenchmarkFilter(), list_only);
+  if (absl::Status profiling = perfscale::SetUpProfiling(args); !profiling.ok()) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], std::string(profiling.message()).c_str());
+    return 2;
+  }
+  for (const perfscale::Family& family : perfscale::Families()) {
+    if (absl::Status registered = family.register_benchmarks(); !registered.ok()) {
+      std::fprintf(stderr, "%s: %s: %s\n", argv[0], family.name.c_str(),
+                   std::string(registered.message()).c_str());
+      return 2;
+    }
+  }
+  const std::string filter = benchmark::GetBenchmarkFilter();
+  absl::StatusOr<perfscale::SuitePlan> plan = perfscale::PlanSuite(request);
+  if (!plan.ok()) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], std::string(plan.status().message()).c_str());
+    return 2;
+  }
+  std::fputs(plan->text.c_str(), stderr);
+  if (perfscale::PlanOnly()) return 0;
+  perfscale::InstallInterruptCleanup();
+  for (const auto& [key, value] : perfscale::CollectRunContext().Fields()) {
+    benchmark::AddCustomContext(key, value);
+  }
+  benchmark::AddCustomContext("counter_sources", perfscale::CounterSourcesJson());
+  std::unique_ptr<benchmark::BenchmarkReporter> display(benchmark::CreateDefaultDisplayReporter());
+  // Progress on stderr; the forwarded names lose the plan's iterations:/min_time: segments.
+  perfscale::Progress progress(plan->runs, stderr, isatty(STDERR_FILENO) == 1);
+  perfscale::PlannedReporter planned_display(display.get(), list_only ? nullptr : &progress);
+  std::unique_ptr<benchmark::BenchmarkReporter> fallback_file;
+  std::unique_ptr<perfscale::PlannedReporter> planned_file;
+  if (result_file != nullptr) {
+    planned_file = std::make_unique<perfscale::PlannedReporter>(result_file.get(), nullptr);
+  } else if (!out_path.empty()) {  // Google Benchmark writes the file; the names still clean
+    fallback_file = perfscale::CreateFileReporter(out_format);
+    planned_file = std::make_unique<perfscale::PlannedReporter>(fallback_file.get(), nullptr);
+  }
+  if (!list_only) {
+    perfscale::SetStartListener([&progress](const std::string& name) { progress.Started(name); });
+  }
+  size_t matched = benchmark::RunSpecifiedBenchmarks(&planned_display, planned_file.get());
+  perfscale::SetStartListener(nullptr);
+  benchmark::Shutdown();
+  if (matched == 0) {
+    std::fprintf(stderr,
+                 "%s: --benchmark_filter=%s: no benchmark matches (--benchmark_list_tests lists "
+                 "them)\n",
+                 argv[0], filter.c_str());
+    return 2;
+  }
+  if (result_file != nullptr && !result_file->status().ok()) {
+    std::fprintf(stderr, "%s: --benchmark_out=%s: %s\n", argv[0], out_path.c_str(),
+                 std::string(result_file->status().message()).c_str());
+    return 1;
+  }
+  if (absl::Status written = perfscale::FinishProfiling(); !written.ok()) {
+    std::fprintf(stderr, "%s: --profile: %s\n", argv[0], std::string(written.message()).c_str());
+    return 1;
+  }
+  return 0;
+}

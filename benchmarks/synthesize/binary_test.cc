@@ -1,0 +1,288 @@
+// Runs //benchmarks:synthesize itself: its JSON, its refusals of bad flags, and what it
+// leaves behind when it is interrupted.
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "benchmarks/synthesize/proc_status.h"
+#include "gtest/gtest.h"
+#include "lib/file_reader.h"
+#include "testing/common/process_state.h"
+
+namespace perfscale {
+namespace {
+
+constexpr char kBinary[] = "benchmarks/synthesize/synthesize";
+
+struct Result {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string MakeDir(const std::string& name) {
+  std::string tmpl = ::testing::TempDir() + "/" + name + "-XXXXXX";
+  return mkdtemp(&tmpl[0]);
+}
+
+int Entries(const std::string& dir) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return -1;
+  int n = 0;
+  while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
+// Starts the binary with `args`, stdout and stderr to files in `dir`.
+pid_t Spawn(const std::vector<std::string>& args, const std::string& dir) {
+  pid_t pid = fork();
+  if (pid != 0) return pid;
+  int out = open((dir + "/stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  int err = open((dir + "/stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  dup2(out, 1);
+  dup2(err, 2);
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(kBinary));
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  execv(kBinary, argv.data());
+  _exit(127);
+}
+
+Result RunBinary(const std::vector<std::string>& args) {
+  std::string dir = MakeDir("run");
+  pid_t pid = Spawn(args, dir);
+  Result result;
+  int status = 0;
+  if (waitpid(pid, &status, 0) == pid && WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  result.out = ReadTextFile(dir + "/stdout").value_or("");
+  result.err = ReadTextFile(dir + "/stderr").value_or("");
+  unlink((dir + "/stdout").c_str());
+  unlink((dir + "/stderr").c_str());
+  rmdir(dir.c_str());
+  return result;
+}
+
+// Google Benchmark's JSON, read just enough: each benchmark's name and numeric fields.
+std::map<std::string, std::map<std::string, double>> Benchmarks(const std::string& json) {
+  std::map<std::string, std::map<std::string, double>> result;
+  std::vector<std::string> chunks = absl::StrSplit(json, "\"name\": \"");
+  for (size_t i = 1; i < chunks.size(); ++i) {
+    const std::string& chunk = chunks[i];
+    std::string name = chunk.substr(0, chunk.find('"'));
+    std::map<std::string, double>& fields = result[name];
+    for (absl::string_view line : absl::StrSplit(chunk, '\n')) {
+      size_t colon = line.find("\": ");
+      if (line.size() < 4 || colon == absl::string_view::npos) continue;
+      size_t open = line.find('"');
+      std::string key(line.substr(open + 1, colon - open - 1));
+      std::string value(line.substr(colon + 3));
+      char* end = nullptr;
+      double number = std::strtod(value.c_str(), &end);
+      if (end != value.c_str()) fields[key] = number;
+      if (key == "error_occurred" && absl::StartsWith(value, "true")) fields[key] = 1;
+    }
+  }
+  return result;
+}
+
+TEST(SynthesizeBinary, JsonCountersAndIdenticalRecordCounts) {
+  std::string dir = MakeDir("sink");
+  Result run =
+      RunBinary({"--synth_workload=controlled", "--synth_processes=4", "--synth_threads=3",
+                 "--synth_exec_maps=5", "--synth_data_maps=2", "--synth_workers=1,2",
+                 "--synth_dir=" + dir, "--benchmark_min_time=0.01", "--benchmark_format=json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  auto benchmarks = Benchmarks(run.out);
+  ASSERT_EQ(benchmarks.size(), 12u) << run.out.substr(0, 2000);
+  double records = -1;
+  for (const auto& [name, fields] : benchmarks) {
+    SCOPED_TRACE(name);
+    EXPECT_TRUE(absl::StartsWith(name, "BM_Synthesize/workload:controlled/sink:"));
+    EXPECT_EQ(fields.count("error_occurred"), 0u);
+    ASSERT_EQ(fields.count("records"), 1u);
+    // FORK and COMM per task, the 5 mappings each process adds, and what it inherited.
+    EXPECT_GT(fields.at("records"), 4 * 3 * 2 + 4 * 5);
+    if (records < 0) records = fields.at("records");
+    EXPECT_EQ(fields.at("records"), records) << "record counts must not vary";
+    EXPECT_EQ(fields.at("tasks_vanished"), 0);
+    EXPECT_GT(fields.at("bytes"), 8 * records);
+    double usecs = fields.at("usecs/record");
+    EXPECT_GT(usecs, 0);
+    // records/s is a rate over the same (manual) time.
+    EXPECT_NEAR(fields.at("records/s"), 1e6 / usecs, 1e6 / usecs * 0.01);
+    bool mutex = absl::StrContains(name, "strategy:mutex");
+    EXPECT_EQ(fields.count("mutex_wait_share"), mutex ? 1u : 0u);
+    if (mutex) {
+      EXPECT_GE(fields.at("mutex_wait_share"), 0);
+      EXPECT_LE(fields.at("mutex_wait_share"), 1);
+    }
+    EXPECT_EQ(fields.at("workers"), absl::EndsWith(name, "workers:1/manual_time") ? 1 : 2);
+  }
+  EXPECT_EQ(Entries(dir), 0);
+  EXPECT_FALSE(testing::HasChildren());
+  rmdir(dir.c_str());
+}
+
+TEST(SynthesizeBinary, SystemWorkloadRuns) {
+  Result run = RunBinary({"--synth_workload=system", "--synth_sink=memory", "--synth_workers=2",
+                          "--synth_strategy=atomic", "--benchmark_min_time=0.01",
+                          "--benchmark_format=json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  auto benchmarks = Benchmarks(run.out);
+  ASSERT_EQ(benchmarks.size(), 1u);
+  const auto& fields = benchmarks.begin()->second;
+  EXPECT_EQ(fields.count("error_occurred"), 0u);
+  EXPECT_GT(fields.at("records"), 2);  // at least this test and the benchmark itself
+}
+
+TEST(SynthesizeBinary, BadFlagsExitTwoNamingTheFlagAndLeaveNothing) {
+  std::string dir = MakeDir("bad");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--synth_workers=0", "--synth_workers"},
+      {"--synth_workers=5000", "--synth_workers"},
+      {"--synth_workers=two", "--synth_workers"},
+      {"--synth_workers=-1", "--synth_workers"},
+      {"--synth_processes=0", "--synth_processes"},
+      {"--synth_threads=0", "--synth_threads"},
+      {"--synth_exec_maps=-1", "--synth_exec_maps"},
+      {"--synth_data_maps=100000", "--synth_data_maps"},
+      {"--synth_strategy=spinlock", "--synth_strategy"},
+      {"--synth_workload=everything", "--synth_workload"},
+      {"--synth_sink=tape", "--synth_sink"},
+      {"--synth_data=maybe", "--synth_data"},
+      {"--synth_namespaces=2", "--synth_namespaces"},
+      {"--synth_comm=cmdline", "--synth_comm"},
+      {"--synth_dir=" + dir + "/missing", "--synth_dir"},
+      {"--synth_dir=/proc", "--synth_dir"},
+  };
+  for (const auto& [flag, name] : cases) {
+    std::vector<std::string> args = {flag, "--benchmark_min_time=0.01"};
+    if (!absl::StartsWith(flag, "--synth_dir")) args.push_back("--synth_dir=" + dir);
+    Result run = RunBinary(args);
+    EXPECT_EQ(run.exit_code, 2) << flag << ": " << run.err;
+    EXPECT_TRUE(absl::StrContains(run.err, name)) << flag << ": " << run.err;
+    EXPECT_FALSE(absl::StrContains(run.out, "BM_Synthesize")) << flag << " ran benchmarks";
+  }
+  // More tasks than this process may create: the thread budget, before anything runs.
+  Result huge = RunBinary({"--synth_processes=100000", "--synth_threads=10000",
+                           "--synth_workload=controlled", "--benchmark_min_time=0.01"});
+  EXPECT_EQ(huge.exit_code, 2) << huge.err;
+  EXPECT_TRUE(absl::StrContains(huge.err, "--synth_processes=100000")) << huge.err;
+  EXPECT_TRUE(absl::StrContains(huge.err, "threads")) << huge.err;
+  EXPECT_EQ(Entries(dir), 0);
+  EXPECT_FALSE(testing::HasChildren());
+  rmdir(dir.c_str());
+}
+
+// The pids whose parent is `parent`.
+std::vector<pid_t> ChildrenOf(pid_t parent) {
+  std::vector<pid_t> children;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return children;
+  while (dirent* entry = readdir(proc)) {
+    pid_t pid = std::atoi(entry->d_name);
+    if (pid <= 0) continue;
+    absl::StatusOr<std::string> text = ReadTextFile(absl::StrCat("/proc/", pid, "/status"));
+    if (!text.ok()) continue;
+    absl::StatusOr<ProcStatus> status = ParseProcStatus(*text);
+    if (status.ok() && status->ppid == parent) children.push_back(pid);
+  }
+  closedir(proc);
+  return children;
+}
+
+void ExpectNothingLeftAfter(int signal) {
+  SCOPED_TRACE(absl::StrCat("signal ", signal));
+  // The orphans come to us, so we can see how they ended.
+  ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  std::string sink_dir = MakeDir("interrupted");
+  std::string out_dir = MakeDir("out");
+  pid_t binary =
+      Spawn({"--synth_workload=controlled", "--synth_sink=file", "--synth_strategy=mutex",
+             "--synth_workers=1", "--synth_processes=4", "--synth_threads=3",
+             "--synth_dir=" + sink_dir, "--benchmark_min_time=1000"},
+            out_dir);
+  ASSERT_GT(binary, 0);
+  std::vector<pid_t> tree;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    tree = ChildrenOf(binary);
+    if (tree.size() == 4) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(tree.size(), 4u) << "the benchmark did not build its tree";
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // well into the run
+  ASSERT_EQ(kill(binary, signal), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(binary, &status, 0), binary);
+  if (signal == SIGKILL) {
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  } else {
+    // The interrupt handler cleans up and exits with 128 + signal.
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + signal) << "status " << status;
+  }
+  // Either the benchmark reaped its children (its handler), or they died of
+  // PR_SET_PDEATHSIG's SIGKILL and came to us.
+  for (pid_t orphan : tree) {
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (;;) {
+      int orphan_status = 0;
+      pid_t reaped = waitpid(orphan, &orphan_status, WNOHANG);
+      if (reaped == orphan) {
+        EXPECT_TRUE(WIFSIGNALED(orphan_status) && WTERMSIG(orphan_status) == SIGKILL);
+        break;
+      }
+      if (reaped < 0) {
+        EXPECT_EQ(errno, ECHILD);
+        EXPECT_EQ(kill(orphan, 0), -1) << "pid " << orphan << " survived";
+        break;
+      }
+      ASSERT_LT(std::chrono::steady_clock::now(), until) << "pid " << orphan << " survived";
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  // Google Benchmark calls the benchmark function again for each iteration-count probe,
+  // so the tree alive at the signal may be a newer one than `tree`: whatever came to us
+  // must have been killed, and nothing may remain.
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    int orphan_status = 0;
+    pid_t reaped = waitpid(-1, &orphan_status, WNOHANG);
+    if (reaped < 0) break;  // ECHILD: nothing left
+    if (reaped > 0) {
+      EXPECT_TRUE(WIFSIGNALED(orphan_status) && WTERMSIG(orphan_status) == SIGKILL)
+          << "pid " << reaped;
+      continue;
+    }
+    ASSERT_LT(std::chrono::steady_clock::now(), until) << "a child of the benchmark survived";
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(Entries(sink_dir), 0) << "the file sink left files in " << sink_dir;
+  EXPECT_FALSE(testing::HasChildren());
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
+  rmdir(sink_dir.c_str());
+  unlink((out_dir + "/stdout").c_str());
+  unlink((out_dir + "/stderr").c_str());
+  rmdir(out_dir.c_str());
+}
+
+TEST(SynthesizeBinary, InterruptedRunLeavesNoChildrenNorFiles) { ExpectNothingLeftAfter(SIGINT); }
+TEST(SynthesizeBinary, TerminatedRunLeavesNoChildrenNorFiles) { ExpectNothingLeftAfter(SIGTERM); }
+TEST(SynthesizeBinary, KilledRunLeavesNoChildrenNorFiles) { ExpectNothingLeftAfter(SIGKILL); }
+
+}  // namespace
+}  // namespace perfscale

@@ -1,0 +1,491 @@
+// Tracing overhead: what recording tracepoints costs a workload that hits them.
+//
+// Seed: ../shared/seeds/003 (perf lock, Frederic Weisbecker and Jens Axboe, 2010).
+// `perf lock record perf sched pipe -l 100000` ran at 910 usecs/op before the patchset
+// and 437 after; `perf lock record -g ls` wrote 137 MB, and callchains doubled the time.
+// A kernel developer wants that overhead, as a number, on their own kernel.
+//
+// BM_PipePingPong/set:S/callchains:C/scope:P/tasks:T/placement:X/sink:K
+//   The workload of `perf bench sched pipe`: two tasks bounce a 4-byte token over two
+//   pipes (tasks: processes, perf bench's default, or threads as -T). The benchmark
+//   thread is one side, the peer is created once per run; one iteration is one round
+//   trip (perf bench also times fork and exit, which is noise after 10^5 loops).
+//   Placement: unpinned (perf bench), same_cpu (both on one CPU: every round trip is two
+//   context switches there) or other_cpus (one CPU each: two cross-CPU wakeups).
+//   While it runs a real recorder (benchmarks/trace_overhead/trace_recorder.h) records set S:
+//     none      nothing is recorded: the baseline, named .../set:none/tasks:T/placement:X
+//     lock      lockdep's lock:lock_acquire/acquired/contended/release if the kernel has
+//               them, else lock:contention_begin/end (what `perf lock record` picks)
+//     sched     sched:sched_switch, sched:sched_wakeup
+//     syscalls  raw_syscalls:sys_enter, raw_syscalls:sys_exit
+//     custom    the tracepoints of --tracepoints
+//   as `perf lock record` (perf record -R -c 1 -m 1024) does: sample_period 1, samples of
+//   ip, tid, time, id, cpu, period and the raw payload, callchains C (off, or on: frame
+//   pointer, depth 8, as perf lock adds them), one ring buffer of --ring_pages pages per
+//   CPU (the CPU's other events redirected into it), drained by a reader thread that
+//   discards the bytes or writes them to an unlinked temp file (sink K, perf.data).
+//   Scope P: cpu (system-wide, every CPU: also records the rest of the machine and the
+//   reader itself, as `perf record -a`) or task (the benchmark thread with inherit, the
+//   peer created afterwards; still one event per CPU, since the kernel refuses to mmap
+//   an inherited cpu=-1 event: exactly what `perf record -- cmd` does).
+// BM_PipePingPong/set:S/recorder:bpf/scope:P/tasks:T/placement:X
+//   The same sets (not custom) aggregated in the kernel instead, as `perf lock contention
+//   --use-bpf` does (benchmarks/trace_overhead/bpf_recorder.h): BPF programs on the set's
+//   tracepoints pair each task's begin and end (contention_begin/end, sys_enter/exit,
+//   switched out/in) and keep counts and log2 wait histograms per key (lock and caller,
+//   syscall, task) in maps that are read once, after the run. Scope task: this process
+//   and the processes it forks after the recorder is opened.
+//   Counters: samples/op (tracepoint hits the programs counted), bytes/op (the maps read
+//   after the run, per round trip), lost (waits dropped for a full map), and what the
+//   BPF side aggregated: bpf_pairs/op, bpf_wait_us/op, bpf_keys, bpf_unpaired (ends whose
+//   begin came before the run), bpf_wait_p50_us, bpf_wait_p99_us (histogram bucket upper
+//   bounds), bpf_wait_max_us; the label names the key with the longest total wait.
+//   Needs kernel BTF and root (or CAP_BPF with CAP_PERFMON); skipped with the reason
+//   otherwise.
+//
+//   Counters: usecs/op (one round trip), samples/op, bytes/op (ring buffer bytes),
+//   lost (samples the kernel could not write: its own per-event count, Linux 6.0+,
+//   else the PERF_RECORD_LOST records), the kernel-cost counters of bench_support.h
+//   (ipis_sent/op, ..., ipis_system/op; sys_us/op counts this process and the reaped
+//   peer), and overhead_pct = usecs/op over the set:none run of the same tasks and
+//   placement in this same process, in percent. overhead_pct is only there when that
+//   none run has already run in this process (it is registered first; a
+//   --benchmark_filter that drops it, or random interleaving, drops the counter).
+//
+// Real time throughout: the peer, the reader and the kernel's work on the other CPU are
+// part of the cost. Privileges: root or CAP_PERFMON (raw tracepoint samples otherwise
+// need kernel.perf_event_paranoid=-1, system-wide ones <= 0) and a readable tracefs
+// for the tracepoint ids. What is not permitted or not there is skipped, with the
+// reason naming the tracepoint and the permission. A --ring_pages that is not a power
+// of two, or that exceeds the mlock limit (kernel.perf_event_mlock_kb per CPU +
+// RLIMIT_MEMLOCK, unless CAP_IPC_LOCK), stops the binary (exit 2); the default size
+// over the limit only makes the recorded runs skip.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "benchmark/benchmark.h"
+#include "benchmarks/harness/bench_support.h"
+#include "benchmarks/harness/family.h"
+#include "benchmarks/harness/profile_support.h"
+#include "benchmarks/harness/suite_plan.h"
+#include "benchmarks/trace_overhead/bpf_recorder.h"
+#include "benchmarks/trace_overhead/pipe_pingpong.h"
+#include "benchmarks/trace_overhead/trace_recorder.h"
+#include "lib/capabilities.h"
+#include "lib/cpu_set.h"
+#include "lib/flags.h"
+#include "lib/kernel_cost.h"
+#include "lib/placement.h"
+#include "lib/ring_buffer.h"
+#include "lib/tracefs.h"
+
+namespace perfscale {
+namespace {
+
+Flag& sets_flag =
+    DefineFlag("trace_sets", "none,lock,sched,syscalls",
+               "tracepoint sets recorded during the pipe ping-pong: none, lock, sched, syscalls "
+               "(custom is added by --tracepoints)");
+Flag& tracepoints_flag =
+    DefineFlag("tracepoints", "",
+               "extra set 'custom' of subsystem:event tracepoints, e.g. irq:irq_handler_entry");
+Flag& callchains_flag =
+    DefineFlag("callchains", "off,on", "record callchains (frame pointer, depth 8): off, on");
+Flag& scope_flag =
+    DefineFlag("trace_scope", "cpu,task",
+               "what is recorded: cpu (system-wide, perf record -a) or task (the ping-pong tasks, "
+               "inherited, perf record -- cmd)");
+Flag& tasks_flag =
+    DefineFlag("pingpong_tasks", "processes", "the ping-pong peer: processes (fork) or threads");
+// Unpinned is perf bench's way, and its figure swings with where the scheduler puts the
+// two tasks (one CPU or two: on a VM, 8 us or 70 us a round trip); same_cpu is the stable
+// figure an overhead is best read from, so both run by default.
+Flag& pingpong_placement_flag =
+    DefineFlag("pingpong_placement", "unpinned,same_cpu",
+               "where the ping-pong tasks run: unpinned, same_cpu, other_cpus");
+Flag& recorder_flag =
+    DefineFlag("trace_recorder", "ring,bpf",
+               "how the sets are recorded: ring (perf record's ring buffers, drained by a thread) "
+               "or bpf (BPF programs aggregating in kernel maps, perf lock contention --use-bpf)");
+Flag& ring_pages_flag =
+    DefineFlag("ring_pages", "1024",
+               "data pages per CPU ring buffer, a power of two (perf lock record -m 1024: 4 MiB)");
+Flag& sink_flag =
+    DefineFlag("trace_sink", "discard",
+               "what the reader does with the records: discard, or file (an unlinked temp file in "
+               "$TMPDIR, like perf.data)");
+
+struct Params {
+  std::string set;
+  bool bpf = false;                      // recorder:bpf rather than the ring recorder
+  std::vector<std::string> tracepoints;  // set custom
+  bool callchains = false;
+  TraceScope scope = TraceScope::kSystemWide;
+  PipePingPong::Peer peer = PipePingPong::Peer::kProcess;
+  std::string placement;
+  uint64_t ring_pages = 1024;
+  TraceSink sink = TraceSink::kDiscard;
+  absl::Status budget;  // not ok: the default ring buffers exceed the mlock limit
+
+  // What the baseline shares with a recorded run.
+  std::string Layout() const {
+    return absl::StrCat(peer == PipePingPong::Peer::kProcess ? "processes" : "threads", "/",
+                        placement);
+  }
+};
+
+// The set:none figure of each layout, as measured in this process. Google Benchmark
+// calls a benchmark several times while it sizes the run; only the calls with the most
+// iterations count, and repetitions of that size are averaged. Benchmarks run on the
+// main thread one after another, so no lock is needed.
+struct Baseline {
+  int64_t iterations = 0;
+  double sum_usecs = 0;
+  int runs = 0;
+};
+
+std::map<std::string, Baseline>& Baselines() {
+  static auto* baselines = new std::map<std::string, Baseline>;
+  return *baselines;
+}
+
+void RecordBaseline(const std::string& layout, int64_t iterations, double usecs_per_op) {
+  Baseline& baseline = Baselines()[layout];
+  if (iterations < baseline.iterations) return;
+  if (iterations > baseline.iterations) baseline = Baseline{iterations, 0, 0};
+  baseline.sum_usecs += usecs_per_op;
+  ++baseline.runs;
+}
+
+// The tracepoints of a run's set, as its skip messages name them.
+std::string DescribeSet(const Params& params) {
+  if (params.set == "custom") return absl::StrJoin(params.tracepoints, ",");
+  if (params.set == "lock") return "the lock tracepoints";
+  absl::StatusOr<std::vector<std::string>> names = TracepointSet(params.set);
+  return names.ok() ? absl::StrJoin(*names, ",") : params.set;
+}
+
+absl::Status Naming(const absl::Status& status, const Params& params) {
+  return absl::Status(status.code(),
+                      absl::StrCat("recording ", DescribeSet(params), ": ", status.message()));
+}
+
+absl::StatusOr<std::unique_ptr<TraceRecorder>> OpenRecorder(const Params& params,
+                                                            std::string* label) {
+  Capabilities caps = ProbeCapabilities();
+  if (absl::Status perf = caps.RequirePerfEvents(); !perf.ok()) return Naming(perf, params);
+  if (params.scope == TraceScope::kSystemWide) {
+    if (absl::Status wide = caps.RequireSystemWide(); !wide.ok()) return Naming(wide, params);
+  }
+  if (absl::Status tracefs = caps.RequireTracefs(); !tracefs.ok()) {
+    return Naming(tracefs, params);
+  }
+  TraceRecorderOptions options;
+  if (params.set == "custom") {
+    options.tracepoints = params.tracepoints;
+  } else {
+    absl::StatusOr<std::vector<std::string>> names = TracepointSet(params.set);
+    if (!names.ok()) return names.status();
+    options.tracepoints = *names;
+  }
+  options.callchains = params.callchains;
+  options.scope = params.scope;
+  options.task = 0;  // the benchmark thread; the peer, created later, inherits
+  options.ring_pages = params.ring_pages;
+  options.sink = params.sink;
+  *label = absl::StrJoin(options.tracepoints, ",");
+  return TraceRecorder::Open(options);
+}
+
+absl::StatusOr<std::unique_ptr<BpfRecorder>> OpenBpfRecorder(const Params& params) {
+  BpfRecorderOptions options;
+  options.set = params.set;
+  options.task_scope = params.scope == TraceScope::kTask;
+  absl::StatusOr<std::unique_ptr<BpfRecorder>> recorder = BpfRecorder::Open(options);
+  if (!recorder.ok()) {
+    return absl::Status(recorder.status().code(),
+                        absl::StrCat("recording ", DescribeSet(params),
+                                     " with BPF: ", recorder.status().message()));
+  }
+  return recorder;
+}
+
+// What the BPF side aggregated, as counters and a label.
+void ReportBpfStats(benchmark::State& state, const Params& params, const BpfStats& stats,
+                    double ops) {
+  state.counters["samples/op"] = static_cast<double>(stats.events) / ops;
+  state.counters["bytes/op"] = static_cast<double>(stats.map_bytes) / ops;
+  state.counters["lost"] = static_cast<double>(stats.dropped);
+  state.counters["bpf_pairs/op"] = static_cast<double>(stats.pairs) / ops;
+  state.counters["bpf_wait_us/op"] = static_cast<double>(stats.total_ns) / 1e3 / ops;
+  state.counters["bpf_keys"] = static_cast<double>(stats.keys.size());
+  state.counters["bpf_unpaired"] = static_cast<double>(stats.unpaired);
+  state.counters["bpf_wait_p50_us"] = static_cast<double>(stats.QuantileNs(0.5)) / 1e3;
+  state.counters["bpf_wait_p99_us"] = static_cast<double>(stats.QuantileNs(0.99)) / 1e3;
+  state.counters["bpf_wait_max_us"] = static_cast<double>(stats.max_ns) / 1e3;
+  std::string label = absl::StrCat("bpf ", params.set, ": ", stats.keys.size(), " keys");
+  if (!stats.keys.empty()) {
+    const BpfKeyStats& top = stats.keys.front();
+    std::string what = params.set == "lock"
+                           ? absl::StrCat("lock in ", top.caller.empty() ? "?" : top.caller)
+                       : params.set == "sched" ? absl::StrCat("tgid ", top.object, " off-CPU")
+                                               : absl::StrCat("syscall ", top.object);
+    absl::StrAppend(&label, "; longest total wait: ", what, ", ", top.count, " x ",
+                    static_cast<double>(top.total_ns) / 1e3 / static_cast<double>(top.count),
+                    " us");
+  }
+  state.SetLabel(label);
+}
+
+void BM_PipePingPong(benchmark::State& state, Params params) {
+  // Opened before the benchmark thread is pinned and before the peer exists: the
+  // reader thread keeps the original affinity, and the peer inherits the events.
+  std::unique_ptr<TraceRecorder> recorder;
+  std::unique_ptr<BpfRecorder> bpf;
+  if (params.bpf) {
+    absl::StatusOr<std::unique_ptr<BpfRecorder>> opened = OpenBpfRecorder(params);
+    if (SkipIfError(state, opened.status())) return;
+    bpf = *std::move(opened);
+  } else if (params.set != "none") {
+    if (SkipIfError(state, params.budget)) return;
+    std::string label;
+    absl::StatusOr<std::unique_ptr<TraceRecorder>> opened = OpenRecorder(params, &label);
+    if (SkipIfError(state, opened.status())) return;
+    recorder = *std::move(opened);
+    state.SetLabel(label);
+  }
+  absl::StatusOr<Placement> placement = ResolvePlacement(params.placement);
+  if (SkipIfError(state, placement.status())) return;
+  // After the recorder, so that its reader thread (the measuring tool, absent from the
+  // set:none baseline) is not counted; before the peer, so that the peer is.
+  KernelCostMeter meter = BenchmarkMeter(/*include_children=*/true);
+  // Restores the thread's affinity on every return path.
+  absl::StatusOr<std::unique_ptr<ScopedAffinity>> pinned = PinDriver(*placement);
+  if (SkipIfError(state, pinned.status())) return;
+  // The one peer needs one CPU: the first of the others.
+  std::vector<int> peer_cpus;
+  if (!placement->others.empty()) peer_cpus = {placement->others[0]};
+  absl::StatusOr<std::unique_ptr<PipePingPong>> pingpong =
+      PipePingPong::Start(params.peer, peer_cpus);
+  if (SkipIfError(state, pingpong.status())) return;
+  // One untimed round trip: the peer is up and the pipes are warm.
+  if (SkipIfError(state, (*pingpong)->RoundTrip())) return;
+  if (recorder != nullptr && SkipIfError(state, recorder->Enable())) return;
+  if (bpf != nullptr && SkipIfError(state, bpf->Enable())) return;
+
+  if (!StartOrSkip(state, meter)) return;
+  auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    if (absl::Status trip = (*pingpong)->RoundTrip(); !trip.ok()) {
+      SkipIfError(state, trip);
+      break;
+    }
+  }
+  double elapsed_us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+  PauseProfile();                      // stopping the recorder and reaping the peer are not timed
+  if (state.error_occurred()) return;  // the destructors stop, reap and close
+
+  TraceStats stats;
+  if (recorder != nullptr) {
+    absl::StatusOr<TraceStats> recorded = recorder->Stop();
+    if (SkipIfError(state, recorded.status())) return;
+    stats = *recorded;
+  }
+  BpfStats aggregated;
+  if (bpf != nullptr) {
+    absl::StatusOr<BpfStats> read = bpf->Stop();
+    if (SkipIfError(state, read.status())) return;
+    aggregated = *std::move(read);
+  }
+  // Reaped before the meter stops, so the peer's CPU time is counted.
+  if (SkipIfError(state, (*pingpong)->Stop())) return;
+  pinned->reset();  // the thread's own affinity back before the counters are reported
+
+  double ops = static_cast<double>(state.iterations());
+  double usecs_per_op = elapsed_us / ops;
+  state.counters["usecs/op"] = usecs_per_op;
+  if (params.set == "none") {
+    RecordBaseline(params.Layout(), static_cast<int64_t>(state.iterations()), usecs_per_op);
+  } else {
+    if (bpf != nullptr) {
+      ReportBpfStats(state, params, aggregated, ops);
+    } else {
+      state.counters["samples/op"] = static_cast<double>(stats.samples) / ops;
+      state.counters["bytes/op"] = static_cast<double>(stats.bytes) / ops;
+      state.counters["lost"] = static_cast<double>(stats.lost);
+    }
+    auto baseline = Baselines().find(params.Layout());
+    if (baseline != Baselines().end() && baseline->second.runs > 0) {
+      double none_usecs = baseline->second.sum_usecs / baseline->second.runs;
+      state.counters["overhead_pct"] = (usecs_per_op - none_usecs) / none_usecs * 100.0;
+    }
+  }
+  ReportKernelCost(state, meter, ops);
+}
+
+absl::StatusOr<std::vector<std::string>> ChoiceFlag(const Flag& flag,
+                                                    const std::vector<std::string>& allowed,
+                                                    const char* quick_default) {
+  std::string text = flag.value();
+  if (!flag.is_set() && QuickRun() && quick_default != nullptr) text = quick_default;
+  absl::StatusOr<std::vector<std::string>> values = ParseChoiceList(text, allowed);
+  if (!values.ok()) return flag.Annotate(values.status());
+  if (values->empty()) {
+    return flag.Annotate(absl::InvalidArgumentError("expected at least one value"));
+  }
+  return values;
+}
+
+absl::StatusOr<std::vector<std::string>> ParseTracepointList(absl::string_view text) {
+  std::vector<std::string> names;
+  for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    absl::StatusOr<TracepointName> name = ParseTracepointName(item);
+    if (!name.ok()) return name.status();
+    std::string full = absl::StrCat(name->subsystem, ":", name->event);
+    if (std::find(names.begin(), names.end(), full) == names.end()) names.push_back(full);
+  }
+  return names;
+}
+
+// A round trip, slower when recorded (more with callchains); the setup forks the peer
+// and, when recording, opens a ring buffer per CPU (or loads and attaches the BPF
+// programs) and finally closes tracepoint events (an RCU grace period).
+CostModel PingPongCost(const Params& params) {
+  const bool recorded = params.set != "none";
+  const bool bpf = params.bpf;
+  const double factor = !recorded ? 1 : bpf ? 1.5 : params.callchains ? 4 : 2;
+  const int cpus = PlannedCpuCount();
+  return [recorded, bpf, factor, cpus](const UnitCosts& u) {
+    double setup = u.process;
+    if (recorded) setup += u.tracepoint_teardown;
+    if (recorded && !bpf) setup += cpus * (2 * u.event_fd + 0.5e-3);
+    if (bpf) setup += 0.05;
+    return Cost{setup, factor * u.round_trip, 0};
+  };
+}
+
+absl::Status RegisterTraceOverheadFamily() {
+  absl::StatusOr<std::vector<std::string>> sets =
+      ChoiceFlag(sets_flag, {"none", "lock", "sched", "syscalls"}, "none,sched");
+  if (!sets.ok()) return sets.status();
+  absl::StatusOr<std::vector<std::string>> custom = ParseTracepointList(tracepoints_flag.value());
+  if (!custom.ok()) return tracepoints_flag.Annotate(custom.status());
+  if (!custom->empty()) sets->push_back("custom");
+  absl::StatusOr<std::vector<std::string>> callchains =
+      ChoiceFlag(callchains_flag, {"off", "on"}, "off");
+  if (!callchains.ok()) return callchains.status();
+  absl::StatusOr<std::vector<std::string>> scopes = ChoiceFlag(scope_flag, {"cpu", "task"}, "cpu");
+  if (!scopes.ok()) return scopes.status();
+  absl::StatusOr<std::vector<std::string>> tasks =
+      ChoiceFlag(tasks_flag, {"processes", "threads"}, nullptr);
+  if (!tasks.ok()) return tasks.status();
+  absl::StatusOr<std::vector<std::string>> placements =
+      ChoiceFlag(pingpong_placement_flag, PlacementNames(), "same_cpu");
+  if (!placements.ok()) return placements.status();
+  absl::StatusOr<std::vector<std::string>> sinks =
+      ChoiceFlag(sink_flag, {"discard", "file"}, nullptr);
+  if (!sinks.ok()) return sinks.status();
+  absl::StatusOr<std::vector<std::string>> recorders =
+      ChoiceFlag(recorder_flag, {"ring", "bpf"}, nullptr);
+  if (!recorders.ok()) return recorders.status();
+  const bool ring = std::find(recorders->begin(), recorders->end(), "ring") != recorders->end();
+  const bool bpf = std::find(recorders->begin(), recorders->end(), "bpf") != recorders->end();
+  absl::StatusOr<int64_t> pages =
+      ParseInt(ring_pages_flag.value(), 1, static_cast<int64_t>(kMaxRingPages));
+  if (!pages.ok()) return ring_pages_flag.Annotate(pages.status());
+  if (absl::Status valid = ValidateRingPages(static_cast<uint64_t>(*pages)); !valid.ok()) {
+    return ring_pages_flag.Annotate(valid);
+  }
+  bool records = false;
+  for (const std::string& set : *sets) records |= ring && set != "none";
+  absl::Status budget;
+  if (records) {
+    // One buffer per online CPU, whatever the scope.
+    MlockLimits limits = ProbeMlockLimits();
+    budget = CheckRingBufferBudget(limits, static_cast<uint64_t>(*pages),
+                                   static_cast<uint64_t>(limits.online_cpus));
+    // A size the user asked for stops the binary; the default only makes the recorded
+    // runs skip, so that `all` still runs the other families for an unprivileged user.
+    if (!budget.ok() && ring_pages_flag.is_set()) return ring_pages_flag.Annotate(budget);
+    if (!budget.ok()) {
+      budget = absl::ResourceExhaustedError(
+          absl::StrCat("the default --ring_pages=", *pages, ": ", budget.message()));
+    }
+  }
+
+  for (const std::string& task : *tasks) {
+    for (const std::string& placement : *placements) {
+      const PipePingPong::Peer peer =
+          task == "processes" ? PipePingPong::Peer::kProcess : PipePingPong::Peer::kThread;
+      // The baseline first, so that the recorded runs after it can report overhead_pct.
+      if (std::find(sets->begin(), sets->end(), "none") != sets->end()) {
+        Params base;
+        base.set = "none";
+        base.peer = peer;
+        base.placement = placement;
+        std::string name =
+            absl::StrCat("BM_PipePingPong/set:none/tasks:", task, "/placement:", placement);
+        RegisterPlanned(name, TimeMode::kReal, PingPongCost(base), BM_PipePingPong, base)
+            ->Unit(benchmark::kMicrosecond);
+      }
+      for (const std::string& set : *sets) {
+        if (set == "none") continue;
+        // BPF programs exist for the named sets only.
+        for (const std::string& scope : *scopes) {
+          if (!bpf || set == "custom") break;
+          Params params;
+          params.set = set;
+          params.bpf = true;
+          params.scope = scope == "cpu" ? TraceScope::kSystemWide : TraceScope::kTask;
+          params.peer = peer;
+          params.placement = placement;
+          std::string name =
+              absl::StrCat("BM_PipePingPong/set:", set, "/recorder:bpf/scope:", scope,
+                           "/tasks:", task, "/placement:", placement);
+          RegisterPlanned(name, TimeMode::kReal, PingPongCost(params), BM_PipePingPong, params)
+              ->Unit(benchmark::kMicrosecond);
+        }
+        if (!ring) continue;
+        for (const std::string& callchain : *callchains) {
+          for (const std::string& scope : *scopes) {
+            for (const std::string& sink : *sinks) {
+              Params params;
+              params.set = set;
+              params.tracepoints = *custom;
+              params.callchains = callchain == "on";
+              params.scope = scope == "cpu" ? TraceScope::kSystemWide : TraceScope::kTask;
+              params.peer = peer;
+              params.placement = placement;
+              params.ring_pages = static_cast<uint64_t>(*pages);
+              params.sink = sink == "file" ? TraceSink::kFile : TraceSink::kDiscard;
+              params.budget = budget;
+              std::string name = absl::StrCat(
+                  "BM_PipePingPong/set:", set, "/callchains:", callchain, "/scope:", scope,
+                  "/tasks:", task, "/placement:", placement, "/sink:", sink);
+              RegisterPlanned(name, TimeMode::kReal, PingPongCost(params), BM_PipePingPong, params)
+                  ->Unit(benchmark::kMicrosecond);
+            }
+          }
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+PERFSCALE_FAMILY(trace_overhead, RegisterTraceOverheadFamily);
+
+}  // namespace perfscale

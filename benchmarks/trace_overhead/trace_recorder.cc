@@ -1,0 +1,292 @@
+#include "benchmarks/trace_overhead/trace_recorder.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "lib/cpu_set.h"
+#include "lib/errno_status.h"
+#include "lib/perf_attr.h"
+#include "lib/tracefs.h"
+
+namespace perfscale {
+namespace {
+
+constexpr const char* kLockdepTracepoints[] = {"lock:lock_acquire", "lock:lock_acquired",
+                                               "lock:lock_contended", "lock:lock_release"};
+constexpr const char* kContentionTracepoints[] = {"lock:contention_begin", "lock:contention_end"};
+
+// TracepointId's errors name the tracepoint except when tracefs itself is missing.
+absl::Status NameTracepoint(const absl::Status& status, absl::string_view name) {
+  if (absl::StrContains(status.message(), name)) return status;
+  return absl::Status(status.code(), absl::StrCat("tracepoint ", name, ": ", status.message()));
+}
+
+// All of `names` exist: ok. Otherwise the first failure, which tells a missing event
+// (NotFound) from an unreadable tracefs (PermissionDenied).
+absl::Status AllExist(const char* const* names, size_t count, const TextFileReader& reader) {
+  for (size_t i = 0; i < count; ++i) {
+    absl::StatusOr<uint64_t> id = TracepointId(names[i], reader);
+    if (!id.ok()) return NameTracepoint(id.status(), names[i]);
+  }
+  return absl::OkStatus();
+}
+
+std::string TempDir(const std::string& asked) {
+  if (!asked.empty()) return asked;
+  const char* env = getenv("TMPDIR");
+  return env != nullptr && env[0] != '\0' ? env : "/tmp";
+}
+
+absl::Status WriteAll(int fd, absl::Span<const uint8_t> bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoStatus(errno, "write trace file");
+    done += static_cast<size_t>(n);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> TracepointSet(absl::string_view set,
+                                                       const TextFileReader& reader) {
+  if (set == "sched") return std::vector<std::string>{"sched:sched_switch", "sched:sched_wakeup"};
+  if (set == "syscalls") {
+    return std::vector<std::string>{"raw_syscalls:sys_enter", "raw_syscalls:sys_exit"};
+  }
+  if (set != "lock") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown tracepoint set '", set, "' (known: lock, sched, syscalls)"));
+  }
+  // A missing tracefs must not read as "this kernel has no lock tracepoints".
+  absl::StatusOr<std::string> mounts = reader("/proc/mounts");
+  if (!mounts.ok()) return mounts.status();
+  if (absl::StatusOr<std::string> root = FindTracefsMount(*mounts); !root.ok()) {
+    return absl::Status(root.status().code(),
+                        absl::StrCat("lock tracepoints: ", root.status().message()));
+  }
+  absl::Status lockdep = AllExist(kLockdepTracepoints, 4, reader);
+  if (lockdep.ok()) {
+    return std::vector<std::string>(std::begin(kLockdepTracepoints), std::end(kLockdepTracepoints));
+  }
+  if (!absl::IsNotFound(lockdep)) return lockdep;  // tracefs unreadable: say so
+  absl::Status contention = AllExist(kContentionTracepoints, 2, reader);
+  if (contention.ok()) {
+    return std::vector<std::string>(std::begin(kContentionTracepoints),
+                                    std::end(kContentionTracepoints));
+  }
+  if (!absl::IsNotFound(contention)) return contention;
+  return absl::NotFoundError(absl::StrCat(
+      "no lock tracepoints on this kernel: neither lockdep's ",
+      absl::StrJoin(kLockdepTracepoints, ", "), " (CONFIG_LOCKDEP and CONFIG_LOCK_STAT) nor ",
+      absl::StrJoin(kContentionTracepoints, ", "), " (Linux 5.19+): ", contention.message()));
+}
+
+perf_event_attr RecordingAttr(uint64_t tracepoint_id, bool callchains, bool inherit,
+                              bool count_lost) {
+  perf_event_attr attr = TracepointAttr(tracepoint_id);
+  attr.sample_period = 1;
+  // What `perf lock record` asks for (perf evlist -v on its perf.data): perf record -R
+  // adds raw payload, time and CPU to IP, TID and PERIOD; the id tells the events apart
+  // once they share a buffer.
+  attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ID |
+                     PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD | PERF_SAMPLE_RAW;
+  if (callchains) {
+    attr.sample_type |= PERF_SAMPLE_CALLCHAIN;
+    attr.sample_max_stack = kTraceCallchainDepth;
+  }
+  attr.sample_id_all = 1;
+  // The kernel's own count of samples it dropped; PERF_RECORD_LOST lags behind it.
+  if (count_lost) attr.read_format = PERF_FORMAT_LOST;
+  attr.disabled = 1;
+  attr.inherit = inherit ? 1 : 0;
+  return attr;
+}
+
+absl::StatusOr<std::unique_ptr<TraceRecorder>> TraceRecorder::Open(
+    const TraceRecorderOptions& options, const TextFileReader& reader) {
+  if (options.tracepoints.empty()) {
+    return absl::InvalidArgumentError("no tracepoints to record");
+  }
+  if (absl::Status pages = ValidateRingPages(options.ring_pages); !pages.ok()) return pages;
+  std::vector<uint64_t> ids;
+  for (const std::string& name : options.tracepoints) {
+    absl::StatusOr<uint64_t> id = TracepointId(name, reader);
+    if (!id.ok()) return NameTracepoint(id.status(), name);
+    ids.push_back(*id);
+  }
+  std::vector<int> cpus = options.cpus;
+  if (cpus.empty()) {
+    absl::StatusOr<std::vector<int>> online = OnlineCpus();
+    if (!online.ok()) return online.status();
+    cpus = *online;
+  }
+  const bool task = options.scope == TraceScope::kTask;
+  const pid_t pid = task ? (options.task == 0 ? gettid() : options.task) : -1;
+
+  std::unique_ptr<TraceRecorder> recorder(new TraceRecorder());
+  if (options.sink == TraceSink::kFile) {
+    std::string path = TempDir(options.file_dir) + "/perfscale-trace-XXXXXX";
+    recorder->file_fd_ = mkostemp(path.data(), O_CLOEXEC);
+    if (recorder->file_fd_ < 0) {
+      return ErrnoStatus(
+          errno, absl::StrCat("create a temporary trace file in ", TempDir(options.file_dir),
+                              " (TMPDIR: point it at a writable directory)"));
+    }
+    // Gone from the directory at once: nothing is left behind, however the run ends.
+    unlink(path.c_str());
+  }
+  // Before any event exists: a thread created later by an inheriting task is recorded.
+  if (absl::Status started = recorder->reader_.Start([r = recorder.get()] { r->DrainAll(); });
+      !started.ok()) {
+    return started;
+  }
+
+  recorder->events_.reserve(cpus.size() * ids.size());
+  for (int cpu : cpus) {
+    int output_fd = -1;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      perf_event_attr attr = RecordingAttr(ids[i], options.callchains, task, recorder->count_lost_);
+      if (i == 0) {
+        // perf record's tracking bits ride on one event per buffer: task names, forks
+        // and exits, mmaps.
+        attr.comm = 1;
+        attr.comm_exec = 1;
+        attr.task = 1;
+        attr.mmap2 = 1;
+      }
+      absl::StatusOr<PerfEvent> event = PerfEvent::Open(attr, pid, cpu);
+      if (!event.ok() && recorder->count_lost_ && recorder->events_.empty() &&
+          absl::IsInvalidArgument(event.status())) {
+        // Kernels before 6.0 do not know PERF_FORMAT_LOST: count from the records.
+        recorder->count_lost_ = false;
+        attr.read_format = 0;
+        event = PerfEvent::Open(attr, pid, cpu);
+      }
+      if (!event.ok()) {
+        return absl::Status(
+            event.status().code(),
+            absl::StrCat("tracepoint ", options.tracepoints[i], ": ", event.status().message()));
+      }
+      int fd = event->fd();
+      recorder->events_.push_back(*std::move(event));
+      if (output_fd < 0) {
+        absl::StatusOr<RingBuffer> ring = RingBuffer::Map(fd, options.ring_pages);
+        if (!ring.ok()) return ring.status();
+        recorder->buffers_.push_back(Buffer{fd, *std::move(ring)});
+        output_fd = fd;
+      } else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, output_fd) != 0) {
+        return ErrnoStatus(errno, absl::StrCat("PERF_EVENT_IOC_SET_OUTPUT (",
+                                               options.tracepoints[i], " on CPU ", cpu, ")"));
+      }
+    }
+  }
+  std::vector<int> fds;
+  for (const Buffer& buffer : recorder->buffers_) fds.push_back(buffer.fd);
+  recorder->reader_.Arm(std::move(fds));
+  return recorder;
+}
+
+void TraceRecorder::DrainAll() {
+  ++stats_.drains;
+  for (Buffer& buffer : buffers_) {
+    auto on_record = [this](const perf_event_header& header, absl::Span<const uint8_t> record) {
+      ++stats_.records;
+      if (header.type == PERF_RECORD_SAMPLE) {
+        ++stats_.samples;
+      } else if (header.type == PERF_RECORD_LOST && record.size() >= 24) {
+        uint64_t lost = 0;  // {header, u64 id, u64 lost, sample_id}
+        std::memcpy(&lost, record.data() + 16, sizeof(lost));
+        stats_.lost_reported += lost;
+        ++stats_.lost_records;
+      }
+    };
+    absl::StatusOr<RingBuffer::Consumed> consumed;
+    if (file_fd_ >= 0) {
+      consumed = buffer.ring.Consume(on_record, [this](absl::Span<const uint8_t> chunk) {
+        if (file_fd_ < 0) return;
+        absl::Status written = WriteAll(file_fd_, chunk);
+        if (!written.ok()) {
+          RecordError(written);
+          close(file_fd_);  // keep draining, so the workload is not starved of space
+          file_fd_ = -1;
+          return;
+        }
+        stats_.bytes_written += chunk.size();
+      });
+    } else {
+      consumed = buffer.ring.Consume(on_record);
+    }
+    if (!consumed.ok()) {
+      RecordError(consumed.status());
+      continue;
+    }
+    stats_.bytes += consumed->bytes;
+  }
+}
+
+void TraceRecorder::RecordError(absl::Status status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (error_.ok()) error_ = std::move(status);
+}
+
+absl::Status TraceRecorder::Enable() {
+  for (PerfEvent& event : events_) {
+    if (absl::Status enabled = event.Enable(); !enabled.ok()) return enabled;
+  }
+  return absl::OkStatus();
+}
+
+void TraceRecorder::Shutdown() {
+  if (stopped_) return;
+  stopped_ = true;
+  // Disabling is synchronous (the owning CPU acknowledges), so after it every record
+  // is in a buffer and the reader's last drain sees it.
+  for (PerfEvent& event : events_) (void)event.Disable();
+  uint64_t lost = 0;
+  bool lost_exact = count_lost_ && !events_.empty();
+  for (PerfEvent& event : events_) {
+    if (!count_lost_) break;
+    uint64_t values[2] = {0, 0};  // {count, lost}
+    ssize_t n;
+    do {
+      n = read(event.fd(), values, sizeof(values));
+    } while (n < 0 && errno == EINTR);
+    if (n != static_cast<ssize_t>(sizeof(values))) {
+      lost_exact = false;
+      break;
+    }
+    lost += values[1];
+  }
+  reader_.Stop();
+  if (absl::Status polled = reader_.error(); !polled.ok()) RecordError(polled);
+  stats_.lost_exact = lost_exact;
+  stats_.lost = lost_exact ? lost : stats_.lost_reported;
+  buffers_.clear();  // unmap before closing the events
+  events_.clear();
+  if (file_fd_ >= 0) close(file_fd_);
+  file_fd_ = -1;
+}
+
+absl::StatusOr<TraceStats> TraceRecorder::Stop() {
+  if (stopped_) return absl::FailedPreconditionError("trace recorder already stopped");
+  Shutdown();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!error_.ok()) return error_;
+  return stats_;
+}
+
+TraceRecorder::~TraceRecorder() { Shutdown(); }
+
+}  // namespace perfscale

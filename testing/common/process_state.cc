@@ -1,0 +1,98 @@
+#include "testing/common/process_state.h"
+
+#include <dirent.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "lib/capabilities.h"
+#include "lib/cpu_set.h"
+#include "lib/errno_status.h"
+
+namespace perfscale {
+namespace testing {
+
+std::string ProcessState::ToString() const {
+  return absl::StrCat("{fds=", open_fds, " threads=", threads,
+                      " children=", has_children ? "yes" : "none",
+                      " affinity=", FormatCpuList(affinity), "}");
+}
+
+absl::StatusOr<std::vector<pid_t>> ListTasks() {
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return ErrnoStatus(errno, "opendir /proc/self/task");
+  std::vector<pid_t> tids;
+  while (dirent* entry = readdir(dir)) {
+    int tid = 0;
+    if (absl::SimpleAtoi(entry->d_name, &tid)) tids.push_back(tid);
+  }
+  closedir(dir);
+  std::sort(tids.begin(), tids.end());
+  return tids;
+}
+
+bool HasChildren() {
+  siginfo_t info{};
+  // WNOWAIT leaves a zombie in place: this only looks. ECHILD is the one answer that
+  // means "no children at all".
+  int rc = waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT);
+  return !(rc < 0 && errno == ECHILD);
+}
+
+#if defined(__SANITIZE_THREAD__)
+#define PERFSCALE_UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define PERFSCALE_UNDER_TSAN 1
+#endif
+#endif
+
+// ThreadSanitizer starts a background thread of its own the first time the program creates
+// a thread. Have it start before the first snapshot, so that every snapshot counts it and
+// only the code under test can change the count.
+void StartSanitizerThreads() {
+#ifdef PERFSCALE_UNDER_TSAN
+  static const bool started = [] {
+    std::thread([] {}).join();
+    return true;
+  }();
+  (void)started;
+#endif
+}
+
+absl::StatusOr<ProcessState> CaptureProcessState() {
+  StartSanitizerThreads();
+  ProcessState state;
+  absl::StatusOr<int> fds = CountOpenFds();
+  if (!fds.ok()) return fds.status();
+  state.open_fds = *fds;
+  absl::StatusOr<std::vector<pid_t>> tasks = ListTasks();
+  if (!tasks.ok()) return tasks.status();
+  state.threads = static_cast<int>(tasks->size());
+  state.has_children = HasChildren();
+  absl::StatusOr<CpuMask> mask = GetAffinity();
+  if (!mask.ok()) return mask.status();
+  state.affinity = mask->Cpus();
+  return state;
+}
+
+absl::StatusOr<ProcessState> CaptureProcessStateSettled(const ProcessState& expected,
+                                                        int timeout_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    absl::StatusOr<ProcessState> state = CaptureProcessState();
+    if (!state.ok() || *state == expected || std::chrono::steady_clock::now() >= deadline) {
+      return state;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+}  // namespace testing
+}  // namespace perfscale

@@ -1,0 +1,59 @@
+// What a benchmark or an RAII owner must leave as it found it: the process's open fds,
+// its threads (/proc/self/task), its child processes, and the calling thread's CPU
+// affinity. Tests capture it before and after and compare.
+//
+// Example:
+//   perfscale::testing::ProcessState before = *perfscale::testing::CaptureProcessState();
+//   ... run something ...
+//   EXPECT_EQ(*perfscale::testing::CaptureProcessState(), before);
+#ifndef PERFSCALE_TESTING_COMMON_PROCESS_STATE_H_
+#define PERFSCALE_TESTING_COMMON_PROCESS_STATE_H_
+
+#include <sys/types.h>
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace perfscale {
+namespace testing {
+
+struct ProcessState {
+  int open_fds = 0;
+  int threads = 0;
+  bool has_children = false;
+  std::vector<int> affinity;  // the calling thread's allowed CPUs
+
+  bool operator==(const ProcessState& other) const {
+    return open_fds == other.open_fds && threads == other.threads &&
+           has_children == other.has_children && affinity == other.affinity;
+  }
+  bool operator!=(const ProcessState& other) const { return !(*this == other); }
+  std::string ToString() const;
+};
+
+// gtest prints this on a failed comparison.
+inline std::ostream& operator<<(std::ostream& out, const ProcessState& state) {
+  return out << state.ToString();
+}
+
+absl::StatusOr<ProcessState> CaptureProcessState();
+
+// Captures until the state equals `expected` or `timeout_ms` passes, and returns the last
+// capture. pthread_join returns when the kernel clears the thread's tid, a moment before
+// the exiting thread leaves /proc/self/task; this waits out that window, not a leak.
+absl::StatusOr<ProcessState> CaptureProcessStateSettled(const ProcessState& expected,
+                                                        int timeout_ms = 2000);
+
+// The thread ids in /proc/self/task, sorted.
+absl::StatusOr<std::vector<pid_t>> ListTasks();
+
+// True when this process has a child, running or a zombie not yet reaped. Does not reap.
+bool HasChildren();
+
+}  // namespace testing
+}  // namespace perfscale
+
+#endif  // PERFSCALE_TESTING_COMMON_PROCESS_STATE_H_
