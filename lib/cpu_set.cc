@@ -117,6 +117,19 @@ void CpuMask::Set(int cpu) {
   if (cpu >= 0 && cpu <= max_cpu_) CPU_SET_S(static_cast<size_t>(cpu), size_bytes_, set_);
 }
 
+absl::StatusOr<CpuMask> CpuMask::Of(const std::vector<int>& cpus) {
+  int max_cpu = 0;
+  for (int cpu : cpus) {
+    if (cpu < 0 || cpu > kMaxCpuNumber) {
+      return absl::InvalidArgumentError(absl::StrCat("CPU ", cpu, " out of range"));
+    }
+    max_cpu = std::max(max_cpu, cpu);
+  }
+  CpuMask mask(max_cpu);
+  for (int cpu : cpus) mask.Set(cpu);
+  return mask;
+}
+
 bool CpuMask::IsSet(int cpu) const {
   return cpu >= 0 && cpu <= max_cpu_ && CPU_ISSET_S(static_cast<size_t>(cpu), size_bytes_, set_);
 }
@@ -151,16 +164,9 @@ absl::Status SetAffinity(const CpuMask& mask, pid_t tid) {
 }
 
 absl::Status SetAffinity(const std::vector<int>& cpus, pid_t tid) {
-  int max_cpu = 0;
-  for (int cpu : cpus) {
-    if (cpu < 0 || cpu > kMaxCpuNumber) {
-      return absl::InvalidArgumentError(absl::StrCat("CPU ", cpu, " out of range"));
-    }
-    max_cpu = std::max(max_cpu, cpu);
-  }
-  CpuMask mask(max_cpu);
-  for (int cpu : cpus) mask.Set(cpu);
-  return SetAffinity(mask, tid);
+  absl::StatusOr<CpuMask> mask = CpuMask::Of(cpus);
+  if (!mask.ok()) return mask.status();
+  return SetAffinity(*mask, tid);
 }
 
 absl::StatusOr<ScopedAffinity> ScopedAffinity::PinTo(int cpu) {

@@ -42,6 +42,8 @@ class CpuMask {
  public:
   // Room for CPUs 0..max_cpu.
   explicit CpuMask(int max_cpu);
+  // Exactly `cpus`; InvalidArgument for a CPU outside 0..kMaxCpuNumber.
+  static absl::StatusOr<CpuMask> Of(const std::vector<int>& cpus);
   CpuMask(const CpuMask& other);
   CpuMask& operator=(const CpuMask& other);
   ~CpuMask();

@@ -129,6 +129,15 @@ TEST(CpuMaskTest, SetIsSetAndCpus) {
   EXPECT_EQ(mask.Cpus(), (std::vector<int>{0, 3, 10}));
 }
 
+TEST(CpuMaskTest, OfHoldsExactlyTheListAndRefusesBadCpus) {
+  absl::StatusOr<CpuMask> mask = CpuMask::Of({5, 1, 5});
+  ASSERT_TRUE(mask.ok()) << mask.status();
+  EXPECT_EQ(mask->Cpus(), (std::vector<int>{1, 5}));
+  EXPECT_TRUE(CpuMask::Of({}).ok());
+  EXPECT_EQ(CpuMask::Of({0, -1}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CpuMask::Of({kMaxCpuNumber + 1}).status().message(), "CPU 65536 out of range");
+}
+
 TEST(CpuMaskTest, OutOfRangeIsIgnoredNotWrittenPastTheEnd) {
   CpuMask mask(7);
   mask.Set(-1);

@@ -4,9 +4,11 @@
 // benchmarks' main kills and reaps the children, unlinks the files, and exits with
 // 128 + signal. Everything here is async-signal-safe: fixed tables of atomics.
 //
+// Children register through lib/child_process.h, which every forked child goes through;
+// temporary paths with ScopedTempPathRegistration while they exist.
+//
 // Example:
-//   pid_t child = fork();
-//   perfscale::ScopedChildRegistration guard(child);   // until it is reaped
+//   perfscale::ScopedTempPathRegistration registered(dir);  // until it is removed
 #ifndef PERFSCALE_LIB_INTERRUPT_CLEANUP_H_
 #define PERFSCALE_LIB_INTERRUPT_CLEANUP_H_
 
@@ -27,17 +29,6 @@ void UnregisterTempPath(const std::string& path);
 
 // Runs what the handler would run, without exiting (tests use it).
 void RunInterruptCleanupForTest();
-
-class ScopedChildRegistration {
- public:
-  explicit ScopedChildRegistration(pid_t pid) : pid_(pid) { RegisterChild(pid_); }
-  ~ScopedChildRegistration() { UnregisterChild(pid_); }
-  ScopedChildRegistration(const ScopedChildRegistration&) = delete;
-  ScopedChildRegistration& operator=(const ScopedChildRegistration&) = delete;
-
- private:
-  pid_t pid_;
-};
 
 class ScopedTempPathRegistration {
  public:

@@ -4,31 +4,29 @@
 #include <linux/futex.h>
 #include <poll.h>
 #include <sched.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "lib/child_process.h"
 #include "lib/errno_status.h"
 #include "lib/file_reader.h"
-#include "lib/interrupt_cleanup.h"
 
-// Code that runs in a child after fork, and in its bare clone threads, which share the
-// child's TLS: sanitizer runtimes must not see it. It calls only syscall() and
-// glibc's __clone, which no sanitizer intercepts (TSan's `clone` interceptor treats every
-// clone as a fork, and its fork interceptor starts a thread in the child).
-#define PERFSCALE_CHILD_CODE \
-  __attribute__((no_sanitize("address"), no_sanitize("thread"), no_sanitize("undefined")))
+// Children and their bare clone threads, which share the child's TLS, run
+// PERFSCALE_CHILD_CODE (lib/child_process.h): only syscall() and glibc's __clone, which no
+// sanitizer intercepts (TSan's `clone` interceptor treats every clone as a fork, and its
+// fork interceptor starts a thread in the child).
 
 // glibc's clone, under the name sanitizers leave alone.
 extern "C" int __clone(int (*fn)(void*), void* stack, int flags, void* arg, ...);
@@ -42,7 +40,6 @@ constexpr int kReadyTimeoutSeconds = 60;
 // Which step a child was at when it failed.
 enum Stage : int32_t {
   kStageNone = 0,
-  kStageDeathSignal,
   kStageName,
   kStageMemfd,
   kStageReserve,
@@ -53,8 +50,6 @@ enum Stage : int32_t {
 
 const char* StageName(int32_t stage) {
   switch (stage) {
-    case kStageDeathSignal:
-      return "prctl(PR_SET_PDEATHSIG)";
     case kStageName:
       return "prctl(PR_SET_NAME)";
     case kStageMemfd:
@@ -140,27 +135,22 @@ PERFSCALE_CHILD_CODE int ThreadMain(void* arg) {
   __builtin_unreachable();
 }
 
-[[noreturn]] PERFSCALE_CHILD_CODE void RunChild(int index, const ProcessTreeSpec& spec, long page,
-                                                int read_fd, int write_fd, pid_t parent) {
+// What every child is given, prepared before the forks.
+struct ChildArgs {
+  int index;
+  const ProcessTreeSpec* spec;
+  long page;
+  int write_fd;
+};
+
+// A child of the tree: ChildProcess has already tied its life to ours and left it only
+// the report pipe, with /dev/null as stdin, stdout and stderr.
+PERFSCALE_CHILD_CODE int RunChild(void* arg) {
+  const ChildArgs& args = *static_cast<const ChildArgs*>(arg);
+  const int index = args.index, write_fd = args.write_fd;
+  const ProcessTreeSpec& spec = *args.spec;
+  const long page = args.page;
   Report report{index, static_cast<int32_t>(syscall(SYS_getpid)), 0, kStageNone};
-  if (syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
-    ChildFail(report, write_fd, kStageDeathSignal);
-  // The parent died before the request took effect: nobody would kill us.
-  if (syscall(SYS_getppid) != parent) syscall(SYS_exit_group, 1);
-  // Hold none of the parent's files (a pipe someone waits to see closed, a perf event):
-  // only the report pipe, and /dev/null as stdin, stdout and stderr.
-  syscall(SYS_close, read_fd);
-#ifdef SYS_close_range
-  if (write_fd > 3) syscall(SYS_close_range, 3, write_fd - 1, 0);
-  syscall(SYS_close_range, write_fd + 1, ~0U, 0);
-#endif
-  long null_fd = syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDWR);
-  if (null_fd >= 0) {
-    for (int fd = 0; fd < 3; ++fd) {
-      if (fd != null_fd && fd != write_fd) syscall(SYS_dup3, null_fd, fd, 0);
-    }
-    if (null_fd > 2 && null_fd != write_fd) syscall(SYS_close, null_fd);
-  }
   child_state.process = index;
   child_state.ready = 0;
   char name[16];
@@ -212,14 +202,23 @@ PERFSCALE_CHILD_CODE int ThreadMain(void* arg) {
   syscall(SYS_write, write_fd, &report, sizeof(report));
   syscall(SYS_close, write_fd);
   SleepForever();
-  __builtin_unreachable();
+  return 0;
 }
 
-// "exited with status 3" / "killed by signal 9".
-std::string DescribeWait(int status) {
-  if (WIFEXITED(status)) return absl::StrCat("exited with status ", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return absl::StrCat("killed by signal ", WTERMSIG(status));
-  return "stopped";
+// Waits until `fd` is readable or `deadline` passes (then DeadlineExceeded with
+// `timeout_message`).
+absl::Status WaitReadable(int fd, std::chrono::steady_clock::time_point deadline,
+                          absl::FunctionRef<std::string()> timeout_message) {
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd poll_fd{fd, POLLIN, 0};
+    int polled = left.count() > 0 ? poll(&poll_fd, 1, static_cast<int>(left.count())) : 0;
+    if (polled > 0) return absl::OkStatus();
+    if (polled < 0 && errno == EINTR) continue;
+    if (polled < 0) return ErrnoStatus(errno, "poll (child reports)");
+    return absl::DeadlineExceededError(timeout_message());
+  }
 }
 
 }  // namespace
@@ -261,25 +260,22 @@ absl::StatusOr<std::unique_ptr<ProcessTree>> ProcessTree::Start(const ProcessTre
   if (pipe2(fds, O_CLOEXEC) != 0) return ErrnoStatus(errno, "pipe2 (child reports)");
   std::unique_ptr<ProcessTree> tree(new ProcessTree(spec));
   tree->pids_.reserve(static_cast<size_t>(spec.processes));
-  const pid_t parent = getpid();
+  tree->children_.reserve(static_cast<size_t>(spec.processes));
   auto fail = [&](absl::Status status) {
     if (fds[0] >= 0) close(fds[0]);
     if (fds[1] >= 0) close(fds[1]);
     tree->Stop();
     return status;
   };
+  ChildArgs args{0, &tree->spec_, page, fds[1]};
   for (int i = 0; i < spec.processes; ++i) {
-    // fork(2) itself, not glibc's fork(): no atfork handlers (the child needs none of
-    // them: it only makes system calls), nothing a sanitizer runtime adds to a child.
-    pid_t pid = static_cast<pid_t>(syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0));
-    if (pid == 0) RunChild(i, spec, page, fds[0], fds[1], parent);
-    if (pid < 0) {
-      return fail(
-          ErrnoStatus(errno, absl::StrCat("fork (process ", i + 1, " of ", spec.processes, ")")));
-    }
-    // Until reaped: an interrupted benchmark's handler kills and reaps what is here.
-    RegisterChild(pid);
-    tree->pids_.push_back(pid);
+    args.index = i;
+    absl::StatusOr<ChildProcess> child =
+        ChildProcess::Start(absl::StrCat("process ", i + 1, " of ", spec.processes), &RunChild,
+                            &args, {fds[1]}, ChildProcess::Stdio::kDevNull);
+    if (!child.ok()) return fail(child.status());
+    tree->pids_.push_back(child->pid());
+    tree->children_.push_back(*std::move(child));
   }
   close(fds[1]);
   fds[1] = -1;
@@ -287,17 +283,11 @@ absl::StatusOr<std::unique_ptr<ProcessTree>> ProcessTree::Start(const ProcessTre
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::seconds(kReadyTimeoutSeconds);
   for (int ready = 0; ready < spec.processes;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    pollfd poll_fd{fds[0], POLLIN, 0};
-    int polled = left.count() > 0 ? poll(&poll_fd, 1, static_cast<int>(left.count())) : 0;
-    if (polled < 0 && errno == EINTR) continue;
-    if (polled < 0) return fail(ErrnoStatus(errno, "poll (child reports)"));
-    if (polled == 0) {
-      return fail(absl::DeadlineExceededError(absl::StrCat(ready, " of ", spec.processes,
-                                                           " child processes were ready after ",
-                                                           kReadyTimeoutSeconds, " s")));
-    }
+    absl::Status readable = WaitReadable(fds[0], deadline, [&] {
+      return absl::StrCat(ready, " of ", spec.processes, " child processes were ready after ",
+                          kReadyTimeoutSeconds, " s");
+    });
+    if (!readable.ok()) return fail(readable);
     Report report;
     ssize_t n = read(fds[0], &report, sizeof(report));
     if (n < 0 && errno == EINTR) continue;
@@ -311,13 +301,10 @@ absl::StatusOr<std::unique_ptr<ProcessTree>> ProcessTree::Start(const ProcessTre
     }
     // EOF (or a torn read, which cannot happen): a child died without a word.
     std::string why = "exited before it was ready";
-    for (size_t i = 0; i < tree->pids_.size(); ++i) {
-      int status = 0;
-      pid_t pid = tree->pids_[i];
-      if (waitpid(pid, &status, WNOHANG) == pid) {
-        why = absl::StrCat("pid ", pid, " ", DescribeWait(status), " before it was ready");
-        UnregisterChild(pid);
-        tree->pids_.erase(tree->pids_.begin() + static_cast<std::ptrdiff_t>(i));  // reaped
+    for (ChildProcess& child : tree->children_) {
+      pid_t pid = child.pid();
+      if (std::optional<int> status = child.TryWait()) {
+        why = absl::StrCat("pid ", pid, " ", DescribeWaitStatus(*status), " before it was ready");
         break;
       }
     }
@@ -326,15 +313,9 @@ absl::StatusOr<std::unique_ptr<ProcessTree>> ProcessTree::Start(const ProcessTre
   // Every child closes its end right after its report: wait for the end of file too, so
   // that no caller ever sees a child still holding a descriptor of ours.
   for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    pollfd poll_fd{fds[0], POLLIN, 0};
-    int polled = left.count() > 0 ? poll(&poll_fd, 1, static_cast<int>(left.count())) : 0;
-    if (polled < 0 && errno == EINTR) continue;
-    if (polled < 0) return fail(ErrnoStatus(errno, "poll (child reports)"));
-    if (polled == 0) {
-      return fail(absl::DeadlineExceededError("child processes did not close their report pipe"));
-    }
+    absl::Status readable = WaitReadable(
+        fds[0], deadline, [] { return "child processes did not close their report pipe"; });
+    if (!readable.ok()) return fail(readable);
     char extra;
     ssize_t n = read(fds[0], &extra, 1);
     if (n < 0 && errno == EINTR) continue;
@@ -349,13 +330,12 @@ absl::StatusOr<std::unique_ptr<ProcessTree>> ProcessTree::Start(const ProcessTre
 ProcessTree::~ProcessTree() { Stop(); }
 
 void ProcessTree::Stop() {
-  for (pid_t pid : pids_) kill(pid, SIGKILL);
-  for (pid_t pid : pids_) {
-    int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    UnregisterChild(pid);
+  // All killed first, then reaped: they die in parallel.
+  for (ChildProcess& child : children_) child.Kill();
+  for (ChildProcess& child : children_) {
+    if (child.pid() > 0) child.Wait().IgnoreError();
   }
+  children_.clear();
   pids_.clear();
 }
 

@@ -4,12 +4,12 @@
 // benchmark reads their /proc entries, so its record counts are the same on every run
 // and machine; tests know exactly which tasks and mappings must appear.
 //
-// Every child process is killed and reaped by Stop() and the destructor (also on every
-// error path of Start). While it lives it is registered with lib/interrupt_cleanup.h, so
-// a benchmark interrupted by SIGINT or SIGTERM kills and reaps it before exiting; and it
-// asks the kernel to SIGKILL it when the thread that created it dies
-// (PR_SET_PDEATHSIG), which covers SIGKILL and programs without that handler. Create
-// and destroy a tree on the same thread. Children keep none of the parent's fds.
+// Every child process is a lib/child_process.h ChildProcess: killed and reaped by Stop()
+// and the destructor (also on every error path of Start), by the interrupt handler when
+// a benchmark is interrupted by SIGINT or SIGTERM, and by the kernel when the thread that
+// created it dies (PR_SET_PDEATHSIG), which covers SIGKILL and programs without that
+// handler. Create and destroy a tree on the same thread. Children keep none of the
+// parent's fds.
 //
 // Children run only raw system calls after fork (the creating process may have threads,
 // and glibc's locks may be held), and their extra threads are bare clone(2) threads
@@ -34,6 +34,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "lib/child_process.h"
 
 namespace perfscale {
 
@@ -78,6 +79,7 @@ class ProcessTree {
  private:
   explicit ProcessTree(const ProcessTreeSpec& spec) : spec_(spec) {}
   ProcessTreeSpec spec_;
+  std::vector<ChildProcess> children_;  // children_[i] is process i until reaped
   std::vector<pid_t> pids_;
 };
 

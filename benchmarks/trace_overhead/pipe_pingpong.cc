@@ -3,21 +3,19 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "lib/child_process.h"
 #include "lib/cpu_set.h"
 #include "lib/errno_status.h"
-#include "lib/interrupt_cleanup.h"
 
 namespace perfscale {
 namespace {
@@ -25,16 +23,14 @@ namespace {
 // How a process peer reports what went wrong: its exit status.
 enum PeerExit : int {
   kPeerClean = 0,
-  kPeerOrphaned = 10,
   kPeerAffinity = 11,
   kPeerRead = 12,
   kPeerWrite = 13,
 };
 
+// Null for a status the peer does not use.
 const char* DescribePeerExit(int code) {
   switch (code) {
-    case kPeerOrphaned:
-      return "its parent died before it started";
     case kPeerAffinity:
       return "sched_setaffinity failed";
     case kPeerRead:
@@ -42,43 +38,51 @@ const char* DescribePeerExit(int code) {
     case kPeerWrite:
       return "a pipe write failed";
     default:
-      return "unexpected exit status";
+      return nullptr;
   }
-}
-
-// Closes every fd of a freshly forked child but `keep_a` and `keep_b` (and stdio), so it
-// holds no copy of the caller's other pipe ends (which would hide EOF) or perf fds.
-// Async-signal-safe: raw syscalls only.
-void CloseOtherFds(int keep_a, int keep_b) {
-#ifdef SYS_close_range
-  int low = std::min(keep_a, keep_b);
-  int high = std::max(keep_a, keep_b);
-  if (low > 3) syscall(SYS_close_range, 3u, static_cast<unsigned>(low - 1), 0u);
-  if (high > low + 1) {
-    syscall(SYS_close_range, static_cast<unsigned>(low + 1), static_cast<unsigned>(high - 1), 0u);
-  }
-  syscall(SYS_close_range, static_cast<unsigned>(high + 1), ~0u, 0u);
-#else
-  (void)keep_a;
-  (void)keep_b;
-#endif
 }
 
 // The echo loop; returns 0 on EOF, else the errno of what failed (negated for writes,
-// so the caller can tell them apart).
-int Echo(int in, int out) {
+// so the caller can tell them apart). Raw system calls only: it also runs in the forked
+// peer.
+PERFSCALE_CHILD_CODE int Echo(int in, int out) {
   for (;;) {
     int token;
-    ssize_t n = read(in, &token, sizeof(token));
+    long n = syscall(SYS_read, in, &token, sizeof(token));
     if (n == 0) return 0;
     if (n < 0 && errno == EINTR) continue;
-    if (n != static_cast<ssize_t>(sizeof(token))) return n < 0 ? errno : EIO;
-    ssize_t w;
+    if (n != static_cast<long>(sizeof(token))) return n < 0 ? errno : EIO;
+    long w;
     do {
-      w = write(out, &token, sizeof(token));
+      w = syscall(SYS_write, out, &token, sizeof(token));
     } while (w < 0 && errno == EINTR);
-    if (w != static_cast<ssize_t>(sizeof(token))) return -(w < 0 ? errno : EIO);
+    if (w != static_cast<long>(sizeof(token))) return -(w < 0 ? errno : EIO);
   }
+}
+
+// What the process peer needs, prepared before the fork.
+struct PeerArgs {
+  int in;
+  int out;
+  const void* mask;  // nullptr: not pinned
+  size_t mask_bytes;
+};
+
+PERFSCALE_CHILD_CODE int ProcessPeer(void* arg) {
+  const PeerArgs& args = *static_cast<const PeerArgs*>(arg);
+  if (args.mask != nullptr && syscall(SYS_sched_setaffinity, 0, args.mask_bytes, args.mask) != 0) {
+    return kPeerAffinity;
+  }
+  int result = Echo(args.in, args.out);
+  return result == 0 ? kPeerClean : result > 0 ? kPeerRead : kPeerWrite;
+}
+
+// Where the peer may run; nullopt: wherever the caller may.
+absl::StatusOr<std::optional<CpuMask>> PeerMask(const std::vector<int>& peer_cpus) {
+  if (peer_cpus.empty()) return std::optional<CpuMask>();
+  absl::StatusOr<CpuMask> mask = CpuMask::Of(peer_cpus);
+  if (!mask.ok()) return WithMessage(mask.status(), absl::StrCat("peer ", mask.status().message()));
+  return std::optional<CpuMask>(*std::move(mask));
 }
 
 void CloseFd(int& fd) {
@@ -103,36 +107,15 @@ absl::StatusOr<std::unique_ptr<PipePingPong>> PipePingPong::Start(
 
 absl::Status PipePingPong::StartProcess(const std::vector<int>& peer_cpus) {
   // Everything the child needs is prepared here: after fork it may not allocate.
-  std::optional<CpuMask> mask;
-  if (!peer_cpus.empty()) {
-    int max_cpu = *std::max_element(peer_cpus.begin(), peer_cpus.end());
-    if (max_cpu < 0 || max_cpu > kMaxCpuNumber) {
-      return absl::InvalidArgumentError(absl::StrCat("peer CPU ", max_cpu, " out of range"));
-    }
-    mask.emplace(max_cpu);
-    for (int cpu : peer_cpus) mask->Set(cpu);
-  }
-  const pid_t parent = getpid();
-  const int in = to_peer_[0];
-  const int out = from_peer_[1];
-  pid_t pid = fork();
-  if (pid < 0) return ErrnoStatus(errno, "fork (ping-pong peer)");
-  if (pid == 0) {
-    // Dies with the thread that forked it, so no run can leave it behind; the check
-    // after closes the race with a parent that died before the prctl.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(kPeerOrphaned);
-    CloseOtherFds(in, out);
-    if (mask && sched_setaffinity(0, mask->size_bytes(), mask->raw()) != 0) {
-      _exit(kPeerAffinity);
-    }
-    int result = Echo(in, out);
-    _exit(result == 0 ? kPeerClean : result > 0 ? kPeerRead : kPeerWrite);
-  }
-  child_ = pid;
-  peer_id_ = pid;
-  // Ctrl-C in the middle of a run kills and reaps it too.
-  RegisterChild(pid);
+  absl::StatusOr<std::optional<CpuMask>> mask = PeerMask(peer_cpus);
+  if (!mask.ok()) return mask.status();
+  PeerArgs args{to_peer_[0], from_peer_[1], *mask ? (*mask)->raw() : nullptr,
+                *mask ? (*mask)->size_bytes() : 0};
+  absl::StatusOr<ChildProcess> child =
+      ChildProcess::Start("ping-pong peer", &ProcessPeer, &args, {args.in, args.out});
+  if (!child.ok()) return child.status();
+  child_ = *std::move(child);
+  peer_id_ = child_.pid();
   // The child's ends. to_peer_[0] stays open here on purpose (see the header).
   CloseFd(from_peer_[1]);
   return absl::OkStatus();
@@ -149,24 +132,16 @@ void* PipePingPong::ThreadPeer(void* self) {
 }
 
 absl::Status PipePingPong::StartThread(const std::vector<int>& peer_cpus) {
+  absl::StatusOr<std::optional<CpuMask>> mask = PeerMask(peer_cpus);
+  if (!mask.ok()) return mask.status();
   pthread_attr_t attr;
   pthread_attr_init(&attr);
-  std::optional<CpuMask> mask;
-  if (!peer_cpus.empty()) {
-    int max_cpu = *std::max_element(peer_cpus.begin(), peer_cpus.end());
-    if (max_cpu < 0 || max_cpu > kMaxCpuNumber) {
-      pthread_attr_destroy(&attr);
-      return absl::InvalidArgumentError(absl::StrCat("peer CPU ", max_cpu, " out of range"));
-    }
-    mask.emplace(max_cpu);
-    for (int cpu : peer_cpus) mask->Set(cpu);
-    pthread_attr_setaffinity_np(&attr, mask->size_bytes(), mask->raw());
-  }
+  if (*mask) pthread_attr_setaffinity_np(&attr, (*mask)->size_bytes(), (*mask)->raw());
   int err = pthread_create(&thread_, &attr, &PipePingPong::ThreadPeer, this);
   pthread_attr_destroy(&attr);
   if (err != 0) {
     return ErrnoStatus(
-        err, mask ? "pthread_create (ping-pong peer, pinned)" : "pthread_create (ping-pong peer)");
+        err, *mask ? "pthread_create (ping-pong peer, pinned)" : "pthread_create (ping-pong peer)");
   }
   thread_started_ = true;
   // The thread owns from_peer_[1] from now on and closes it when it ends.
@@ -204,41 +179,20 @@ absl::Status PipePingPong::RoundTrip() {
 }
 
 absl::Status PipePingPong::ReapProcess() {
-  using Clock = std::chrono::steady_clock;
   // EOF normally ends the peer within microseconds; a stuck one is killed.
-  const auto deadline = Clock::now() + std::chrono::seconds(5);
-  int status = 0;
-  bool killed = false;
-  for (;;) {
-    pid_t got = waitpid(child_, &status, killed ? 0 : WNOHANG);
-    if (got == child_) {
-      UnregisterChild(child_);
-      break;
-    }
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) {
-      UnregisterChild(child_);
-      child_ = -1;
-      return ErrnoStatus(errno, "waitpid (ping-pong peer)");
-    }
-    if (!killed && Clock::now() > deadline) {
-      kill(child_, SIGKILL);
-      killed = true;
-      continue;
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  absl::StatusOr<ChildExit> ended = child_.WaitWithin(std::chrono::seconds(5));
+  if (!ended.ok()) {
+    return WithMessage(ended.status(), absl::StrCat("ping-pong peer: ", ended.status().message()));
   }
-  child_ = -1;
-  if (killed) return absl::DeadlineExceededError("ping-pong peer did not exit on EOF; killed");
-  if (WIFSIGNALED(status)) {
-    return absl::InternalError(absl::StrCat("ping-pong peer killed by signal ", WTERMSIG(status)));
+  if (ended->killed)
+    return absl::DeadlineExceededError("ping-pong peer did not exit on EOF; killed");
+  const int status = ended->status;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == kPeerClean) return absl::OkStatus();
+  if (const char* why = WIFEXITED(status) ? DescribePeerExit(WEXITSTATUS(status)) : nullptr) {
+    return absl::InternalError(
+        absl::StrCat("ping-pong peer exited with status ", WEXITSTATUS(status), ": ", why));
   }
-  if (WIFEXITED(status) && WEXITSTATUS(status) != kPeerClean) {
-    return absl::InternalError(absl::StrCat("ping-pong peer exited with status ",
-                                            WEXITSTATUS(status), ": ",
-                                            DescribePeerExit(WEXITSTATUS(status))));
-  }
-  return absl::OkStatus();
+  return absl::InternalError(absl::StrCat("ping-pong peer ", DescribeWaitStatus(status)));
 }
 
 absl::Status PipePingPong::Stop() {
@@ -246,7 +200,7 @@ absl::Status PipePingPong::Stop() {
   stopped_ = true;
   CloseFd(to_peer_[1]);  // the peer's read returns 0
   absl::Status result;
-  if (child_ > 0) {
+  if (child_.pid() > 0) {
     result = ReapProcess();
   } else if (thread_started_) {
     pthread_join(thread_, nullptr);

@@ -9,7 +9,7 @@
 // bench times fork and exit too). Stop (or destruction) closes the caller's end, the
 // peer reads EOF and exits, and a process peer is always reaped: killed after a grace
 // period if it does not exit, and killed by the kernel (PR_SET_PDEATHSIG) if the
-// thread that started it dies first.
+// thread that started it dies first (lib/child_process.h).
 //
 // Example:
 //   absl::StatusOr<std::unique_ptr<perfscale::PipePingPong>> pingpong =
@@ -28,6 +28,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "lib/child_process.h"
 
 namespace perfscale {
 
@@ -70,7 +71,7 @@ class PipePingPong {
   int to_peer_[2] = {-1, -1};
   int from_peer_[2] = {-1, -1};
   pid_t peer_id_ = 0;
-  pid_t child_ = -1;
+  ChildProcess child_;  // the process peer
   pthread_t thread_{};
   bool thread_started_ = false;
   std::atomic<pid_t> thread_tid_{0};
