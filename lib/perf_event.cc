@@ -141,6 +141,21 @@ absl::Status PerfEvent::Enable() { return Ioctl(PERF_EVENT_IOC_ENABLE, "PERF_EVE
 absl::Status PerfEvent::Disable() {
   return Ioctl(PERF_EVENT_IOC_DISABLE, "PERF_EVENT_IOC_DISABLE");
 }
+
+absl::Status EnableAll(absl::Span<PerfEvent> events) {
+  for (PerfEvent& event : events) {
+    if (absl::Status enabled = event.Enable(); !enabled.ok()) return enabled;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DisableAll(absl::Span<PerfEvent> events) {
+  for (PerfEvent& event : events) {
+    if (absl::Status disabled = event.Disable(); !disabled.ok()) return disabled;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status PerfEvent::Reset() { return Ioctl(PERF_EVENT_IOC_RESET, "PERF_EVENT_IOC_RESET"); }
 
 absl::StatusOr<uint64_t> PerfEvent::ReadCount() {

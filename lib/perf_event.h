@@ -19,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 
 namespace perfscale {
 
@@ -51,6 +52,10 @@ class PerfEvent {
   absl::Status Ioctl(unsigned long request, const char* what);
   int fd_ = -1;
 };
+
+// Enable (Disable) each of `events` in order; the first failure stops and is returned.
+absl::Status EnableAll(absl::Span<PerfEvent> events);
+absl::Status DisableAll(absl::Span<PerfEvent> events);
 
 // Describes why perf_event_open failed with `err` for `attr` on `cpu`, and what to do.
 absl::Status ExplainPerfEventOpenError(int err, const perf_event_attr& attr, pid_t pid, int cpu);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -13,8 +14,13 @@
 
 namespace perfscale {
 
+std::string ScratchFile::DefaultDir() {
+  const char* tmpdir = std::getenv("TMPDIR");
+  return tmpdir != nullptr && tmpdir[0] != '\0' ? tmpdir : "/tmp";
+}
+
 absl::StatusOr<ScratchFile> ScratchFile::Create(const std::string& dir) {
-  std::string base = dir.empty() ? "." : dir;
+  std::string base = dir.empty() ? DefaultDir() : dir;
   std::vector<char> tmpl(base.begin(), base.end());
   for (char c : std::string("/perfscale-XXXXXX")) tmpl.push_back(c);
   tmpl.push_back('\0');

@@ -2,7 +2,9 @@
 // syscalls (write(2), pwrite(2), page cache, the filesystem's own locking), but nothing
 // is ever left behind, even when the process is killed. It is created in a fresh
 // directory under `dir` with O_TMPFILE (or created and unlinked at once where the
-// filesystem lacks O_TMPFILE), and that directory is removed before Create returns.
+// filesystem lacks O_TMPFILE), and that directory is removed before Create returns. It is
+// where perfscale's file sinks write (the synthesis output, the trace recorder's
+// perf.data stand-in).
 //
 // Example:
 //   absl::StatusOr<perfscale::ScratchFile> file = perfscale::ScratchFile::Create("/tmp");
@@ -21,7 +23,10 @@ namespace perfscale {
 class ScratchFile {
  public:
   // Errors name `dir` and say why (missing, not a directory, not writable, full).
+  // Empty `dir`: DefaultDir().
   static absl::StatusOr<ScratchFile> Create(const std::string& dir);
+  // $TMPDIR, or /tmp where it is unset or empty.
+  static std::string DefaultDir();
 
   ScratchFile(ScratchFile&& other) noexcept;
   ScratchFile& operator=(ScratchFile&& other) noexcept;

@@ -124,19 +124,9 @@ void CpuProfiler::DrainAll() {
   }
 }
 
-absl::Status CpuProfiler::Enable() {
-  for (PerfEvent& event : events_) {
-    if (absl::Status enabled = event.Enable(); !enabled.ok()) return enabled;
-  }
-  return absl::OkStatus();
-}
+absl::Status CpuProfiler::Enable() { return EnableAll(absl::MakeSpan(events_)); }
 
-absl::Status CpuProfiler::Disable() {
-  for (PerfEvent& event : events_) {
-    if (absl::Status disabled = event.Disable(); !disabled.ok()) return disabled;
-  }
-  return absl::OkStatus();
-}
+absl::Status CpuProfiler::Disable() { return DisableAll(absl::MakeSpan(events_)); }
 
 void CpuProfiler::Shutdown() {
   if (stopped_) return;

@@ -246,11 +246,6 @@ std::vector<int64_t> DefaultWorkers(int cpus) {
   return workers;
 }
 
-std::string DefaultDir() {
-  const char* tmpdir = std::getenv("TMPDIR");
-  return tmpdir != nullptr && tmpdir[0] != '\0' ? tmpdir : "/tmp";
-}
-
 absl::Status RegisterSynthesizeFamily() {
   int cpus = PlannedCpuCount();
   Capabilities caps = ProbeCapabilities();
@@ -324,7 +319,7 @@ absl::Status RegisterSynthesizeFamily() {
         absl::StrCat("'", comm_flag.value(), "' is not status or comm")));
   }
 
-  settings.dir = dir_flag.value().empty() ? DefaultDir() : dir_flag.value();
+  settings.dir = dir_flag.value().empty() ? ScratchFile::DefaultDir() : dir_flag.value();
   bool file_sink_runs = false;
 
   // The system workload's tasks: this machine's processes, plus the kernel threads a

@@ -1,7 +1,5 @@
 #include "benchmarks/trace_overhead/trace_recorder.h"
 
-#include <fcntl.h>
-#include <stdlib.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -15,6 +13,7 @@
 #include "lib/cpu_set.h"
 #include "lib/errno_status.h"
 #include "lib/perf_attr.h"
+#include "lib/scratch_file.h"
 #include "lib/tracefs.h"
 
 namespace perfscale {
@@ -36,23 +35,6 @@ absl::Status AllExist(const char* const* names, size_t count, const TextFileRead
   for (size_t i = 0; i < count; ++i) {
     absl::StatusOr<uint64_t> id = TracepointId(names[i], reader);
     if (!id.ok()) return NameTracepoint(id.status(), names[i]);
-  }
-  return absl::OkStatus();
-}
-
-std::string TempDir(const std::string& asked) {
-  if (!asked.empty()) return asked;
-  const char* env = getenv("TMPDIR");
-  return env != nullptr && env[0] != '\0' ? env : "/tmp";
-}
-
-absl::Status WriteAll(int fd, absl::Span<const uint8_t> bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoStatus(errno, "write trace file");
-    done += static_cast<size_t>(n);
   }
   return absl::OkStatus();
 }
@@ -137,15 +119,16 @@ absl::StatusOr<std::unique_ptr<TraceRecorder>> TraceRecorder::Open(
 
   std::unique_ptr<TraceRecorder> recorder(new TraceRecorder());
   if (options.sink == TraceSink::kFile) {
-    std::string path = TempDir(options.file_dir) + "/perfscale-trace-XXXXXX";
-    recorder->file_fd_ = mkostemp(path.data(), O_CLOEXEC);
-    if (recorder->file_fd_ < 0) {
-      return ErrnoStatus(
-          errno, absl::StrCat("create a temporary trace file in ", TempDir(options.file_dir),
-                              " (TMPDIR: point it at a writable directory)"));
+    // Nameless: nothing is left behind, however the run ends.
+    absl::StatusOr<ScratchFile> file = ScratchFile::Create(options.file_dir);
+    if (!file.ok()) {
+      return WithMessage(
+          file.status(),
+          absl::StrCat(
+              "trace file: ", file.status().message(),
+              options.file_dir.empty() ? " (TMPDIR: point it at a writable directory)" : ""));
     }
-    // Gone from the directory at once: nothing is left behind, however the run ends.
-    unlink(path.c_str());
+    recorder->file_ = *std::move(file);
   }
   // Before any event exists: a thread created later by an inheriting task is recorded.
   if (absl::Status started = recorder->reader_.Start([r = recorder.get()] { r->DrainAll(); });
@@ -213,14 +196,14 @@ void TraceRecorder::DrainAll() {
       }
     };
     absl::StatusOr<RingBuffer::Consumed> consumed;
-    if (file_fd_ >= 0) {
+    if (file_) {
       consumed = buffer.ring.Consume(on_record, [this](absl::Span<const uint8_t> chunk) {
-        if (file_fd_ < 0) return;
-        absl::Status written = WriteAll(file_fd_, chunk);
+        if (!file_) return;
+        absl::Status written =
+            WriteFully(file_->fd(), reinterpret_cast<const char*>(chunk.data()), chunk.size());
         if (!written.ok()) {
-          RecordError(written);
-          close(file_fd_);  // keep draining, so the workload is not starved of space
-          file_fd_ = -1;
+          RecordError(WithMessage(written, absl::StrCat("trace file: ", written.message())));
+          file_.reset();  // keep draining, so the workload is not starved of space
           return;
         }
         stats_.bytes_written += chunk.size();
@@ -241,12 +224,7 @@ void TraceRecorder::RecordError(absl::Status status) {
   if (error_.ok()) error_ = std::move(status);
 }
 
-absl::Status TraceRecorder::Enable() {
-  for (PerfEvent& event : events_) {
-    if (absl::Status enabled = event.Enable(); !enabled.ok()) return enabled;
-  }
-  return absl::OkStatus();
-}
+absl::Status TraceRecorder::Enable() { return EnableAll(absl::MakeSpan(events_)); }
 
 void TraceRecorder::Shutdown() {
   if (stopped_) return;
@@ -275,8 +253,7 @@ void TraceRecorder::Shutdown() {
   stats_.lost = lost_exact ? lost : stats_.lost_reported;
   buffers_.clear();  // unmap before closing the events
   events_.clear();
-  if (file_fd_ >= 0) close(file_fd_);
-  file_fd_ = -1;
+  file_.reset();
 }
 
 absl::StatusOr<TraceStats> TraceRecorder::Stop() {

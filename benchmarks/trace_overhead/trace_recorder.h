@@ -4,8 +4,8 @@
 // and optionally a frame-pointer callchain of depth 8. Each CPU gets one mmap'd ring
 // buffer; that CPU's other events are redirected into it with PERF_EVENT_IOC_SET_OUTPUT.
 // A reader thread sleeps in poll() until the kernel wakes it (buffer half full, perf's
-// default) and then drains every buffer, discarding the bytes or writing them to an
-// unlinked temporary file, as perf record writes perf.data.
+// default) and then drains every buffer, discarding the bytes or writing them to a
+// nameless ScratchFile, as perf record writes perf.data.
 //
 // Scopes:
 //   kSystemWide: pid -1 on every CPU (perf record -a); needs CAP_PERFMON/root or
@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,7 @@
 #include "lib/perf_event.h"
 #include "lib/ring_buffer.h"
 #include "lib/ring_reader.h"
+#include "lib/scratch_file.h"
 
 namespace perfscale {
 
@@ -58,7 +60,7 @@ struct TraceRecorderOptions {
   std::vector<int> cpus;       // empty: every online CPU
   uint64_t ring_pages = 1024;  // data pages per CPU buffer (perf lock record -m 1024)
   TraceSink sink = TraceSink::kDiscard;
-  std::string file_dir;  // kFile: where the temporary file goes; empty: $TMPDIR or /tmp
+  std::string file_dir;  // kFile: where the ScratchFile goes; empty: $TMPDIR or /tmp
 };
 
 struct TraceStats {
@@ -125,8 +127,8 @@ class TraceRecorder {
     RingBuffer ring;
   };
   std::vector<Buffer> buffers_;
-  int file_fd_ = -1;        // kFile: unlinked temporary file
-  bool count_lost_ = true;  // the events were opened with PERF_FORMAT_LOST
+  std::optional<ScratchFile> file_;  // kFile
+  bool count_lost_ = true;           // the events were opened with PERF_FORMAT_LOST
   bool stopped_ = false;
   RingReader reader_;  // drains buffers_; Shutdown stops it before anything is closed
 
