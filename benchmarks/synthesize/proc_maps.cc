@@ -1,6 +1,7 @@
 #include "benchmarks/synthesize/proc_maps.h"
 
 #include "absl/strings/str_cat.h"
+#include "benchmarks/synthesize/text_lines.h"
 
 namespace perfscale {
 namespace {
@@ -99,19 +100,15 @@ absl::StatusOr<MapsEntry> ParseMapsLine(absl::string_view line) {
 
 absl::StatusOr<std::vector<MapsEntry>> ParseMaps(absl::string_view text) {
   std::vector<MapsEntry> entries;
-  size_t pos = 0;
   int line_number = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == absl::string_view::npos) end = text.size();
+  for (absl::string_view line : TextLines(text)) {
     ++line_number;
-    absl::StatusOr<MapsEntry> entry = ParseMapsLine(text.substr(pos, end - pos));
+    absl::StatusOr<MapsEntry> entry = ParseMapsLine(line);
     if (!entry.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("line ", line_number, ": ", entry.status().message()));
     }
     entries.push_back(*entry);
-    pos = end + 1;
   }
   return entries;
 }

@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
+#include "benchmarks/synthesize/text_lines.h"
 
 namespace perfscale {
 namespace {
@@ -37,12 +38,7 @@ absl::StatusOr<ProcStatus> ParseProcStatus(absl::string_view text) {
   ProcStatus status;
   bool have_name = false, have_tgid = false, have_ppid = false;
   bool have_kthread = false, have_vmpeak = false, have_threads = false;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == absl::string_view::npos) end = text.size();
-    absl::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
+  for (absl::string_view line : TextLines(text)) {
     size_t colon = line.find(':');
     if (colon == absl::string_view::npos) continue;
     absl::string_view key = line.substr(0, colon);

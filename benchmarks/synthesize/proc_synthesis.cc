@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "benchmarks/synthesize/proc_maps.h"
 #include "benchmarks/synthesize/proc_status.h"
+#include "benchmarks/synthesize/text_lines.h"
 #include "lib/errno_status.h"
 
 namespace perfscale {
@@ -247,12 +248,7 @@ absl::Status ProcSynthesizer::SynthesizeMmaps(pid_t pid, pid_t tgid, RecordSink&
   Mmap2Fields fields;
   fields.pid = static_cast<uint32_t>(tgid);
   fields.tid = static_cast<uint32_t>(pid);
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == absl::string_view::npos) end = text.size();
-    absl::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
+  for (absl::string_view line : TextLines(text)) {
     absl::StatusOr<MapsEntry> entry = ParseMapsLine(line);
     if (!entry.ok()) {
       return absl::InternalError(absl::StrCat(path_, ": ", entry.status().message()));
