@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <utility>
 
@@ -43,69 +44,46 @@ perf_event_attr Inherited(perf_event_attr attr) {
 
 std::string Reason(const absl::Status& status) { return std::string(status.message()); }
 
+// Each counter's name and field, in TaskCounter's order.
+struct CounterInfo {
+  TaskCounter counter;
+  const char* name;
+  uint64_t TaskCounts::*field;
+};
+constexpr CounterInfo kCounterInfo[] = {
+    {TaskCounter::kIpisSent, "ipis_sent", &TaskCounts::ipis_sent},
+    {TaskCounter::kIpiMaskCalls, "ipi_mask_calls", &TaskCounts::ipi_mask_calls},
+    {TaskCounter::kXcalls, "xcalls", &TaskCounts::xcalls},
+    {TaskCounter::kLockContended, "lock_contended", &TaskCounts::lock_contended},
+    {TaskCounter::kLockWait, "lock_wait_us", &TaskCounts::lock_wait_ns},
+    {TaskCounter::kCtxSwitches, "ctx_switches", &TaskCounts::ctx_switches},
+    {TaskCounter::kCpuMigrations, "cpu_migrations", &TaskCounts::cpu_migrations},
+    {TaskCounter::kPageFaults, "page_faults", &TaskCounts::page_faults},
+    {TaskCounter::kSyscalls, "syscalls", &TaskCounts::syscalls},
+};
+static_assert(std::size(kCounterInfo) == std::size(kAllTaskCounters));
+static_assert(
+    [] {
+      for (size_t i = 0; i < std::size(kCounterInfo); ++i) {
+        if (static_cast<size_t>(kCounterInfo[i].counter) != i) return false;
+      }
+      return true;
+    }(),
+    "kCounterInfo is in TaskCounter's order");
+
+const CounterInfo& Info(TaskCounter counter) { return kCounterInfo[static_cast<size_t>(counter)]; }
+
 }  // namespace
 
 TaskCounts& TaskCounts::operator+=(const TaskCounts& other) {
-  ipis_sent += other.ipis_sent;
-  ipi_mask_calls += other.ipi_mask_calls;
-  xcalls += other.xcalls;
-  lock_contended += other.lock_contended;
-  lock_wait_ns += other.lock_wait_ns;
+  for (const CounterInfo& info : kCounterInfo) this->*info.field += other.*info.field;
   lock_records_lost += other.lock_records_lost;
-  ctx_switches += other.ctx_switches;
-  cpu_migrations += other.cpu_migrations;
-  page_faults += other.page_faults;
-  syscalls += other.syscalls;
   return *this;
 }
 
-uint64_t TaskCounts::Count(TaskCounter counter) const {
-  switch (counter) {
-    case TaskCounter::kIpisSent:
-      return ipis_sent;
-    case TaskCounter::kIpiMaskCalls:
-      return ipi_mask_calls;
-    case TaskCounter::kXcalls:
-      return xcalls;
-    case TaskCounter::kLockContended:
-      return lock_contended;
-    case TaskCounter::kLockWait:
-      return lock_wait_ns;
-    case TaskCounter::kCtxSwitches:
-      return ctx_switches;
-    case TaskCounter::kCpuMigrations:
-      return cpu_migrations;
-    case TaskCounter::kPageFaults:
-      return page_faults;
-    case TaskCounter::kSyscalls:
-      return syscalls;
-  }
-  return 0;
-}
+uint64_t TaskCounts::Count(TaskCounter counter) const { return this->*Info(counter).field; }
 
-const char* TaskCounterName(TaskCounter counter) {
-  switch (counter) {
-    case TaskCounter::kIpisSent:
-      return "ipis_sent";
-    case TaskCounter::kIpiMaskCalls:
-      return "ipi_mask_calls";
-    case TaskCounter::kXcalls:
-      return "xcalls";
-    case TaskCounter::kLockContended:
-      return "lock_contended";
-    case TaskCounter::kLockWait:
-      return "lock_wait_us";
-    case TaskCounter::kCtxSwitches:
-      return "ctx_switches";
-    case TaskCounter::kCpuMigrations:
-      return "cpu_migrations";
-    case TaskCounter::kPageFaults:
-      return "page_faults";
-    case TaskCounter::kSyscalls:
-      return "syscalls";
-  }
-  return "unknown";
-}
+const char* TaskCounterName(TaskCounter counter) { return Info(counter).name; }
 
 absl::StatusOr<LockSample> ParseLockSample(absl::Span<const uint8_t> record, uint16_t begin_id,
                                            uint16_t end_id) {
