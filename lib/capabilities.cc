@@ -190,15 +190,6 @@ absl::Status Capabilities::RequireTracefs() const {
   return absl::OkStatus();
 }
 
-absl::Status Capabilities::RequireFds(uint64_t needed) const {
-  if (needed > fd_hard_limit) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "needs ", needed, " file descriptors but the hard limit (RLIMIT_NOFILE) is ", fd_hard_limit,
-        ": raise it with 'ulimit -Hn ", needed + 64, "' as root, or in /etc/security/limits.conf"));
-  }
-  return absl::OkStatus();
-}
-
 absl::Status Capabilities::RequireThreads(uint64_t needed) const {
   if (needed > thread_budget) {
     return absl::ResourceExhaustedError(
@@ -223,11 +214,6 @@ Capabilities ProbeCapabilities() {
     if (absl::StatusOr<std::string> root = FindTracefsMount(*mounts); root.ok()) {
       caps.tracefs = *root;
     }
-  }
-  rlimit files{};
-  if (getrlimit(RLIMIT_NOFILE, &files) == 0) {
-    caps.fd_soft_limit = files.rlim_cur;
-    caps.fd_hard_limit = files.rlim_max;
   }
   caps.thread_budget = ThreadBudget(caps.is_root);
   return caps;

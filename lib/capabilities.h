@@ -35,8 +35,6 @@ struct Capabilities {
   bool cap_sys_admin = false;
   bool breakpoint_pmu = false;
   std::optional<std::string> tracefs;  // mount point, when mounted at probe time
-  uint64_t fd_soft_limit = 0;
-  uint64_t fd_hard_limit = 0;
   // How many more threads this process may create (threads-max, pid_max, RLIMIT_NPROC
   // where it applies), approximately.
   uint64_t thread_budget = 0;
@@ -51,8 +49,6 @@ struct Capabilities {
   absl::Status RequireSystemWide() const;
   // When the probe found tracefs unmounted, mounts it if cap_sys_admin (EnsureTracefs).
   absl::Status RequireTracefs() const;
-  // ResourceExhausted with the numbers when more fds than the hard limit are needed.
-  absl::Status RequireFds(uint64_t needed) const;
   absl::Status RequireThreads(uint64_t needed) const;
 };
 
