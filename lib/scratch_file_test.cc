@@ -76,6 +76,27 @@ TEST(ScratchFile, UnusableDirectoriesNameTheDirectory) {
   rmdir(dir.c_str());
 }
 
+TEST(ScratchFile, EmptyDirMeansTmpdirOrTmp) {
+  const char* saved = std::getenv("TMPDIR");
+  std::string restore = saved != nullptr ? saved : "";
+  std::string dir = MakeDir();
+  setenv("TMPDIR", dir.c_str(), 1);
+  EXPECT_EQ(ScratchFile::DefaultDir(), dir);
+  {
+    absl::StatusOr<ScratchFile> file = ScratchFile::Create("");
+    ASSERT_TRUE(file.ok()) << file.status();
+  }
+  setenv("TMPDIR", "", 1);
+  EXPECT_EQ(ScratchFile::DefaultDir(), "/tmp");
+  if (saved != nullptr) {
+    setenv("TMPDIR", restore.c_str(), 1);
+  } else {
+    unsetenv("TMPDIR");
+  }
+  EXPECT_EQ(Entries(dir), 0);
+  rmdir(dir.c_str());
+}
+
 TEST(WriteFully, ReportsErrors) {
   EXPECT_FALSE(WriteFully(-1, "x", 1).ok());
   EXPECT_FALSE(PwriteFully(-1, "x", 1, 0).ok());
