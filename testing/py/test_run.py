@@ -114,3 +114,11 @@ def test_the_front_door_runs_it(tmp_path):
                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert "--repetitions must be an integer in 0..1000, got 'nine'" in result.stderr
+
+
+def test_a_profiled_run_names_its_side_file(cli, fake_binary, tmp_path):
+    code, out, _ = cli("run", "--profile", "--out", tmp_path / "x.json", "--",
+                       "--fixture=base.json")
+    assert code == 0
+    assert out.splitlines()[-2:] == ["results: %s" % (tmp_path / "x.json"),
+                                     "profile: %s.profile.json" % (tmp_path / "x.json")]
