@@ -41,16 +41,14 @@ EventGrid::EventGrid(GridSpec spec, GridOrder order, CpuWorkers* workers, Pin pi
 }
 
 PerfEvent& EventGrid::at(int cpu_index, int event) {
-  return set_
-      .entries()[static_cast<size_t>(cpu_index) * static_cast<size_t>(num_events_) +
-                 static_cast<size_t>(event)]
+  return entries_[static_cast<size_t>(cpu_index) * static_cast<size_t>(num_events_) +
+                  static_cast<size_t>(event)]
       .event;
 }
 
 size_t EventGrid::open_fds() const {
-  return static_cast<size_t>(
-      std::count_if(set_.entries().begin(), set_.entries().end(),
-                    [](const PerfEventSet::Entry& entry) { return entry.event.valid(); }));
+  return static_cast<size_t>(std::count_if(entries_.begin(), entries_.end(),
+                                           [](const Entry& entry) { return entry.event.valid(); }));
 }
 
 void EventGrid::NoteRefusal(int cpu, const absl::Status& status) {
@@ -102,16 +100,16 @@ absl::Status EventGrid::ForEach(const Op& op) {
 }
 
 absl::Status EventGrid::Open() {
-  if (set_.size() != 0) return absl::FailedPreconditionError("grid is already open");
+  if (!entries_.empty()) return absl::FailedPreconditionError("grid is already open");
   if (spec_.group_size < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("group size must be at least 1, got ", spec_.group_size));
   }
-  set_.entries().resize(static_cast<size_t>(num_events_) * static_cast<size_t>(num_cpus_));
+  entries_.resize(static_cast<size_t>(num_events_) * static_cast<size_t>(num_cpus_));
   for (int c = 0; c < num_cpus_; ++c) {
     for (int event = 0; event < num_events_; ++event) {
-      set_.entries()[static_cast<size_t>(c) * static_cast<size_t>(num_events_) +
-                     static_cast<size_t>(event)]
+      entries_[static_cast<size_t>(c) * static_cast<size_t>(num_events_) +
+               static_cast<size_t>(event)]
           .cpu = spec_.cpus[static_cast<size_t>(c)];
     }
   }
@@ -120,7 +118,7 @@ absl::Status EventGrid::Open() {
   fallbacks_.store(0, std::memory_order_relaxed);
   absl::Status opened = ForEach([this](int c, int event) { return OpenOne(c, event); });
   notes_.weak_group_fallbacks = fallbacks_.load(std::memory_order_relaxed);
-  if (!opened.ok()) set_.CloseAll();
+  if (!opened.ok()) entries_.clear();
   return opened;
 }
 
@@ -165,12 +163,12 @@ absl::Status EventGrid::BreakGroup(int cpu_index, int event) {
 }
 
 absl::Status EventGrid::Enable() {
-  if (set_.size() == 0) return absl::FailedPreconditionError("grid is not open");
+  if (entries_.empty()) return absl::FailedPreconditionError("grid is not open");
   return ForEach([this](int c, int event) { return at(c, event).Enable(); });
 }
 
 absl::StatusOr<uint64_t> EventGrid::Read() {
-  if (set_.size() == 0) return absl::FailedPreconditionError("grid is not open");
+  if (entries_.empty()) return absl::FailedPreconditionError("grid is not open");
   // One sum per CPU: parallel workers never share one.
   sums_.assign(static_cast<size_t>(num_cpus_), 0);
   absl::Status read = ForEach([this](int c, int event) {
@@ -186,17 +184,17 @@ absl::StatusOr<uint64_t> EventGrid::Read() {
 }
 
 absl::Status EventGrid::Disable() {
-  if (set_.size() == 0) return absl::FailedPreconditionError("grid is not open");
+  if (entries_.empty()) return absl::FailedPreconditionError("grid is not open");
   return ForEach([this](int c, int event) { return at(c, event).Disable(); });
 }
 
 void EventGrid::Close() {
-  if (set_.size() == 0) return;
+  if (entries_.empty()) return;
   ForEach([this](int c, int event) {
     at(c, event).Close();
     return absl::OkStatus();
   }).IgnoreError();
-  set_.CloseAll();  // anything the order could not reach (a failed parallel setup)
+  entries_.clear();  // anything the order could not reach (a failed parallel setup)
 }
 
 }  // namespace perfscale

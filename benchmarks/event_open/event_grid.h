@@ -32,8 +32,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "benchmarks/event_open/cpu_workers.h"
-#include "benchmarks/event_open/perf_event_set.h"
 #include "lib/cpu_set.h"
+#include "lib/perf_event.h"
 
 namespace perfscale {
 
@@ -78,8 +78,13 @@ class EventGrid {
   // Closes every fd, in the grid's order.
   void Close();
 
-  // Entry [cpu_index * events + event]; `cpu` is the CPU the fd was opened for.
-  const PerfEventSet& set() const { return set_; }
+  // One opened (or not yet opened) event and the CPU it is for.
+  struct Entry {
+    PerfEvent event;
+    int cpu;
+  };
+  // Entry [cpu_index * events + event]; empty until Open.
+  const std::vector<Entry>& entries() const { return entries_; }
   size_t open_fds() const;
   const GridNotes& notes() const { return notes_; }
   const GridSpec& spec() const { return spec_; }
@@ -98,7 +103,7 @@ class EventGrid {
   const Pin pin_;
   const int num_events_;
   const int num_cpus_;
-  PerfEventSet set_;
+  std::vector<Entry> entries_;
   // Per (group, CPU index): the group fell back to independent events there. chars, not
   // vector<bool>, because parallel workers write neighbouring entries.
   std::vector<char> broken_;

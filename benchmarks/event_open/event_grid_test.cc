@@ -78,11 +78,11 @@ TEST_P(EventGridTest, OpensEventsTimesCpusAndClosesThemAll) {
   ASSERT_TRUE(grid.Open().ok());
   size_t expected = static_cast<size_t>(kEvents) * cpus_.size();
   EXPECT_EQ(grid.open_fds(), expected);
-  EXPECT_EQ(grid.set().size(), expected);
+  EXPECT_EQ(grid.entries().size(), expected);
   EXPECT_EQ(*CountOpenFds(), fds_before + static_cast<int>(expected));
   for (size_t c = 0; c < cpus_.size(); ++c) {
     for (int e = 0; e < kEvents; ++e) {
-      EXPECT_EQ(grid.set().entries()[c * kEvents + static_cast<size_t>(e)].cpu, cpus_[c]);
+      EXPECT_EQ(grid.entries()[c * kEvents + static_cast<size_t>(e)].cpu, cpus_[c]);
     }
   }
   EXPECT_EQ(Affinity(), mask_before);
@@ -112,14 +112,14 @@ TEST_P(EventGridTest, EachFdCountsOnItsCpu) {
   EventGrid grid(Spec(attr, kEvents), GetParam(), workers_.get());
   ASSERT_TRUE(grid.Open().ok());
   std::string filter = absl::StrCat("common_pid == ", syscall(SYS_gettid));
-  for (const PerfEventSet::Entry& entry : grid.set().entries()) {
+  for (const EventGrid::Entry& entry : grid.entries()) {
     ASSERT_EQ(ioctl(entry.event.fd(), PERF_EVENT_IOC_SET_FILTER, filter.c_str()), 0)
         << "PERF_EVENT_IOC_SET_FILTER: " << strerror(errno);
   }
   ASSERT_TRUE(grid.Enable().ok());
   auto counts = [&] {
     std::vector<uint64_t> values;
-    for (const PerfEventSet::Entry& entry : grid.set().entries()) {
+    for (const EventGrid::Entry& entry : grid.entries()) {
       uint64_t value = 0;
       EXPECT_EQ(read(entry.event.fd(), &value, sizeof(value)), static_cast<ssize_t>(sizeof(value)));
       values.push_back(value);
@@ -134,7 +134,7 @@ TEST_P(EventGridTest, EachFdCountsOnItsCpu) {
     for (uint64_t i = 0; i < kSyscalls; ++i) syscall(SYS_getppid);
     std::vector<uint64_t> after = counts();
     for (size_t i = 0; i < after.size(); ++i) {
-      int fd_cpu = grid.set().entries()[i].cpu;
+      int fd_cpu = grid.entries()[i].cpu;
       uint64_t delta = after[i] - before[i];
       if (fd_cpu == cpu) {
         EXPECT_GE(delta, kSyscalls) << "fd of CPU " << fd_cpu << " while on CPU " << cpu;
@@ -156,7 +156,7 @@ TEST_P(EventGridTest, FailedOpenHalfWayLeavesNothingOpen) {
   absl::Status opened = grid.Open();
   EXPECT_FALSE(opened.ok());
   EXPECT_EQ(grid.open_fds(), 0u);
-  EXPECT_EQ(grid.set().size(), 0u);
+  EXPECT_EQ(grid.entries().size(), 0u);
   EXPECT_EQ(*CountOpenFds(), fds_before);
   EXPECT_EQ(Affinity(), mask_before);
   EXPECT_FALSE(grid.Enable().ok());  // nothing to enable
