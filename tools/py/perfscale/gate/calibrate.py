@@ -48,22 +48,16 @@ def parse_args(argv):
     parser.add_argument("--repetitions", type=int, default=nightly.DEFAULT_REPETITIONS,
                         metavar="N", help="repetitions per run, as nightly "
                         "(default %(default)s)")
-    parser.add_argument("--inject-events", type=int, default=2, metavar="E",
-                        help="injector strength: events per CPU and syscall tracepoint "
-                        "(default %(default)s)")
+    inject.add_strength_option(parser, 2)
     parser.add_argument("--no-inject", action="store_true",
                         help="skip the injected run (no system-wide tracepoint access)")
-    parser.add_argument("--history", default=os.path.join(nightly.REPO_ROOT, "results",
-                                                          "history.sqlite"), metavar="DB",
-                        help="history database (default results/history.sqlite)")
-    parser.add_argument("--config", metavar="NAME",
-                        help="configuration name, as nightly's (default: the run arguments)")
+    nightly.add_lineage_options(parser, "configuration name, as nightly's (default: the run "
+                                "arguments)", "a command that runs the suite instead, as "
+                                "nightly's --run-cmd (default: $PERFSCALE_RUN_CMD, else the "
+                                "suite runs here)")
     parser.add_argument("--out-dir", default=os.path.join(nightly.REPO_ROOT, "results",
                                                           "calibrate"), metavar="DIR",
                         help="where the runs' results go (default results/calibrate)")
-    parser.add_argument("--run-cmd", metavar="CMD", help="a command that runs the suite "
-                        "instead, as nightly's --run-cmd (default: $PERFSCALE_RUN_CMD, else "
-                        "the suite runs here)")
     parser.add_argument("--alpha", type=float, default=results_stats.DEFAULT_ALPHA,
                         help="family-wise false-alarm rate the floors are set for "
                         "(default %(default)s)")
@@ -72,8 +66,7 @@ def parse_args(argv):
         parser.error("--runs must be at least %d" % gate_floors.MIN_RUNS)
     if args.repetitions < 2:
         parser.error("--repetitions must be at least 2")
-    if not 1 <= args.inject_events <= 4096:
-        parser.error("--inject-events must be in 1..4096")
+    inject.check_strength(parser, args.inject_events)
     if not 0 < args.alpha < 1:
         parser.error("--alpha must be between 0 and 1")
     nightly.check_run_args(parser, args, run_args)

@@ -189,6 +189,21 @@ class Injector:
             self.pid = None
 
 
+MAX_EVENTS = 4096
+
+
+def add_strength_option(parser, default):
+    """--inject-events E, as calibrate and trials take it."""
+    parser.add_argument("--inject-events", type=int, default=default, metavar="E",
+                        help="injector strength: events per CPU and syscall tracepoint "
+                        "(default %(default)s)")
+
+
+def check_strength(parser, events, flag="--inject-events"):
+    if not 1 <= events <= MAX_EVENTS:
+        parser.error("%s must be in 1..%d" % (flag, MAX_EVENTS))
+
+
 def main(argv):
     parser = argparse.ArgumentParser(prog="tools/perfscale inject", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -201,8 +216,7 @@ def main(argv):
     parser.add_argument("--measure", action="store_true",
                         help="print the added nanoseconds per syscall, from a bare loop")
     args = parser.parse_args(argv)
-    if not 1 <= args.events <= 4096:
-        parser.error("--events must be in 1..4096")
+    check_strength(parser, args.events, "--events")
     if args.seconds is not None and not args.seconds > 0:
         parser.error("--seconds must be positive")
     # Signals end the wait below; the events close with the process either way.

@@ -51,26 +51,20 @@ def parse_args(argv):
                         help="nightlies with no change (default %(default)s)")
     parser.add_argument("--power", type=int, default=DEFAULT_TRIALS, metavar="N",
                         help="nightlies with the injector on (default %(default)s)")
-    parser.add_argument("--inject-events", type=int, default=8, metavar="E",
-                        help="injector strength: events per CPU and syscall tracepoint "
-                        "(default %(default)s)")
-    parser.add_argument("--history", default=os.path.join(nightly.REPO_ROOT, "results",
-                                                          "history.sqlite"), metavar="DB",
-                        help="the calibrated history (default results/history.sqlite); "
-                        "read, never changed")
-    parser.add_argument("--config", metavar="NAME",
-                        help="configuration name, as calibrate's (default: the run arguments)")
+    inject.add_strength_option(parser, 16)
+    nightly.add_lineage_options(parser, "configuration name, as calibrate's (default: the run "
+                                "arguments)", "a command that runs the suite instead, as "
+                                "nightly's --run-cmd (default: $PERFSCALE_RUN_CMD, else the "
+                                "suite runs here)", "the calibrated history (default "
+                                "results/history.sqlite); read, never changed")
     parser.add_argument("--out-dir", default=os.path.join(nightly.REPO_ROOT, "results",
                                                           "trials"), metavar="DIR",
                         help="where the trials' histories, reports and logs go "
                         "(default results/trials)")
-    parser.add_argument("--run-cmd", metavar="CMD", help="command replacing `tools/perfscale "
-                        "run` (default: $PERFSCALE_RUN_CMD, else tools/perfscale run)")
     args = parser.parse_args(ours)
     if args.aa < 0 or args.power < 0 or args.aa + args.power == 0:
         parser.error("--aa and --power must not be negative, and not both 0")
-    if not 1 <= args.inject_events <= 4096:
-        parser.error("--inject-events must be in 1..4096")
+    inject.check_strength(parser, args.inject_events)
     return args, run_args
 
 

@@ -60,6 +60,16 @@ def split_run_args(argv):
     return argv, []
 
 
+def add_lineage_options(parser, config_help, run_cmd_help,
+                        history_help="history database (default results/history.sqlite)"):
+    """--history, --config and --run-cmd: what nightly, calibrate and trials share."""
+    parser.add_argument("--history", default=os.path.join(REPO_ROOT, "results",
+                                                          "history.sqlite"), metavar="DB",
+                        help=history_help)
+    parser.add_argument("--config", metavar="NAME", help=config_help)
+    parser.add_argument("--run-cmd", metavar="CMD", help=run_cmd_help)
+
+
 def parse_args(argv):
     ours, run_args = split_run_args(argv)
     parser = argparse.ArgumentParser(
@@ -68,21 +78,16 @@ def parse_args(argv):
                     "regression. Arguments after -- go to `tools/perfscale run`.")
     parser.add_argument("--repetitions", type=int, default=DEFAULT_REPETITIONS, metavar="N",
                         help="interleaved repetitions (default %(default)s)")
-    parser.add_argument("--history", default=os.path.join(REPO_ROOT, "results",
-                                                          "history.sqlite"), metavar="DB",
-                        help="history database (default results/history.sqlite)")
+    add_lineage_options(parser, "name of the configuration (default: the run arguments)",
+                        "a command that runs the suite instead (it gets run's options, "
+                        "--repetitions N --out FILE RUN_ARGS; default: $PERFSCALE_RUN_CMD, "
+                        "else the suite runs here)")
     parser.add_argument("--baseline", type=int, metavar="RUN_ID",
                         help="compare with this run of the history instead of the latest "
                         "passing run of the same lineage")
     parser.add_argument("--report-dir", default=os.path.join(REPO_ROOT, "results", "nightly"),
                         metavar="DIR", help="where each run's folder goes "
                         "(default results/nightly)")
-    parser.add_argument("--config", metavar="NAME",
-                        help="name of the configuration (default: the run arguments)")
-    parser.add_argument("--run-cmd", metavar="CMD",
-                        help="a command that runs the suite instead (it gets run's "
-                        "options, --repetitions N --out FILE RUN_ARGS; default: "
-                        "$PERFSCALE_RUN_CMD, else the suite runs here)")
     parser.add_argument("--no-plots", action="store_true", help="report without pictures")
     parser.add_argument("--confirm-rounds", type=int, default=confirm.DEFAULT_ROUNDS,
                         metavar="N", help="reruns of the suspects before raising the alarm "
