@@ -82,9 +82,6 @@ def test_a_failed_binary_is_the_runs_exit_status_and_no_results_line(cli, fake_b
 def test_the_default_file_is_named_after_the_tag_under_results(fake_binary, monkeypatch,
                                                                tmp_path):
     monkeypatch.setattr(suite, "REPO_ROOT", str(tmp_path))
-    (tmp_path / "benchmarks").mkdir()
-    (tmp_path / "benchmarks" / "BUILD.bazel").write_text(
-        'cc_binary(\n    name = "suite",\n)\n')
     result = suite.run_suite(suite.Options(flags=["--fixture=base.json"]), tag="vm-6.1-cpus4")
     assert result.status == 0 and result.profile is None
     folder, name = os.path.split(result.out)

@@ -21,6 +21,7 @@ binary, dry runs): nothing is built, and it gets the binary's flags (--benchmark
 
 import dataclasses
 import datetime
+import functools
 import os
 import re
 import shlex
@@ -113,15 +114,22 @@ def parse_args(argv: Sequence[str]) -> Options:
     return options
 
 
+@functools.lru_cache(maxsize=None)
 def families() -> List[str]:
-    """The runnable families: the cc_binary targets of benchmarks/BUILD.bazel, and its
-    aliases of binaries kept in a family's folder."""
-    with open(os.path.join(REPO_ROOT, "benchmarks", "BUILD.bazel"), encoding="utf-8") as f:
-        text = f.read()
-    return re.findall(r'^(?:cc_binary|alias)\(\n    name = "([^"]+)",$', text, re.MULTILINE)
+    """The runnable families: the suite and the binaries perfscale_family tags
+    (tools/bazel/perfscale.bzl), as bazel query finds them. Raises BuildError."""
+    result = subprocess.run(
+        ["bazel", "query", "--noshow_progress",
+         r'attr(tags, "\bperfscale_family\b", //benchmarks/...)'],
+        cwd=REPO_ROOT, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise BuildError("bazel query for the families failed:\n%s" % result.stderr[-2000:])
+    return ["suite"] + sorted(label.rsplit(":", 1)[-1] for label in result.stdout.split())
 
 
 def check_family(family: str) -> None:
+    if os.environ.get(STAND_IN_ENV):
+        return  # a stand-in binary (the tests' fake one) is no Bazel target
     known = families()
     if family not in known:
         raise UsageError("perfscale run: no family '%s' (one of: %s)"
