@@ -6,12 +6,15 @@ its shared libraries (found with ldd), Debian's static busybox and a short /init
 guest writes the JSON results base64-encoded to a second serial port (the first carries
 the kernel log and the benchmark table), so kernel messages can never corrupt them.
 
-    vm guest --kernel K --cpus N [--mem MIB] [--timeout S] -- BINARY FLAGS...
+    vm guest --kernel K --cpus N [--mem MIB] [--timeout S] [--append ARGS]
+             [--tcg-threads multi|single] -- BINARY FLAGS...
     vm kernel K          prints the vmlinuz path of K (fetching a Debian kernel if needed)
 
-K is a vmlinuz path or debian:6.1, debian:6.1-rt, debian:6.1-cloud: the newest such
-Debian package (debian:6.1.0-N[-rt|-cloud] names one ABI), fetched with `apt-get download` and unpacked with `dpkg-deb -x` into
-~/.cache/perfscale/kernels/.
+K is a vmlinuz path or debian:6.1, debian:6.12 (each also -rt or -cloud): the newest such
+Debian 12 package (debian:6.1.0-N and debian:6.12.N name one version), fetched with
+`apt-get download` and unpacked with `dpkg-deb -x` into ~/.cache/perfscale/kernels/.
+A guest whose kernel reports a CPU soft-locked for LOCKUP_GIVE_UP_S is stopped then, and
+the whole console of a failed guest is kept in a file the error message names.
 """
 
 import argparse
@@ -34,7 +37,17 @@ from perfscale.results import io as results_io
 from perfscale.vm import comparability
 
 CACHE = os.path.join(os.path.expanduser("~"), ".cache", "perfscale")
-DEBIAN_NAMES = ("debian:6.1", "debian:6.1-rt", "debian:6.1-cloud")
+# Debian 12's kernel series: how a package of each is named (group 1: the version that
+# orders them, the ABI number for 6.1, the stable patch level for 6.12), and how a
+# --kernel value names one version.
+SERIES = {
+    "6.1": (r"^linux-image-6\.1\.0-(\d+)-%samd64-unsigned$", "linux-image-6.1.0-",
+            r"\.0-(\d+)", "debian:6.1.0-N"),
+    "6.12": (r"^linux-image-6\.12\.(\d+)\+deb12-%samd64-unsigned$", "linux-image-6.12.",
+             r"\.(\d+)", "debian:6.12.N"),
+}
+DEBIAN_NAMES = tuple("debian:%s%s" % (series, flavour) for series in SERIES
+                     for flavour in ("", "-rt", "-cloud"))
 BUSYBOX = "/bin/busybox"  # Debian's busybox-static: no shared libraries of its own
 # Every file the run writes (flags that name an output file) goes to this guest folder,
 # which comes home as a tar archive.
@@ -47,6 +60,13 @@ STARTED = "PERFSCALE-INIT-STARTED"
 BOOT_TIMEOUT_S = 120
 # KVM works when the probe guest reaches /init this fast; nested KVM here hangs instead.
 KVM_PROBE_TIMEOUT_S = 15
+# The kernel's soft-lockup watchdog reports a CPU stuck for 20 s or more, and again about
+# every 26 s while it stays stuck; a CPU stuck this long is not coming back, and the guest
+# is stopped then rather than at --timeout.
+LOCKUP_GIVE_UP_S = 45
+SOFT_LOCKUP = re.compile(r"watchdog: BUG: soft lockup - CPU#(\d+) stuck for (\d+)s! \[(.*?)\]")
+# The kernel's own lines in the console (a timestamp first): not the benchmark's output.
+KERNEL_LINE = re.compile(r"(?m)^\[ *\d+\.\d+\] .*\n?")
 
 
 class VmError(Exception):
@@ -55,36 +75,43 @@ class VmError(Exception):
 
 # --- kernels -------------------------------------------------------------------------
 
-def _debian_kernel_packages(flavour):
-    """{ABI number: package} of the 6.1 kernel images apt knows, for one flavour."""
-    pattern = re.compile(r"^linux-image-6\.1\.0-(\d+)-%samd64-unsigned$" % re.escape(flavour))
+def _debian_kernel_packages(series, flavour):
+    """{version: package} of the kernel images of one series apt knows, for one flavour."""
+    pattern, prefix = SERIES[series][0], SERIES[series][1]
+    pattern = re.compile(pattern % re.escape(flavour))
     try:
-        names = subprocess.run(["apt-cache", "pkgnames", "linux-image-6.1.0-"],
+        names = subprocess.run(["apt-cache", "pkgnames", prefix],
                                capture_output=True, text=True, check=True).stdout.split()
     except (OSError, subprocess.CalledProcessError) as err:
         raise VmError("cannot list Debian kernel packages with apt-cache (%s)" % err)
     found = {int(m.group(1)): name for name in names for m in [pattern.match(name)] if m}
     if not found:
-        raise VmError("apt knows no linux-image-6.1.0-*-%samd64-unsigned package; run "
-                      "`apt-get update` (Debian 12 with its security archive has them)"
-                      % flavour)
+        raise VmError("apt knows no %s*-%samd64-unsigned package; run `apt-get update` "
+                      "(Debian 12 with its security archive has them)" % (prefix, flavour))
     return found
 
 
 def debian_package(spec):
-    """The package a debian: --kernel names: debian:6.1[-rt|-cloud] the newest ABI,
-    debian:6.1.0-N[-rt|-cloud] that one (for bisecting Debian's own updates)."""
-    match = re.match(r"^debian:6\.1(?:\.0-(\d+))?(?:-(rt|cloud))?$", spec)
+    """The package a debian: --kernel names: debian:6.1[-rt|-cloud] and
+    debian:6.12[-rt|-cloud] the newest of the series, debian:6.1.0-N[-rt|-cloud] and
+    debian:6.12.N[-rt|-cloud] that one (for bisecting Debian's own updates)."""
+    match = None
+    for series, (_, _, version, _) in SERIES.items():
+        match = re.match(r"^debian:%s(?:%s)?(?:-(rt|cloud))?$" % (re.escape(series), version),
+                         spec)
+        if match:
+            break
     if not match:
-        raise VmError("--kernel: unknown Debian kernel '%s' (one of: %s, or "
-                      "debian:6.1.0-N[-rt|-cloud])" % (spec, ", ".join(DEBIAN_NAMES)))
+        raise VmError("--kernel: unknown Debian kernel '%s' (one of: %s, or %s)"
+                      % (spec, ", ".join(DEBIAN_NAMES),
+                         ", ".join("%s[-rt|-cloud]" % s[3] for s in SERIES.values())))
     flavour = match.group(2) + "-" if match.group(2) else ""
-    packages = _debian_kernel_packages(flavour)
+    packages = _debian_kernel_packages(series, flavour)
     if match.group(1) is None:
         return packages[max(packages)]
     if int(match.group(1)) not in packages:
-        raise VmError("--kernel: apt has no Debian 6.1 kernel with ABI %s (it has: %s)"
-                      % (match.group(1), ", ".join(map(str, sorted(packages)))))
+        raise VmError("--kernel: apt has no Debian %s kernel %s (it has: %s)"
+                      % (series, match.group(1), ", ".join(map(str, sorted(packages)))))
     return packages[int(match.group(1))]
 
 
@@ -110,7 +137,7 @@ def fetch_debian_kernel(package, cache=CACHE):
         unpacked = os.path.join(scratch, "root")
         subprocess.run(["dpkg-deb", "-x", debs[0], unpacked], check=True)
         # Only boot/ is kept: what the guest needs (serial console, tracefs, perf events,
-        # initramfs) is built into Debian's 6.1 kernels, so the modules are not.
+        # initramfs) is built into Debian 12's kernels, so the modules are not.
         os.makedirs(directory + ".partial", exist_ok=True)
         shutil.rmtree(directory + ".partial")
         shutil.move(os.path.join(unpacked, "boot"), os.path.join(directory + ".partial", "boot"))
@@ -255,15 +282,19 @@ def build_initramfs(binary, argv, env):
 
 # --- QEMU ----------------------------------------------------------------------------
 
-def qemu_command(vmlinuz, initrd, cpus, mem_mib, accel, console, results):
+def qemu_command(vmlinuz, initrd, cpus, mem_mib, accel, console, results, append="",
+                 tcg_threads="single"):
     cpu = "host" if accel == "kvm" else "max"
-    return ["qemu-system-x86_64", "-accel", accel if accel == "kvm" else "tcg,thread=multi",
+    # loglevel=5: warnings and what the kernel prints at its default level (a soft
+    # lockup's registers and call trace) reach the console file; boot chatter does not.
+    return ["qemu-system-x86_64",
+            "-accel", accel if accel == "kvm" else "tcg,thread=" + tcg_threads,
             "-cpu", cpu, "-smp", str(cpus), "-m", str(mem_mib), "-kernel", vmlinuz,
             "-initrd", initrd, "-nodefaults", "-display", "none", "-no-reboot",
             "-chardev", "file,id=console,path=" + console, "-serial", "chardev:console",
             "-chardev", "file,id=results,path=" + results, "-serial", "chardev:results",
-            "-append", "console=ttyS0 panic=-1 quiet loglevel=4 rdinit=/init "
-            "nokaslr mitigations=off"]
+            "-append", ("console=ttyS0 panic=-1 quiet loglevel=5 rdinit=/init "
+                        "nokaslr mitigations=off " + append).strip()]
 
 
 def _die_with_parent():
@@ -308,17 +339,62 @@ def _tail(text, lines=15):
     return "\n".join("  | " + line for line in text.rstrip().splitlines()[-lines:])
 
 
+def lockup_report(text):
+    """What the console says of the longest soft lockup in it: (seconds stuck, a line
+    naming the CPU, the task and the function it is stuck in with its callers), or None."""
+    lockups = list(SOFT_LOCKUP.finditer(text))
+    if not lockups:
+        return None
+    worst = max(lockups, key=lambda m: int(m.group(2)))
+    # The first report of a lockup carries the registers and call trace; later ones of
+    # the same CPU repeat them.
+    first = next(m for m in lockups if m.group(1) == worst.group(1))
+    trace = KERNEL_LINE.sub(lambda line: re.sub(r"^\[ *\d+\.\d+\] ?", "", line.group(0)),
+                            text[first.end():]).splitlines()
+    where, callers = "", []
+    for line in trace[:80]:
+        line = line.strip()
+        if SOFT_LOCKUP.search(line) or line.startswith("</TASK>"):
+            break
+        rip = re.match(r"RIP: \S+:(\S+)", line)
+        if rip and not where:
+            where = rip.group(1)
+        frame = re.match(r"^(?:\? )?([A-Za-z_][\w.]*)\+0x[0-9a-f]+/0x[0-9a-f]+", line)
+        if frame and not line.startswith("?") and where and len(callers) < 6:
+            callers.append(frame.group(1))
+    line = "CPU#%s stuck for %ss in task %s" % (worst.group(1), worst.group(2), worst.group(3))
+    if where:
+        line += " at %s" % where
+    if callers:
+        line += " (called from %s)" % " < ".join(callers)
+    return int(worst.group(2)), line
+
+
+def lockup_hint(text, accel, tcg_threads, cpus):
+    """What a lockup under multi-threaded TCG most likely is, and how to avoid it."""
+    if accel != "tcg" or tcg_threads != "multi" or cpus < 2:
+        return ""
+    if "text_poke" in text or "asm_exc_int3" in text:
+        return ("\n  This is multi-threaded TCG's lockup (README, 'Guests that lock up'): the "
+                "kernel patched its own text (a static key) while other vCPUs ran it, and "
+                "they keep trapping on an int3 already removed from memory. "
+                "--tcg-threads single avoids it.")
+    return "\n  Under multi-threaded TCG; --tcg-threads single tells QEMU's part from the kernel's."
+
+
 def boot(vmlinuz, initrd, cpus, mem_mib, accel, timeout_s, scratch, echo=None,
-         boot_timeout_s=BOOT_TIMEOUT_S):
+         boot_timeout_s=BOOT_TIMEOUT_S, append="", tcg_threads="single", keep_console=None):
     """Runs the guest to its end; returns (console text, results text).
 
     `echo` receives console text after /init started, as it arrives. Raises VmError on a
-    boot failure, a panic or a timeout, and in every case leaves no QEMU process.
+    boot failure, a panic, a soft lockup that lasts or a timeout, and in every case leaves
+    no QEMU process; the whole console then goes to `keep_console` (a path), if given.
     """
     console, results = os.path.join(scratch, "console"), os.path.join(scratch, "results")
     for path in (console, results):
         open(path, "w").close()
-    guest = Guest(qemu_command(vmlinuz, initrd, cpus, mem_mib, accel, console, results))
+    guest = Guest(qemu_command(vmlinuz, initrd, cpus, mem_mib, accel, console, results,
+                               append, tcg_threads))
     start, shown, started = time.monotonic(), 0, -1
     try:
         while guest.running():
@@ -333,14 +409,28 @@ def boot(vmlinuz, initrd, cpus, mem_mib, accel, timeout_s, scratch, echo=None,
             if "Kernel panic" in text:
                 time.sleep(0.5)
                 raise VmError("the guest kernel panicked:\n" + _tail(_read(console)))
+            lockup = lockup_report(text)
+            if lockup and lockup[0] >= LOCKUP_GIVE_UP_S:
+                _settle(console)  # the registers and call traces follow the line
+                lockup = lockup_report(_read(console))
+                raise VmError("the guest kernel locked up: %s (%s, %d vCPUs)%s"
+                              % (lockup[1], accel.upper(), cpus,
+                                 lockup_hint(_read(console), accel, tcg_threads, cpus)))
             elapsed = time.monotonic() - start
             if started < 0 and elapsed > boot_timeout_s:
                 raise VmError("the kernel did not reach /init in %d s (%s, %d vCPUs); last "
                               "console lines:\n%s" % (boot_timeout_s, accel, cpus,
                                                       _tail(text) or "  | (nothing)"))
             if elapsed > timeout_s:
-                raise VmError("the guest did not finish in %d s (--timeout); last console "
-                              "lines:\n%s" % (timeout_s, _tail(text)))
+                stuck = " (%s)" % lockup[1] if lockup else ""
+                raise VmError("the guest did not finish in %d s (--timeout)%s; last console "
+                              "lines:\n%s" % (timeout_s, stuck, _tail(text)))
+    except VmError as err:
+        guest.stop()
+        if keep_console:
+            kept = _keep(console, keep_console)
+            raise VmError("%s\n  whole guest console: %s" % (err, kept)) from None
+        raise
     finally:
         qemu_output = guest.stop()
     text = _read(console)
@@ -353,6 +443,30 @@ def boot(vmlinuz, initrd, cpus, mem_mib, accel, timeout_s, scratch, echo=None,
         raise VmError("the guest stopped before /init ran; last console lines:\n"
                       + _tail(text))
     return text, _read(results)
+
+
+def _settle(path, quiet_s=2.0, at_most_s=15.0):
+    """Waits until `path` has stopped growing for quiet_s (at most at_most_s)."""
+    deadline, size, since = time.monotonic() + at_most_s, -1, time.monotonic()
+    while time.monotonic() < deadline:
+        now = os.path.getsize(path)
+        if now != size:
+            size, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet_s:
+            return
+        time.sleep(0.2)
+
+
+def _keep(console, path):
+    """Copies the console to `path` (or, where that cannot be written, to the cache)."""
+    for target in (path, os.path.join(CACHE, "vm-console", os.path.basename(path))):
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
+            shutil.copyfile(console, target)
+            return target
+        except OSError:
+            continue
+    return "(not kept: %s and the cache cannot be written)" % path
 
 
 def decode_results(text):
@@ -440,9 +554,16 @@ def run_guest(args):
     vmlinuz, label = resolve_kernel(args.kernel)
     accel, why = choose_accelerator(vmlinuz)
     host_cpus = os.cpu_count() or 1
-    print("perfscale vm: %s, %d vCPUs, %d MiB, %s (%s)"
-          % (label, args.cpus, args.mem, accel.upper(), why), file=sys.stderr)
+    threads = "" if accel == "kvm" else ", %s-threaded" % args.tcg_threads
+    print("perfscale vm: %s, %d vCPUs, %d MiB, %s%s (%s)%s"
+          % (label, args.cpus, args.mem, accel.upper(), threads, why,
+             ", kernel arguments: " + args.append if args.append else ""), file=sys.stderr)
     outputs, flags = _split_out_flags(args.command[1:])
+    # A failed guest's console is kept beside its results file.
+    results_path = next((host for prefix, host in outputs.values()
+                         if prefix == "--benchmark_out="), None)
+    keep_console = (results_path + ".console.log" if results_path else
+                    os.path.join(CACHE, "vm-console", time.strftime("%Y%m%dT%H%M%S.log")))
     env = {k: v for k, v in os.environ.items() if k == "PERFSCALE_REVISION"}
     scratch = tempfile.mkdtemp(prefix="perfscale-vm-")
     try:
@@ -450,13 +571,12 @@ def run_guest(args):
         with open(initrd, "wb") as f:
             f.write(build_initramfs(args.command[0], flags, env))
         def echo(text):
-            # The kernel's own lines (a timestamp first) are not the benchmark's output.
-            text = re.sub(r"(?m)^\[ *\d+\.\d+\] .*\n?", "", text.replace("\r", ""))
-            sys.stdout.write(text)
+            sys.stdout.write(KERNEL_LINE.sub("", text.replace("\r", "")))
             sys.stdout.flush()
 
         _, results = boot(vmlinuz, initrd, args.cpus, args.mem, accel, args.timeout, scratch,
-                          echo=echo)
+                          echo=echo, append=args.append, tcg_threads=args.tcg_threads,
+                          keep_console=keep_console)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     code, files = decode_results(results)
@@ -495,6 +615,12 @@ def main(argv):
     guest.add_argument("--cpus", type=_positive, required=True)
     guest.add_argument("--mem", type=_positive, default=1024, metavar="MIB")
     guest.add_argument("--timeout", type=_positive, default=900, metavar="S")
+    guest.add_argument("--append", default="", metavar="ARGS",
+                       help="more kernel command-line arguments")
+    guest.add_argument("--tcg-threads", choices=("multi", "single"), default="single",
+                       help="under TCG: one host thread for all vCPUs (single, the default) "
+                       "or one each (multi: faster on an idle host, but guests lock up "
+                       "when the kernel patches its text: README)")
     guest.add_argument("command", nargs=argparse.REMAINDER)
     kernel = sub.add_parser("kernel", help="print the vmlinuz path of a --kernel value")
     kernel.add_argument("spec")
