@@ -29,10 +29,10 @@ TaskCounters::Options CounterOptions() {
   return options;
 }
 
-// Before Linux 6.4 the IPI and cross-call tracepoints do not exist, and the inherited
-// counting events soft-locked Debian's 6.1 kernels in QEMU guests during the quick suite
-// (4 runs of 4; with --attribution=false it finished). So there attribution is off
-// unless --attribution=true asks for it.
+// Before Linux 6.4 the IPI and cross-call tracepoints do not exist, so there attribution
+// is off unless --attribution=true asks for it. (It was also blamed for Debian 6.1 guests
+// that soft-locked; that lockup is QEMU's multi-threaded TCG, see the README's "Guests
+// that lock up", and `vm` avoids it.)
 bool KernelPredatesAttribution() {
   struct utsname kernel;
   int major = 0, minor = 0;
@@ -88,8 +88,7 @@ std::string CounterSourcesJson() {
           attribution_flag.is_set()
               ? "unavailable: --attribution=false"
               : "unavailable: off by default before Linux 6.4 (no ipi:ipi_send_cpu or "
-                "csd:csd_queue_cpu, and the inherited events soft-locked 6.1 guests); "
-                "--attribution=true turns it on");
+                "csd:csd_queue_cpu); --attribution=true turns it on");
     }
   }
   add("ipis_system", "/proc/interrupts function-call IPIs (CAL) received by every CPU");

@@ -1,10 +1,11 @@
 """`vm`, `bisect`, `plot --vs-cpus` and compare's comparability check.
 
-The unit tests need nothing but Python. test_debian_guest_runs_quick_suite boots Debian's
-6.1 cloud kernel with 4 vCPUs in QEMU (TCG here: KVM guests hang on this nested host) and
-runs the quick suite inside; tools/setup installs QEMU and busybox-static, and `vm`
-fetches the kernel with apt, so it runs wherever `tools/perfscale test` runs. It skips,
-saying why, only where QEMU cannot run at all.
+The unit tests need nothing but Python. The guest tests boot Debian's 6.12 cloud kernel
+with 4 vCPUs in QEMU (TCG here: KVM guests hang on this nested host) and run the quick
+suite inside with the attributed counters, then Debian's 6.1 cloud kernel for the
+older-kernel paths; tools/setup installs QEMU and busybox-static, and `vm` fetches the
+kernels with apt, so they run wherever `tools/perfscale test` runs. They skip, saying
+why, only where QEMU cannot run at all.
 """
 
 import gzip
