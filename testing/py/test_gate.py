@@ -352,3 +352,8 @@ def test_trials_run_nightlies_on_copies_and_report_false_alarms_and_power(
     assert db.read_bytes() == before  # each trial had its own copy
     assert sorted(p.name for p in (tmp_path / "t").iterdir() if p.is_dir()) == [
         "aa-1", "aa-2", "power-1"]
+    code, out, _ = cli("trials", "--aa", "3", "--power", "3", "--inject-events", "1",
+                       "--budget", "0.001", "--history", db, "--out-dir", tmp_path / "t2",
+                       "--config", "ci", "--", "--fixture=base.json")
+    assert code == 0, out
+    assert "budget is spent: 1 A/A and 0 injected trials ran" in out

@@ -1,7 +1,8 @@
 """`tools/perfscale trials`: does the calibrated gate keep its promises on this machine?
 
     tools/perfscale trials [--aa N] [--power N] [--inject-events E] [--history DB]
-                           [--config NAME] [--out-dir DIR] [--run-cmd CMD] [-- RUN_ARGS...]
+                           [--config NAME] [--out-dir DIR] [--run-cmd CMD] [--budget S]
+                           [-- RUN_ARGS...]
 
 After `tools/perfscale calibrate` has stored a lineage's floors and baseline runs, runs N
 nightlies with no change (A/A) and N with the injector on (perfscale.gate.inject: real
@@ -31,6 +32,7 @@ import shlex
 import shutil
 import statistics
 import sys
+import time
 
 from perfscale.gate import floors as gate_floors, inject, stats as results_stats
 from perfscale.history import nightly, store as history
@@ -61,7 +63,12 @@ def parse_args(argv):
                                                           "trials"), metavar="DIR",
                         help="where the trials' histories, reports and logs go "
                         "(default results/trials)")
+    parser.add_argument("--budget", type=float, metavar="S",
+                        help="start no trial after S seconds (default: run them all); the "
+                        "tables say how many ran")
     args = parser.parse_args(ours)
+    if args.budget is not None and not args.budget > 0:
+        parser.error("--budget must be positive")
     if args.aa < 0 or args.power < 0 or args.aa + args.power == 0:
         parser.error("--aa and --power must not be negative, and not both 0")
     inject.check_strength(parser, args.inject_events)
@@ -101,11 +108,16 @@ def main(argv):
                                                          added_ns), flush=True)
     sizes = true_sizes(args, run_args, base_runs, added_ns)
     outcomes = {"aa": [], "power": []}
+    started = time.monotonic()
     order = ["aa", "power"] * max(args.aa, args.power)
     counts = {"aa": 0, "power": 0}
     for kind in order:
         if counts[kind] >= (args.aa if kind == "aa" else args.power):
             continue
+        if args.budget is not None and time.monotonic() - started > args.budget:
+            print("trials: the %.0f s budget is spent: %d A/A and %d injected trials ran"
+                  % (args.budget, counts["aa"], counts["power"]))
+            break
         counts[kind] += 1
         outcomes[kind].append(_trial(args, run_args, config, kind, counts[kind]))
         status, flagged = outcomes[kind][-1]
