@@ -187,14 +187,6 @@ Flag& DefineSuiteBoolFlag(std::string name, bool default_value, std::string help
   return DefineFlag(std::move(info), std::move(text));
 }
 
-Flag& DefineFlag(std::string name, std::string default_value, std::string help) {
-  return DefineSuiteFlag(std::move(name), std::move(default_value), "text", std::move(help));
-}
-
-Flag& DefineBoolFlag(std::string name, bool default_value, std::string help) {
-  return DefineSuiteBoolFlag(std::move(name), default_value, std::move(help));
-}
-
 absl::Status ParseFlags(int argc, char** argv, std::vector<std::string>* notices) {
   FlagTable& table = Table();
   for (int i = 1; i < argc; ++i) {

@@ -125,10 +125,6 @@ Flag& DefineSuiteFlag(std::string name, std::string default_value, std::string v
                       std::string help, std::string default_text = "");
 Flag& DefineSuiteBoolFlag(std::string name, bool default_value, std::string help);
 
-// The untyped definitions of before the family tables; they go once no family uses them.
-Flag& DefineFlag(std::string name, std::string default_value, std::string help);
-Flag& DefineBoolFlag(std::string name, bool default_value, std::string help);
-
 // Parses argv[1..argc) as --name=value (or --name value) against the table, leaving
 // argv untouched. Unknown flags, positional arguments, empty values (`--name=`: leave
 // the flag out for its default) and non-booleans for boolean flags are errors naming
@@ -214,6 +210,12 @@ class FlagSpec {
   FlagSpec Quick(std::string description, DefaultFn fn) && {
     info_.quick_text = std::move(description);
     quick_ = std::move(fn);
+    return std::move(*this);
+  }
+  // What --help and the rejections say is allowed, where the type's own wording would
+  // not be the whole truth (a power of two; at most one per CPU).
+  FlagSpec Values(std::string values) && {
+    info_.values = std::move(values);
     return std::move(*this);
   }
   // A name the flag had before: still accepted, with a notice naming the new one.

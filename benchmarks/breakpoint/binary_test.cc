@@ -54,9 +54,11 @@ TEST_F(BreakpointBinaryTest, JsonHasTheBenchmarksCountersAndContext) {
   if (absl::Status s = ProbeCapabilities().RequireBreakpointPmu(); !s.ok()) {
     GTEST_SKIP() << s.message();
   }
-  Result result = RunBinary({"--breakpoints=0,1", "--parallelism=1", "--threads=2", "--repeat=2",
-                             "--passive=0,2", "--active=1", "--placement=unpinned,same_cpu",
-                             "--benchmark_min_time=0.01", "--benchmark_format=json"});
+  Result result =
+      RunBinary({"--breakpoint_breakpoints=0,1", "--breakpoint_parallelism=1",
+                 "--breakpoint_threads=2", "--breakpoint_repeat=2", "--breakpoint_passive=0,2",
+                 "--breakpoint_active=1", "--breakpoint_placement=unpinned,same_cpu",
+                 "--benchmark_min_time=0.01", "--benchmark_format=json"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   absl::StatusOr<Json> doc = ParseJson(result.out);
   ASSERT_TRUE(doc.ok()) << doc.status() << "\n" << result.out;
@@ -136,10 +138,10 @@ TEST_F(BreakpointBinaryTest, ProfileNamesTheKernelPathOfTheToggle) {
   if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "placement other_cpus needs 2 CPUs";
   const char* tmp = std::getenv("TEST_TMPDIR");
   std::string path = absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/breakpoint.profile.json");
-  Result result =
-      RunBinary({"--passive=2", "--active=0", "--placement=other_cpus",
-                 "--benchmark_filter=BM_BreakpointEnable", "--benchmark_min_time=0.2",
-                 "--benchmark_format=json", "--profile", absl::StrCat("--profile_out=", path)});
+  Result result = RunBinary(
+      {"--breakpoint_passive=2", "--breakpoint_active=0", "--breakpoint_placement=other_cpus",
+       "--benchmark_filter=BM_BreakpointEnable", "--benchmark_min_time=0.2",
+       "--benchmark_format=json", "--profile", absl::StrCat("--profile_out=", path)});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   absl::StatusOr<Json> doc = ParseJson(result.out);
   ASSERT_TRUE(doc.ok()) << doc.status();
@@ -171,8 +173,9 @@ TEST_F(BreakpointBinaryTest, ProfileNamesTheKernelPathOfTheToggle) {
 }
 
 TEST_F(BreakpointBinaryTest, BenchmarkFilterSelectsAFamily) {
-  Result result = RunBinary({"--breakpoints=0", "--parallelism=1", "--passive=0", "--active=1",
-                             "--placement=unpinned", "--benchmark_filter=Thread",
+  Result result = RunBinary({"--breakpoint_breakpoints=0", "--breakpoint_parallelism=1",
+                             "--breakpoint_passive=0", "--breakpoint_active=1",
+                             "--breakpoint_placement=unpinned", "--benchmark_filter=Thread",
                              "--benchmark_list_tests=true"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(result.out, "BM_BreakpointThread/breakpoints:0/parallelism:1/threads:20/real_time\n");
@@ -185,34 +188,35 @@ struct BadFlag {
 
 TEST_F(BreakpointBinaryTest, BadValuesExitTwoNamingTheFlagBeforeRunning) {
   std::vector<BadFlag> cases = {
-      {{"--breakpoints=-1"}, "--breakpoints: -1 is out of range"},
-      {{"--breakpoints=99"}, "--breakpoints: 99 is out of range"},
-      {{"--breakpoints=0,x"}, "--breakpoints: 'x' is not an integer"},
-      {{"--threads=0"}, "--threads: 0 is out of range"},
-      {{"--repeat=-5"}, "--repeat: -5 is out of range"},
-      {{"--parallelism=abc"}, "--parallelism: 'abc' is not an integer"},
-      {{"--parallelism=0"}, "--parallelism: 0 is out of range"},
-      {{"--passive=-1"}, "--passive: -1 is out of range"},
-      {{"--active=4-2"}, "--active: descending range '4-2'"},
-      {{"--placement=bogus"}, "--placement: unknown value 'bogus'"},
-      {{"--attribution=maybe"}, "--attribution: 'maybe' is not a boolean"},
+      {{"--breakpoint_breakpoints=-1"}, "--breakpoint_breakpoints=-1: -1 is out of range"},
+      {{"--breakpoint_breakpoints=99"}, "--breakpoint_breakpoints=99: 99 is out of range"},
+      {{"--breakpoint_breakpoints=0,x"}, "--breakpoint_breakpoints=0,x: 'x' is not an integer"},
+      {{"--breakpoint_threads=0"}, "--breakpoint_threads=0: 0 is out of range"},
+      {{"--breakpoint_repeat=-5"}, "--breakpoint_repeat=-5: -5 is out of range"},
+      {{"--breakpoint_parallelism=abc"}, "--breakpoint_parallelism=abc: 'abc' is not an integer"},
+      {{"--breakpoint_parallelism=0"}, "--breakpoint_parallelism=0: 0 is out of range"},
+      {{"--breakpoint_passive=-1"}, "--breakpoint_passive=-1: -1 is out of range"},
+      {{"--breakpoint_active=4-2"}, "--breakpoint_active=4-2: descending range '4-2'"},
+      {{"--breakpoint_placement=bogus"}, "--breakpoint_placement=bogus: unknown value 'bogus'"},
+      {{"--attribution=maybe"}, "--attribution=maybe: 'maybe' is not a boolean"},
       {{"--unknown_flag=1"}, "unknown flag --unknown_flag"},
-      {{"--threads"}, "flag --threads needs a value"},
+      {{"--breakpoint_threads"}, "flag --breakpoint_threads needs a value"},
       {{"stray"}, "unexpected argument 'stray'"},
-      {{"--profile_hz=0"}, "--profile_hz: 0 is out of range"},
+      {{"--profile_hz=0"}, "--profile_hz=0: 0 is out of range"},
       {{"--profile=maybe"}, "--profile"},
       {{"--profile", "--profile_out=/nonexistent/dir/p.json"},
        "--profile_out: cannot write '/nonexistent/dir/p.json'"},
       // More threads than this process may create: 4096 workers x 100001 threads.
-      {{"--parallelism=4096", "--threads=100000"}, "--parallelism=4096 --threads=100000: needs"},
+      {{"--breakpoint_parallelism=4096", "--breakpoint_threads=100000"},
+       "--breakpoint_parallelism=4096 --breakpoint_threads=100000: needs"},
   };
   absl::StatusOr<int> slots = ProbeBreakpointSlots();
   if (slots.ok() && *slots < 64) {
     std::string too_many = absl::StrCat(*slots + 1);
-    cases.push_back(
-        {{"--breakpoints=0," + too_many},
-         absl::StrCat("--breakpoints: ", too_many, " breakpoints asked for, but this machine has ",
-                      *slots, " hardware breakpoint slots")});
+    cases.push_back({{"--breakpoint_breakpoints=0," + too_many},
+                     absl::StrCat("--breakpoint_breakpoints=0,", too_many, ": ", too_many,
+                                  " breakpoints asked for, but this machine has ", *slots,
+                                  " hardware breakpoint slots")});
   }
   for (const BadFlag& bad : cases) {
     SCOPED_TRACE(bad.args[0]);

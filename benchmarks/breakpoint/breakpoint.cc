@@ -1,32 +1,26 @@
 // Breakpoint families: what inherited hardware breakpoints cost a threaded program.
 //
-// Seed: ../shared/seeds/000 (perf bench breakpoint, Dmitry Vyukov, 2022). On a
-// 112-thread machine, 4 inherited breakpoints made thread create+join 165x slower
-// (a global breakpoint-slot mutex, 91% osq_lock), and toggling one breakpoint that 224
-// blocked or 111 spinning threads inherited was 408-444x slower (IPIs, 79%
-// smp_call_function_single).
+// Seed: the thread "[PATCH] tools/perf: add breakpoint benchmarks" (Dmitry Vyukov, 5 May
+// 2022; replies to 11 May 2022). On a 112-thread machine, 4 inherited breakpoints made
+// thread create+join 165x slower (a global breakpoint-slot mutex, 91% osq_lock), and
+// toggling one breakpoint that 224 blocked or 111 spinning threads inherited was 408-444x
+// slower (IPIs, 79% smp_call_function_single).
 //
-// BM_BreakpointThread/breakpoints:B/parallelism:P/threads:T
-//   Exactly `perf bench breakpoint thread`: B breakpoints (inherit, user-only, on bytes
-//   never touched) are opened on the benchmark thread before timing. One iteration is
-//   one perf-bench run: P workers are created, share a counter of --repeat batches, and
-//   each batch creates T threads that wait on a futex, wakes and joins them; then the
-//   workers are joined. Counters: usecs/op = time / (repeat * T) (one op = one thread
-//   create+join, perf bench's figure), usecs/op/cpu = usecs/op * P, and
-//   the kernel-cost counters of bench_support.h (ipis_sent/op, ..., ipis_system/op).
+// BM_BreakpointThread is `perf bench breakpoint thread`: B breakpoints (inherit,
+// user-only, on bytes never touched) are opened on the benchmark thread before timing;
+// one iteration is one perf-bench run: P workers share a counter of batches, and each
+// batch creates T threads that wait on a futex, wakes and joins them. usecs/op is perf
+// bench's figure (time per thread create+join), usecs/op/cpu that times P.
 //
-// BM_BreakpointEnable/passive:N/active:M/placement:X
-//   Exactly `perf bench breakpoint enable`: one inherited breakpoint on a stack byte,
-//   then N threads blocked on a futex and M threads spinning, 10 ms to settle, then one
-//   iteration = PERF_EVENT_IOC_DISABLE + PERF_EVENT_IOC_ENABLE. usecs/op = time per
-//   iteration. The kernel updates each inherited copy with a function call on the CPU
-//   the copy's thread last ran on (task_function_call), blocked threads included, so
-//   the cost depends on where the threads are. Placement: `unpinned` leaves them to the
-//   scheduler like perf bench (the figure then swings with where they land); `same_cpu`
-//   pins the toggling thread and all inheriting threads to one CPU (local calls);
-//   `other_cpus` pins the toggler to one CPU and the threads to the others (an IPI for
-//   every inherited copy).
+// BM_BreakpointEnable is `perf bench breakpoint enable`: one inherited breakpoint on a
+// stack byte, N blocked and M spinning threads, 10 ms to settle, then one iteration =
+// PERF_EVENT_IOC_DISABLE + PERF_EVENT_IOC_ENABLE. The kernel updates each inherited copy
+// with a function call on the CPU the copy's thread last ran on (task_function_call),
+// blocked threads included, so the cost depends on where the threads are: the placement
+// makes that a parameter (unpinned like perf bench, same_cpu: local calls, other_cpus:
+// an IPI for every inherited copy).
 //
+// The parameters, their ranges and defaults: the table below, printed by --help.
 // Both time in real time: the work lands on other CPUs. Privileges: per-task user
 // breakpoints need the breakpoint PMU and a kernel that allows them at its paranoid level
 // (<= 2 everywhere; mainline at any level): the open decides.
@@ -45,6 +39,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "benchmark/benchmark.h"
 #include "benchmarks/breakpoint/breakpoint_slots.h"
@@ -65,26 +60,89 @@
 namespace perfscale {
 namespace {
 
-Flag& breakpoints_flag =
-    DefineFlag("breakpoints", "",
-               "breakpoints held during thread churn (default: 0,1,2,4 up to the "
-               "hardware's slots)");
-Flag& parallelism_flag = DefineFlag(
-    "parallelism", "", "workers creating threads concurrently (default: 1 and the online CPUs)");
-Flag& threads_flag = DefineFlag("threads", "20", "threads each batch creates and joins");
-Flag& repeat_flag = DefineFlag("repeat", "10",
-                               "batches per iteration of the thread family, shared by the workers "
-                               "(perf bench --repeat)");
-Flag& passive_flag = DefineFlag(
-    "passive", "", "blocked threads inheriting the toggled breakpoint (default: 0, CPUs, 4x CPUs)");
-Flag& active_flag = DefineFlag(
-    "active", "",
-    "spinning threads inheriting the toggled breakpoint (default: 1..4, then powers of two "
-    "and the CPU count)");
-Flag& placement_flag =
-    DefineFlag("placement", "unpinned,same_cpu,other_cpus",
-               "where the inheriting threads run: unpinned (perf bench), same_cpu (as the toggling "
-               "thread), other_cpus");
+// The most breakpoints a run may ask for: the hardware's slots when they can be probed;
+// otherwise (no PMU, no permission) the benchmarks will skip with the reason at run time.
+int MaxBreakpoints() {
+  absl::StatusOr<int> slots = ProbeBreakpointSlots();
+  return slots.ok() ? *slots : 64;
+}
+
+// `counts` without those above the hardware's slots.
+std::string UpToSlots(std::vector<int64_t> counts) {
+  const int slots = MaxBreakpoints();
+  counts.erase(
+      std::remove_if(counts.begin(), counts.end(), [slots](int64_t b) { return b > slots; }),
+      counts.end());
+  return absl::StrJoin(counts, ",");
+}
+
+// 1..4, then powers of two and the CPU count: every count on small machines, and 10
+// shapes rather than 256 on a 256-CPU machine.
+std::string OneToCpus(const FlagEnv& env) {
+  std::vector<int64_t> active;
+  for (int64_t a = 1; a <= env.cpus; a = a < 4 ? a + 1 : 2 * a) active.push_back(a);
+  if (active.back() != env.cpus) active.push_back(env.cpus);
+  return absl::StrJoin(active, ",");
+}
+
+struct Flags {
+  std::vector<int64_t> breakpoints;
+  std::vector<int64_t> parallelism;
+  int threads = 0;
+  int repeat = 0;
+  std::vector<int64_t> passive;
+  std::vector<int64_t> active;
+  std::vector<Choice<std::string>> placements;
+};
+
+const FlagList<Flags> flags(
+    "breakpoint",
+    {
+        IntListFlag(&Flags::breakpoints, "breakpoint_breakpoints", 0, 64,
+                    "breakpoints held during thread churn (BM_BreakpointThread); more than the "
+                    "hardware's slots is an error")
+            .Default("0,1,2,4 up to the hardware's slots",
+                     [](const FlagEnv&) {
+                       return UpToSlots({0, 1, 2, 4});
+                     })
+            .Quick("0,4 up to the hardware's slots",
+                   [](const FlagEnv&) {
+                     return UpToSlots({0, 4});
+                   })
+            .Was("breakpoints"),
+        IntListFlag(&Flags::parallelism, "breakpoint_parallelism", 1, 4096,
+                    "workers creating threads concurrently (BM_BreakpointThread)")
+            .Default("1,CPUs", [](const FlagEnv& env) { return absl::StrCat("1,", env.cpus); })
+            .Quick("CPUs", [](const FlagEnv& env) { return absl::StrCat(env.cpus); })
+            .Was("parallelism"),
+        IntFlag(&Flags::threads, "breakpoint_threads", 1, 100000,
+                "threads each batch creates and joins (BM_BreakpointThread)")
+            .Default("20")
+            .Was("threads"),
+        IntFlag(&Flags::repeat, "breakpoint_repeat", 1, 1000000,
+                "batches per iteration of BM_BreakpointThread, shared by the workers (perf bench "
+                "--repeat)")
+            .Default("10")
+            .Was("repeat"),
+        IntListFlag(&Flags::passive, "breakpoint_passive", 0, 1000000,
+                    "blocked threads inheriting the toggled breakpoint (BM_BreakpointEnable)")
+            .Default("0,CPUs,4xCPUs",
+                     [](const FlagEnv& env) {
+                       return absl::StrCat("0,", env.cpus, ",", 4 * env.cpus);
+                     })
+            .Quick("0,4xCPUs", [](const FlagEnv& env) { return absl::StrCat("0,", 4 * env.cpus); })
+            .Was("passive"),
+        IntListFlag(&Flags::active, "breakpoint_active", 0, 4096,
+                    "spinning threads inheriting the toggled breakpoint (BM_BreakpointEnable)")
+            .Default("1..4, then powers of two, and CPUs", OneToCpus)
+            .Quick("1")
+            .Was("active"),
+        ChoiceListFlag(&Flags::placements, "breakpoint_placement", ChoicesOf(PlacementNames()),
+                       "where the inheriting threads run: unpinned (perf bench), same_cpu (with "
+                       "the toggling thread), other_cpus (the toggler alone on its CPU)")
+            .Default("unpinned,same_cpu,other_cpus")
+            .Was("placement"),
+    });
 
 // One byte per possible breakpoint, never read or written, so breakpoints never fire.
 volatile char never_touched[64];
@@ -242,66 +300,33 @@ void BM_BreakpointEnable(benchmark::State& state, EnableParams params) {
   ReportKernelCost(state, meter, ops);
 }
 
-// Values of a list flag, or `fallback` when the flag was not given.
-absl::StatusOr<std::vector<int64_t>> ListFlag(const Flag& flag, int64_t min, int64_t max,
-                                              std::vector<int64_t> fallback) {
-  if (flag.value().empty()) return fallback;
-  absl::StatusOr<std::vector<int64_t>> values = ParseIntList(flag.value(), min, max);
-  if (!values.ok()) return flag.Annotate(values.status());
-  return values;
-}
-
-// The most breakpoints a run may ask for: the hardware's slots when they can be probed;
-// otherwise (no PMU, no permission) the benchmarks will skip with the reason at run time.
-int MaxBreakpoints() {
-  absl::StatusOr<int> slots = ProbeBreakpointSlots();
-  return slots.ok() ? *slots : 64;
-}
-
-absl::Status RegisterThreadFamily(int cpus, const Capabilities& caps) {
-  int slots = MaxBreakpoints();
-  std::vector<int64_t> default_breakpoints;
-  for (int64_t b : QuickRun() ? std::vector<int64_t>{0, 4} : std::vector<int64_t>{0, 1, 2, 4}) {
-    if (b <= slots) default_breakpoints.push_back(b);
-  }
-  absl::StatusOr<std::vector<int64_t>> breakpoints =
-      ListFlag(breakpoints_flag, 0, 64, default_breakpoints);
-  if (!breakpoints.ok()) return breakpoints.status();
-  for (int64_t b : *breakpoints) {
+absl::Status RegisterThreadFamily(const Flags& f, const Capabilities& caps) {
+  const int slots = MaxBreakpoints();
+  for (int64_t b : f.breakpoints) {
     if (b > slots) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--breakpoints: ", b, " breakpoints asked for, but this machine has ", slots,
-                       " hardware breakpoint slots"));
+      return flags.Reject(&Flags::breakpoints, absl::StrJoin(f.breakpoints, ","),
+                          absl::StrCat(b, " breakpoints asked for, but this machine has ", slots,
+                                       " hardware breakpoint slots"));
     }
   }
-  std::vector<int64_t> default_parallelism = {cpus};
-  if (cpus > 1 && !QuickRun()) default_parallelism.insert(default_parallelism.begin(), 1);
-  absl::StatusOr<std::vector<int64_t>> parallelism =
-      ListFlag(parallelism_flag, 1, 4096, default_parallelism);
-  if (!parallelism.ok()) return parallelism.status();
-  absl::StatusOr<int64_t> threads = ParseInt(threads_flag.value(), 1, 100000);
-  if (!threads.ok()) return threads_flag.Annotate(threads.status());
-  absl::StatusOr<int64_t> repeat = ParseInt(repeat_flag.value(), 1, 1000000);
-  if (!repeat.ok()) return repeat_flag.Annotate(repeat.status());
-
   // Values a user asked for that cannot fit are a usage error; defaults that do not fit
   // this environment skip at run time with the same reason.
-  for (int64_t p : *parallelism) {
-    ThreadParams params{0, static_cast<int>(p), static_cast<int>(*threads), 1};
-    absl::Status fits = caps.RequireThreads(ThreadsNeeded(params));
-    if (!fits.ok() && (parallelism_flag.is_set() || threads_flag.is_set())) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--parallelism=", p, " --threads=", *threads, ": ", fits.message()));
+  for (int64_t p : f.parallelism) {
+    absl::Status fits =
+        caps.RequireThreads(ThreadsNeeded(ThreadParams{0, static_cast<int>(p), f.threads, 1}));
+    if (!fits.ok() && (flags.Given(&Flags::parallelism) || flags.Given(&Flags::threads))) {
+      return absl::InvalidArgumentError(absl::StrCat(flags.Name(&Flags::parallelism), "=", p, " ",
+                                                     flags.Name(&Flags::threads), "=", f.threads,
+                                                     ": ", fits.message()));
     }
   }
-  for (int64_t b : *breakpoints) {
-    for (int64_t p : *parallelism) {
-      ThreadParams params{static_cast<int>(b), static_cast<int>(p), static_cast<int>(*threads),
-                          static_cast<int>(*repeat)};
+  for (int64_t b : f.breakpoints) {
+    for (int64_t p : f.parallelism) {
+      ThreadParams params{static_cast<int>(b), static_cast<int>(p), f.threads, f.repeat};
       std::string name = absl::StrCat("BM_BreakpointThread/breakpoints:", b, "/parallelism:", p,
-                                      "/threads:", *threads);
+                                      "/threads:", f.threads);
       // One iteration creates and joins repeat x threads threads, plus the workers.
-      const double threads_per_iteration = static_cast<double>(*repeat * *threads + p);
+      const double threads_per_iteration = static_cast<double>(f.repeat) * f.threads + p;
       RegisterPlanned(
           name, TimeMode::kReal,
           [threads_per_iteration](const UnitCosts& u) {
@@ -314,51 +339,38 @@ absl::Status RegisterThreadFamily(int cpus, const Capabilities& caps) {
   return absl::OkStatus();
 }
 
-absl::Status RegisterEnableFamily(int cpus, const Capabilities& caps) {
-  absl::StatusOr<std::vector<int64_t>> passive = ListFlag(
-      passive_flag, 0, 1000000,
-      QuickRun() ? std::vector<int64_t>{0, 4 * cpus} : std::vector<int64_t>{0, cpus, 4 * cpus});
-  if (!passive.ok()) return passive.status();
-  // Every count on small machines; powers of two and the CPU count on big ones, so a
-  // 256-CPU machine gets 10 shapes rather than 256.
-  std::vector<int64_t> default_active;
-  for (int64_t a = 1; a <= (QuickRun() ? 1 : cpus); a = a < 4 ? a + 1 : 2 * a) {
-    default_active.push_back(a);
-  }
-  if (default_active.back() != (QuickRun() ? 1 : cpus)) default_active.push_back(cpus);
-  absl::StatusOr<std::vector<int64_t>> active = ListFlag(active_flag, 0, 4096, default_active);
-  if (!active.ok()) return active.status();
-  absl::StatusOr<std::vector<std::string>> placements =
-      ParseChoiceList(placement_flag.value(), PlacementNames());
-  if (!placements.ok()) return placement_flag.Annotate(placements.status());
-
+absl::Status RegisterEnableFamily(const Flags& f, const Capabilities& caps) {
+  const bool passive_given = flags.Given(&Flags::passive);
+  const bool active_given = flags.Given(&Flags::active);
   // Like the seed, vary one kind of thread at a time unless both counts were given.
   std::vector<std::pair<int64_t, int64_t>> shapes;
-  if (passive_flag.is_set() && active_flag.is_set()) {
-    for (int64_t p : *passive) {
-      for (int64_t a : *active) shapes.emplace_back(p, a);
+  if (passive_given && active_given) {
+    for (int64_t p : f.passive) {
+      for (int64_t a : f.active) shapes.emplace_back(p, a);
     }
   } else {
-    if (!active_flag.is_set() || passive_flag.is_set()) {
-      for (int64_t p : *passive) shapes.emplace_back(p, 0);
+    if (!active_given || passive_given) {
+      for (int64_t p : f.passive) shapes.emplace_back(p, 0);
     }
-    if (!passive_flag.is_set()) {
-      for (int64_t a : *active) {
-        if (a > 0 || active_flag.is_set()) shapes.emplace_back(0, a);
+    if (!passive_given) {
+      for (int64_t a : f.active) {
+        if (a > 0 || active_given) shapes.emplace_back(0, a);
       }
     }
   }
   for (const auto& [p, a] : shapes) {
     absl::Status fits = caps.RequireThreads(static_cast<uint64_t>(p + a));
-    if (!fits.ok() && (passive_flag.is_set() || active_flag.is_set())) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--passive=", p, " --active=", a, ": ", fits.message()));
+    if (!fits.ok() && (passive_given || active_given)) {
+      return absl::InvalidArgumentError(absl::StrCat(flags.Name(&Flags::passive), "=", p, " ",
+                                                     flags.Name(&Flags::active), "=", a, ": ",
+                                                     fits.message()));
     }
-    for (const std::string& placement : *placements) {
+    for (const Choice<std::string>& placement : f.placements) {
       // Placement only moves inheriting threads; with none, every placement is one run.
       bool alone = p == 0 && a == 0;
-      if (alone && placement != placements->front()) continue;
-      EnableParams params{static_cast<int>(p), static_cast<int>(a), alone ? "unpinned" : placement};
+      if (alone && placement.name != f.placements.front().name) continue;
+      EnableParams params{static_cast<int>(p), static_cast<int>(a),
+                          alone ? "unpinned" : placement.value};
       std::string name = absl::StrCat("BM_BreakpointEnable/passive:", p, "/active:", a,
                                       "/placement:", params.placement);
       // Setup starts the threads and lets them settle (10 ms); a toggle updates every
@@ -377,10 +389,11 @@ absl::Status RegisterEnableFamily(int cpus, const Capabilities& caps) {
 }
 
 absl::Status RegisterBreakpointFamilies() {
-  int cpus = PlannedCpuCount();
+  absl::StatusOr<Flags> f = flags.Resolve(FamilyFlagEnv());
+  if (!f.ok()) return f.status();
   Capabilities caps = ProbeCapabilities();
-  if (absl::Status status = RegisterThreadFamily(cpus, caps); !status.ok()) return status;
-  return RegisterEnableFamily(cpus, caps);
+  if (absl::Status status = RegisterThreadFamily(*f, caps); !status.ok()) return status;
+  return RegisterEnableFamily(*f, caps);
 }
 
 }  // namespace

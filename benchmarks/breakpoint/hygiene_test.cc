@@ -93,8 +93,8 @@ bool AffinityHasTwoCpus() {
   return mask.ok() && mask->Cpus().size() >= 2;
 }
 
-// The shapes RegisterEnableFamily builds when both --passive and --active are given:
-// every pair, each in every placement except the pair with no inheriting threads at all
+// The shapes RegisterEnableFamily builds when both --breakpoint_passive and --breakpoint_active are
+// given: every pair, each in every placement except the pair with no inheriting threads at all
 // (placement moves nothing there, so it is registered once, unpinned).
 std::set<std::string> ExpectedNames(const std::vector<std::string>& placements) {
   std::set<std::string> names;
@@ -133,8 +133,9 @@ class BreakpointHygieneTest : public ::testing::Test {
     for (const std::string& p : *placements_) {
       absl::StrAppend(&placement_flag, placement_flag.empty() ? "" : ",", p);
     }
-    Argv flags({"hygiene_test", "--breakpoints=0,1", "--parallelism=1,2", "--threads=2",
-                "--repeat=2", "--passive=0,2", "--active=0,1", "--placement=" + placement_flag});
+    Argv flags({"hygiene_test", "--breakpoint_breakpoints=0,1", "--breakpoint_parallelism=1,2",
+                "--breakpoint_threads=2", "--breakpoint_repeat=2", "--breakpoint_passive=0,2",
+                "--breakpoint_active=0,1", "--breakpoint_placement=" + placement_flag});
     registration_ = new absl::Status(ParseFlags(*flags.argc(), flags.argv()));
     if (!registration_->ok()) return;
     for (const Family& family : Families()) {

@@ -29,7 +29,7 @@ def online_cpus():
 
 class EventOpenBinary(unittest.TestCase):
     def test_json_counters(self):
-        result = run("--events=2", "--event_kinds=dummy,sched:sched_switch",
+        result = run("--event_open_events=2", "--event_open_event_kinds=dummy,sched:sched_switch",
                      "--benchmark_min_time=0.002", "--benchmark_format=json")
         self.assertEqual(result.returncode, 0, result.stderr)
         report = json.loads(result.stdout)
@@ -61,9 +61,10 @@ class EventOpenBinary(unittest.TestCase):
                 self.assertGreater(bench["sysfs_ops/event"], 0, name)
 
     def test_cpu_list_and_strategy_filter(self):
-        result = run("--events=1", "--cpus=0", "--strategy=cpu_major", "--phases=open",
-                     "--event_kinds=cpu-clock", "--pmu_lookup=per_pmu",
-                     "--pmu_events=software/config=0/", "--benchmark_min_time=0.002",
+        result = run("--event_open_events=1", "--event_open_cpus=0",
+                     "--event_open_strategy=cpu_major", "--event_open_phases=open",
+                     "--event_open_event_kinds=cpu-clock", "--event_open_pmu_lookup=per_pmu",
+                     "--event_open_pmu_events=software/config=0/", "--benchmark_min_time=0.002",
                      "--benchmark_format=json")
         self.assertEqual(result.returncode, 0, result.stderr)
         names = [b["name"] for b in json.loads(result.stdout)["benchmarks"]]
@@ -76,9 +77,10 @@ class EventOpenBinary(unittest.TestCase):
         ])
 
     def test_load_all_is_one_hog_per_cpu(self):
-        result = run("--events=1", "--strategy=cpu_major", "--phases=open",
-                     "--event_kinds=cpu-clock", "--load=all,0,1", "--pmu_lookup=per_pmu",
-                     "--pmu_events=software/config=0/", "--benchmark_list_tests")
+        result = run("--event_open_events=1", "--event_open_strategy=cpu_major",
+                     "--event_open_phases=open", "--event_open_event_kinds=cpu-clock",
+                     "--event_open_load=all,0,1", "--event_open_pmu_lookup=per_pmu",
+                     "--event_open_pmu_events=software/config=0/", "--benchmark_list_tests")
         self.assertEqual(result.returncode, 0, result.stderr)
         cpus = online_cpus()
         base = "BM_EventOpen/strategy:cpu_major/events:1/event:cpu-clock/phases:open/cpus:%d" % cpus
@@ -97,24 +99,24 @@ class EventOpenBinary(unittest.TestCase):
 
     def test_bad_flags_exit_2_naming_the_flag(self):
         cases = [
-            ("--events=0", "--events"),
-            ("--events=abc", "--events"),
-            ("--strategy=cpu-major", "--strategy"),
-            ("--cpus=0-", "--cpus"),
-            ("--cpus=4095", "--cpus"),
-            ("--event_kinds=cycles", "--event_kinds"),
-            ("--event_kinds=sched:", "--event_kinds"),
-            ("--event_kinds=cpu-clock,,dummy", "--event_kinds"),
-            ("--phases=close", "--phases"),
-            ("--strategy=", "--strategy"),
-            ("--events=", "--events"),
-            ("--group_size=0", "--group_size"),
-            ("--load=4096", "--load"),
-            ("--load=half", "--load"),
-            ("--load=", "--load"),
-            ("--pmu_lookup=cached", "--pmu_lookup"),
-            ("--pmu_events=msr/tsc", "--pmu_events"),
-            ("--pmu_events=msr", "--pmu_events"),
+            ("--event_open_events=0", "--event_open_events"),
+            ("--event_open_events=abc", "--event_open_events"),
+            ("--event_open_strategy=cpu-major", "--event_open_strategy"),
+            ("--event_open_cpus=0-", "--event_open_cpus"),
+            ("--event_open_cpus=4095", "--event_open_cpus"),
+            ("--event_open_event_kinds=cycles", "--event_open_event_kinds"),
+            ("--event_open_event_kinds=sched:", "--event_open_event_kinds"),
+            ("--event_open_event_kinds=cpu-clock,,dummy", "--event_open_event_kinds"),
+            ("--event_open_phases=close", "--event_open_phases"),
+            ("--event_open_strategy=", "--event_open_strategy"),
+            ("--event_open_events=", "--event_open_events"),
+            ("--event_open_group_size=0", "--event_open_group_size"),
+            ("--event_open_load=4096", "--event_open_load"),
+            ("--event_open_load=half", "--event_open_load"),
+            ("--event_open_load=", "--event_open_load"),
+            ("--event_open_pmu_lookup=cached", "--event_open_pmu_lookup"),
+            ("--event_open_pmu_events=msr/tsc", "--event_open_pmu_events"),
+            ("--event_open_pmu_events=msr", "--event_open_pmu_events"),
         ]
         for flag, named in cases:
             with self.subTest(flag=flag):

@@ -1,47 +1,37 @@
 // Event-open families: what opening many per-CPU perf events costs, and what the order
 // of the opens changes.
 //
-// Seed: ../shared/seeds/002 (perf stat scaling, Andi Kleen, 2019). `perf stat` with >700
-// events on 94 CPUs spent 8.0 s in system time, mostly IPIs: every perf_event_open (and
-// enable, read, disable, close) of an event bound to another CPU interrupts that CPU.
-// Moving the opener onto each CPU in turn and doing all of that CPU's events there cut
-// it to 1.7 s; the thread names parallel per-CPU setup and fewer redundant /sys reads as
-// the next steps.
+// Seed: Andi Kleen's v8 patch kit for perf stat with many events and CPUs (cover letter
+// and "perf stat: Use affinity for opening events", 20 Nov 2019; review to 27 Nov 2019).
+// `perf stat` with >700 events on 94 CPUs spent 8.0 s in system time, mostly IPIs: every
+// perf_event_open (and enable, read, disable, close) of an event bound to another CPU
+// interrupts that CPU. Moving the opener onto each CPU in turn and doing all of that
+// CPU's events there cut it to 1.7 s; the thread names parallel per-CPU setup and fewer
+// redundant /sys reads as the next steps.
 //
-// BM_EventOpen/strategy:S/events:E/event:K/phases:P/cpus:C[/group:G][/load:L]
-//   E events of kind K (a software event such as cpu-clock or dummy, or a tracepoint
-//   subsystem:name), each opened system-wide (pid -1) on each of C CPUs: E x C fds.
-//   Strategy: event_major (for each event, for each CPU), cpu_major (for each CPU: move
-//   there with scoped affinity, then all its events) or parallel (one worker per CPU,
-//   pinned there, all CPUs at once; the workers are created before timing and reused,
-//   as a tool would keep a pool). Phases: `open` times opening the events disabled, as
-//   perf stat opens its counters (kernels since ~5.x install a disabled event without
-//   an IPI, so this is the cheap case now); `open_enabled` opens them enabled, as perf
-//   record does and as the seed's kernel paid for every open; in both the fds are closed
-//   untimed after each iteration. `lifecycle` times what perf stat does with its
-//   counters -- open (disabled), enable, read, disable, close -- every phase in the
-//   strategy's order. G > 1 opens the events in weak groups of G (members fall back to
-//   independent events where the kernel refuses the group, as '{...}:W').
-//   L > 0 runs L spinning threads while the events are opened, thread i pinned to the
-//   i-th of the C CPUs (all of them at L = C): the loaded machine on which perf stat
-//   --no-affinity (2026) says sched_setaffinity "may introduce a delay". cpu_major then
-//   waits for the scheduler on every CPU it moves to, event_major's IPIs interrupt the
-//   hogs, parallel's pinned workers share each CPU with one. The hogs start before and
-//   stop after the timed loop; the interrupts they take count in this process's sys_us.
-//   One iteration = those phases over all E x C fds (manual time: only the timed phases).
-//   Counters: usecs/fd, ipis_system/fd (function-call IPIs, system-wide, timed phases only),
-//   the attributed counters per fd (ipis_sent/fd, xcalls/fd, ...: bench_support.h),
-//   sys_us/fd (this process), fds (E x C), and for lifecycle share:<phase> (each phase's
-//   fraction of the time). Where affinity is refused (cpuset, isolated CPU), the run goes
-//   on and the label says on which CPUs; the thread's original mask is always restored.
+// BM_EventOpen opens E events of one kind (a software event, or a tracepoint) system-wide
+// on each of C CPUs, E x C fds, in one of three orders: event_major (for each event, for
+// each CPU: an IPI per remote operation), cpu_major (move to each CPU with scoped
+// affinity, then all its events) or parallel (one pinned worker per CPU, created before
+// timing and reused, as a tool would keep a pool). It times opening disabled events (perf
+// stat: kernels since ~5.x install them without an IPI), opening enabled ones (perf
+// record; what the seed's kernel paid for every open), or perf stat's whole lifecycle
+// (open, enable, read, disable, close, each phase in the strategy's order). Weak groups
+// fall back to independent events where the kernel refuses them ('{...}:W'). A load of
+// pinned spinning threads during the opens is the loaded machine on which perf stat
+// --no-affinity (2026) says sched_setaffinity "may introduce a delay": cpu_major then
+// waits for the scheduler on every CPU it moves to, event_major's IPIs interrupt the
+// hogs, parallel's workers share each CPU with one. Counters per fd: usecs, the
+// kernel-cost counters (bench_support.h; timed phases only), share:<phase> for the
+// lifecycle. Where affinity is refused (cpuset, isolated CPU), the run goes on and the
+// label says on which CPUs; the thread's original mask is always restored.
 //
-// BM_PmuResolve/lookup:L/events:E/names:N
-//   Resolves E event names (the N names of --pmu_events, in turn) the way perf's parser
-//   does, through /sys/bus/event_source/devices/<pmu>/{type,format/,events/}: loading the
-//   PMU afresh for every event (per_event) or once per PMU for the iteration (per_pmu).
-//   One iteration = one fresh resolver resolving E names (a tool's start-up). Counters:
-//   usecs/event, sysfs_ops/event (files read plus directories listed), pmu_loads.
+// BM_PmuResolve resolves event names the way perf's parser does, through
+// /sys/bus/event_source/devices/<pmu>/{type,format/,events/}: loading the PMU afresh for
+// every event (per_event) or once per PMU (per_pmu); one iteration is a tool's start-up.
+// Counters: usecs/event, sysfs_ops/event (files read plus directories listed), pmu_loads.
 //
+// The parameters, their ranges and defaults: the table below, printed by --help.
 // Privileges: per-CPU events need root, CAP_PERFMON or perf_event_paranoid <= 0;
 // tracepoints also need tracefs. E x C fds must fit the fd limit: the soft limit is
 // raised to the hard limit as needed, beyond that the benchmark skips with the numbers.
@@ -78,35 +68,6 @@
 namespace perfscale {
 namespace {
 
-Flag& events_flag = DefineFlag("events", "1,100,700",
-                               "events opened on every CPU (and names resolved by BM_PmuResolve)");
-Flag& strategy_flag =
-    DefineFlag("strategy", "event_major,cpu_major,parallel",
-               "order of the per-CPU event operations: event_major, cpu_major, parallel");
-Flag& cpus_flag =
-    DefineFlag("cpus", "", "CPUs to open events on, e.g. 0-3,6 (default: all online)");
-Flag& event_kinds_flag =
-    DefineFlag("event_kinds", "cpu-clock,dummy,sched:sched_switch",
-               "kinds of event to open: software events (cpu-clock, dummy, ...) or tracepoints "
-               "(subsystem:name)");
-Flag& phases_flag =
-    DefineFlag("phases", "open,open_enabled,lifecycle",
-               "what is timed: open (opening disabled events, as perf stat), open_enabled (opening "
-               "enabled events, as perf record), lifecycle (open, enable, read, disable, close)");
-Flag& group_size_flag = DefineFlag(
-    "group_size", "1", "1: independent events; N > 1: weak groups of N events ({...}:W)");
-Flag& load_flag =
-    DefineFlag("load", "0,all",
-               "spinning threads pinned to the CPUs while BM_EventOpen runs: counts up to the "
-               "CPU count, or all (one per CPU)");
-Flag& pmu_events_flag =
-    DefineFlag("pmu_events", "",
-               "event names BM_PmuResolve resolves through sysfs, e.g. msr/tsc/,software/config=0/ "
-               "(default: every alias of every PMU, pmu/config=0/ for PMUs without)");
-Flag& pmu_lookup_flag = DefineFlag(
-    "pmu_lookup", "per_event,per_pmu",
-    "BM_PmuResolve's sysfs reads: per_event (load the PMU for every event), per_pmu (cache)");
-
 enum Phase { kOpen, kEnable, kRead, kDisable, kClose, kNumPhases };
 constexpr const char* kPhaseNames[kNumPhases] = {"open", "enable", "read", "disable", "close"};
 
@@ -116,6 +77,132 @@ enum class PhasePlan {
   kOpenEnabled,  // perf_event_open of enabled events, as perf record opens its events
   kLifecycle,    // open (disabled), enable, read, disable, close
 };
+
+// --event_open_load's `all`: one spinning thread per CPU of the run.
+constexpr int64_t kLoadAll = -1;
+
+absl::StatusOr<std::vector<std::string>> ParseEventKinds(absl::string_view text) {
+  std::vector<std::string> kinds;
+  for (absl::string_view kind : absl::StrSplit(text, ',')) {
+    if (kind.empty()) return absl::InvalidArgumentError("empty item");
+    if (absl::StrContains(kind, ':')) {
+      absl::StatusOr<TracepointName> name = ParseTracepointName(kind);
+      if (!name.ok()) return name.status();
+    } else {
+      absl::StatusOr<uint64_t> config = ParseSoftwareEventName(kind);
+      if (!config.ok()) return config.status();
+    }
+    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.emplace_back(kind);
+  }
+  return kinds;
+}
+
+// The CPUs given, each online; empty (the default) for every online CPU.
+absl::StatusOr<std::vector<int>> ParseOnlineCpus(absl::string_view text) {
+  if (text.empty()) return std::vector<int>{};
+  absl::StatusOr<std::vector<int>> cpus = ParseCpuList(text);
+  if (!cpus.ok()) return cpus.status();
+  if (cpus->empty()) return absl::InvalidArgumentError("empty CPU list");
+  absl::StatusOr<std::vector<int>> online = OnlineCpus();
+  if (!online.ok()) return online.status();
+  for (int cpu : *cpus) {
+    if (!std::binary_search(online->begin(), online->end(), cpu)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("CPU ", cpu, " is not online (online: ", FormatCpuList(*online), ")"));
+    }
+  }
+  return cpus;
+}
+
+// Names for BM_PmuResolve; empty (the default) for every alias sysfs lists.
+absl::StatusOr<std::vector<std::string>> ParsePmuEvents(absl::string_view text) {
+  if (text.empty()) return std::vector<std::string>{};
+  absl::StatusOr<std::vector<std::string>> listed = SplitEventList(text);
+  if (!listed.ok()) return listed.status();
+  for (const std::string& name : *listed) {
+    absl::StatusOr<PmuEventName> parsed = ParsePmuEventName(name);
+    if (!parsed.ok()) return parsed.status();
+  }
+  return listed;
+}
+
+struct Flags {
+  std::vector<int64_t> events;
+  std::vector<Choice<GridOrder>> strategies;
+  std::vector<int> cpus;
+  std::vector<std::string> kinds;
+  std::vector<Choice<PhasePlan>> phases;
+  std::vector<int64_t> group_sizes;
+  std::vector<int64_t> loads;
+  std::vector<std::string> pmu_events;
+  std::vector<Choice<PmuCaching>> lookups;
+};
+
+const FlagList<Flags> flags(
+    "event_open",
+    {
+        IntListFlag(&Flags::events, "event_open_events", 1, 100000,
+                    "events opened on every CPU (and names resolved by BM_PmuResolve)")
+            .Default("1,100,700")
+            .Quick("100")
+            .Was("events"),
+        ChoiceListFlag(&Flags::strategies, "event_open_strategy",
+                       ChoicesOf({GridOrder::kEventMajor, GridOrder::kCpuMajor,
+                                  GridOrder::kParallel},
+                                 GridOrderName),
+                       "order of the per-CPU event operations: event_major (for each event, "
+                       "each CPU), cpu_major (move to each CPU, then its events), parallel (a "
+                       "pinned worker per CPU)")
+            .Default("event_major,cpu_major,parallel")
+            .Was("strategy"),
+        ParsedFlag<Flags, std::vector<int>>(&Flags::cpus, "event_open_cpus",
+                                            "a CPU list (0-3,6) of online CPUs", ParseOnlineCpus,
+                                            "CPUs to open events on")
+            .DefaultMeans("every online CPU (with --plan_cpus=N: 0..N-1)")
+            .Was("cpus"),
+        ParsedFlag<Flags, std::vector<std::string>>(
+            &Flags::kinds, "event_open_event_kinds",
+            "software events by perf name (cpu-clock, dummy, ...) or tracepoints subsystem:name",
+            ParseEventKinds, "kinds of event to open")
+            .Default("cpu-clock,dummy,sched:sched_switch")
+            .Quick("cpu-clock")
+            .Was("event_kinds"),
+        ChoiceListFlag(&Flags::phases, "event_open_phases",
+                       ChoiceTable<PhasePlan>{{"open", PhasePlan::kOpen},
+                                              {"open_enabled", PhasePlan::kOpenEnabled},
+                                              {"lifecycle", PhasePlan::kLifecycle}},
+                       "what is timed: open (opening disabled events, as perf stat), "
+                       "open_enabled (opening enabled events, as perf record), lifecycle "
+                       "(open, enable, read, disable, close)")
+            .Default("open,open_enabled,lifecycle")
+            .Quick("open_enabled,lifecycle")
+            .Was("phases"),
+        IntListFlag(&Flags::group_sizes, "event_open_group_size", 1, 1024,
+                    "1: independent events; N > 1: weak groups of N events ({...}:W)")
+            .Default("1")
+            .Was("group_size"),
+        IntListFlag(&Flags::loads, "event_open_load", 0, 4096,
+                    "spinning threads pinned to the CPUs while BM_EventOpen runs, at most one "
+                    "per CPU of --event_open_cpus; all: one per CPU",
+                    {{"all", kLoadAll}})
+            .Values("integers 0..C (the CPUs the events are opened on) or all, as a list (0,4 or "
+                    "1-8)")
+            .Default("0,all")
+            .Quick("0")
+            .Was("load"),
+        ParsedFlag<Flags, std::vector<std::string>>(
+            &Flags::pmu_events, "event_open_pmu_events",
+            "event names as for perf -e, comma-separated (msr/tsc/,software/config=0/)",
+            ParsePmuEvents, "event names BM_PmuResolve resolves through sysfs")
+            .DefaultMeans("every alias of every PMU, pmu/config=0/ for PMUs without")
+            .Was("pmu_events"),
+        ChoiceListFlag(&Flags::lookups, "event_open_pmu_lookup",
+                       ChoicesOf({PmuCaching::kPerEvent, PmuCaching::kPerPmu}, PmuCachingName),
+                       "BM_PmuResolve's sysfs reads: per_event (load the PMU for every event), "
+                       "per_pmu (once per PMU)")
+            .Default("per_event,per_pmu")
+            .Was("pmu_lookup"),
+    });
 
 struct OpenParams {
   GridOrder order;
@@ -307,80 +394,6 @@ void BM_PmuResolve(benchmark::State& state, ResolveParams params) {
   state.counters["pmu_loads"] = loads;
 }
 
-// A flag's text, or `quick` under --quick when the flag was not given.
-std::string FlagText(const Flag& flag, const char* quick) {
-  return !flag.is_set() && QuickRun() && quick != nullptr ? std::string(quick) : flag.value();
-}
-
-absl::StatusOr<std::vector<std::string>> ChoiceFlag(const Flag& flag,
-                                                    const std::vector<std::string>& allowed,
-                                                    const char* quick = nullptr) {
-  absl::StatusOr<std::vector<std::string>> values = ParseChoiceList(FlagText(flag, quick), allowed);
-  if (!values.ok()) return flag.Annotate(values.status());
-  if (values->empty()) {
-    return flag.Annotate(absl::InvalidArgumentError("expected at least one value"));
-  }
-  return values;
-}
-
-absl::StatusOr<std::vector<int64_t>> IntListFlag(const Flag& flag, int64_t min, int64_t max,
-                                                 const char* quick = nullptr) {
-  absl::StatusOr<std::vector<int64_t>> values = ParseIntList(FlagText(flag, quick), min, max);
-  if (!values.ok()) return flag.Annotate(values.status());
-  if (values->empty()) {
-    return flag.Annotate(absl::InvalidArgumentError("expected at least one value"));
-  }
-  return values;
-}
-
-// --load: hog counts, `all` being one per CPU.
-absl::StatusOr<std::vector<int64_t>> ResolveLoads(int cpus) {
-  std::string text = FlagText(load_flag, "0");
-  std::vector<std::string> items = absl::StrSplit(text, ',');
-  for (std::string& item : items) {
-    if (item == "all") item = absl::StrCat(cpus);
-  }
-  absl::StatusOr<std::vector<int64_t>> loads = ParseIntList(absl::StrJoin(items, ","), 0, cpus);
-  if (!loads.ok()) return load_flag.Annotate(loads.status());
-  if (loads->empty()) return load_flag.Annotate(absl::InvalidArgumentError("expected a value"));
-  return loads;
-}
-
-absl::StatusOr<std::vector<int>> ResolveCpus() {
-  absl::StatusOr<std::vector<int>> online = OnlineCpus();
-  if (!online.ok()) return online.status();
-  if (cpus_flag.value().empty()) return PlanCpusGiven() ? PlannedCpus() : online;
-  absl::StatusOr<std::vector<int>> cpus = ParseCpuList(cpus_flag.value());
-  if (!cpus.ok()) return cpus_flag.Annotate(cpus.status());
-  if (cpus->empty()) return absl::InvalidArgumentError("--cpus: empty CPU list");
-  for (int cpu : *cpus) {
-    if (!std::binary_search(online->begin(), online->end(), cpu)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--cpus: CPU ", cpu, " is not online (online: ", FormatCpuList(*online), ")"));
-    }
-  }
-  return cpus;
-}
-
-absl::StatusOr<std::vector<std::string>> ResolveEventKinds() {
-  std::vector<std::string> kinds;
-  std::string text = FlagText(event_kinds_flag, "cpu-clock");
-  for (absl::string_view kind : absl::StrSplit(text, ',')) {
-    if (kind.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("--event_kinds: empty item in '", text, "'"));
-    }
-    if (absl::StrContains(kind, ':')) {
-      absl::StatusOr<TracepointName> name = ParseTracepointName(kind);
-      if (!name.ok()) return event_kinds_flag.Annotate(name.status());
-    } else {
-      absl::StatusOr<uint64_t> config = ParseSoftwareEventName(kind);
-      if (!config.ok()) return event_kinds_flag.Annotate(config.status());
-    }
-    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.emplace_back(kind);
-  }
-  return kinds;
-}
-
 // What one iteration costs: every fd is opened and closed (at the cost measured here),
 // and each operation on an event bound to another CPU is a function call there, which
 // cpu_major avoids by moving to the CPU first and parallel by running on it. Closing a
@@ -426,46 +439,42 @@ CostModel OpenCost(const OpenParams& params) {
   };
 }
 
-absl::Status RegisterOpenFamily(const std::vector<int64_t>& events) {
-  absl::StatusOr<std::vector<std::string>> strategies =
-      ChoiceFlag(strategy_flag, {"event_major", "cpu_major", "parallel"});
-  if (!strategies.ok()) return strategies.status();
-  absl::StatusOr<std::vector<int>> cpus = ResolveCpus();
-  if (!cpus.ok()) return cpus.status();
-  absl::StatusOr<std::vector<std::string>> kinds = ResolveEventKinds();
-  if (!kinds.ok()) return kinds.status();
-  absl::StatusOr<std::vector<std::string>> phases =
-      ChoiceFlag(phases_flag, {"open", "open_enabled", "lifecycle"}, "open_enabled,lifecycle");
-  if (!phases.ok()) return phases.status();
-  absl::StatusOr<std::vector<int64_t>> group_sizes = IntListFlag(group_size_flag, 1, 1024);
-  if (!group_sizes.ok()) return group_sizes.status();
-  absl::StatusOr<std::vector<int64_t>> loads = ResolveLoads(static_cast<int>(cpus->size()));
-  if (!loads.ok()) return loads.status();
+absl::Status RegisterOpenFamily(const Flags& f) {
+  std::vector<int> cpus = f.cpus;
+  if (cpus.empty()) {
+    absl::StatusOr<std::vector<int>> online = OnlineCpus();
+    if (!online.ok()) return online.status();
+    cpus = PlanCpusGiven() ? PlannedCpus() : *online;
+  }
+  const int64_t cpu_count = static_cast<int64_t>(cpus.size());
+  std::vector<int64_t> loads;
+  for (int64_t load : f.loads) {
+    if (load > cpu_count) {
+      return flags.Reject(
+          &Flags::loads, absl::StrJoin(f.loads, ","),
+          absl::StrCat(load, " is more than the ", cpu_count, " CPUs the events are opened on"));
+    }
+    load = load == kLoadAll ? cpu_count : load;
+    if (std::find(loads.begin(), loads.end(), load) == loads.end()) loads.push_back(load);
+  }
 
   const bool default_grid =
-      !load_flag.is_set() && !events_flag.is_set() && !event_kinds_flag.is_set();
-  for (const std::string& strategy : *strategies) {
-    for (int64_t e : events) {
-      for (const std::string& kind : *kinds) {
-        for (const std::string& phase : *phases) {
-          for (int64_t g : *group_sizes) {
-            PhasePlan plan = phase == "lifecycle"      ? PhasePlan::kLifecycle
-                             : phase == "open_enabled" ? PhasePlan::kOpenEnabled
-                                                       : PhasePlan::kOpen;
-            OpenParams params{*ParseGridOrder(strategy),
-                              static_cast<int>(e),
-                              kind,
-                              plan,
-                              static_cast<int>(g),
-                              *cpus};
+      !flags.Given(&Flags::loads) && !flags.Given(&Flags::events) && !flags.Given(&Flags::kinds);
+  for (const Choice<GridOrder>& strategy : f.strategies) {
+    for (int64_t e : f.events) {
+      for (const std::string& kind : f.kinds) {
+        for (const Choice<PhasePlan>& phase : f.phases) {
+          for (int64_t g : f.group_sizes) {
+            OpenParams params{strategy.value, static_cast<int>(e), kind,
+                              phase.value,    static_cast<int>(g), cpus};
             std::string name =
-                absl::StrCat("BM_EventOpen/strategy:", strategy, "/events:", e, "/event:", kind,
-                             "/phases:", phase, "/cpus:", cpus->size());
+                absl::StrCat("BM_EventOpen/strategy:", strategy.name, "/events:", e,
+                             "/event:", kind, "/phases:", phase.name, "/cpus:", cpus.size());
             if (g > 1) absl::StrAppend(&name, "/group:", g);
-            for (int64_t load : *loads) {
+            for (int64_t load : loads) {
               // By default the loaded runs cover the seed's point (the most events, the
               // first kind) for every strategy and phase, not the whole grid again.
-              if (load > 0 && default_grid && (e != events.back() || kind != kinds->front())) {
+              if (load > 0 && default_grid && (e != f.events.back() || kind != f.kinds.front())) {
                 continue;
               }
               params.load = static_cast<int>(load);
@@ -482,33 +491,22 @@ absl::Status RegisterOpenFamily(const std::vector<int64_t>& events) {
   return absl::OkStatus();
 }
 
-absl::Status RegisterResolveFamily(const std::vector<int64_t>& events) {
-  absl::StatusOr<std::vector<std::string>> lookups =
-      ChoiceFlag(pmu_lookup_flag, {"per_event", "per_pmu"});
-  if (!lookups.ok()) return lookups.status();
-  std::vector<std::string> names;
+absl::Status RegisterResolveFamily(const Flags& f) {
+  std::vector<std::string> names = f.pmu_events;
   absl::Status names_status;
-  if (pmu_events_flag.value().empty()) {
+  if (names.empty()) {
     absl::StatusOr<std::vector<std::string>> found = ListPmuEventNames(RealSysfs());
     if (found.ok()) {
       names = *std::move(found);
     } else {
       names_status = found.status();  // no sysfs here: the benchmarks skip with this
     }
-  } else {
-    absl::StatusOr<std::vector<std::string>> listed = SplitEventList(pmu_events_flag.value());
-    if (!listed.ok()) return pmu_events_flag.Annotate(listed.status());
-    for (const std::string& name : *listed) {
-      absl::StatusOr<PmuEventName> parsed = ParsePmuEventName(name);
-      if (!parsed.ok()) return pmu_events_flag.Annotate(parsed.status());
-    }
-    names = *std::move(listed);
   }
-  for (const std::string& lookup : *lookups) {
-    for (int64_t e : events) {
-      ResolveParams params{*ParsePmuCaching(lookup), static_cast<int>(e), names, names_status};
-      std::string name =
-          absl::StrCat("BM_PmuResolve/lookup:", lookup, "/events:", e, "/names:", names.size());
+  for (const Choice<PmuCaching>& lookup : f.lookups) {
+    for (int64_t e : f.events) {
+      ResolveParams params{lookup.value, static_cast<int>(e), names, names_status};
+      std::string name = absl::StrCat("BM_PmuResolve/lookup:", lookup.name, "/events:", e,
+                                      "/names:", names.size());
       // per_event reads a PMU's type, format and aliases (about 6 files) for every name.
       const double reads = e * (params.caching == PmuCaching::kPerEvent ? 6.0 : 0.2);
       RegisterPlanned(
@@ -524,10 +522,10 @@ absl::Status RegisterResolveFamily(const std::vector<int64_t>& events) {
 }
 
 absl::Status RegisterEventOpenFamilies() {
-  absl::StatusOr<std::vector<int64_t>> events = IntListFlag(events_flag, 1, 100000, "100");
-  if (!events.ok()) return events.status();
-  if (absl::Status status = RegisterOpenFamily(*events); !status.ok()) return status;
-  return RegisterResolveFamily(*events);
+  absl::StatusOr<Flags> f = flags.Resolve(FamilyFlagEnv());
+  if (!f.ok()) return f.status();
+  if (absl::Status status = RegisterOpenFamily(*f); !status.ok()) return status;
+  return RegisterResolveFamily(*f);
 }
 
 }  // namespace

@@ -72,8 +72,9 @@ TEST(EventOpenFamilies, RunCleanAndReportTheirCounters) {
   if (absl::Status s = ProbeCapabilities().RequireSystemWide(); !s.ok()) {
     GTEST_SKIP() << s.message();
   }
-  std::vector<std::string> args = {"hygiene_test", "--events=3", "--group_size=1,2",
-                                   "--event_kinds=cpu-clock,dummy"};
+  std::vector<std::string> args = {"hygiene_test", "--event_open_events=3",
+                                   "--event_open_group_size=1,2",
+                                   "--event_open_event_kinds=cpu-clock,dummy"};
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
   ASSERT_TRUE(ParseFlags(static_cast<int>(argv.size()), argv.data()).ok());

@@ -12,16 +12,23 @@
 namespace perfscale {
 namespace {
 
-Flag& attribution_flag =
-    DefineBoolFlag("attribution", true,
-                   "count what the benchmark's own tasks cause (ipis_sent, xcalls, lock_contended, "
-                   "lock_wait_us, ctx_switches, cpu_migrations, page_faults per op)");
+Flag& attribution_flag = DefineFlag(
+    FlagInfo{"attribution",
+             "suite",
+             "count what the benchmark's own tasks cause (ipis_sent, xcalls, lock_contended, "
+             "lock_wait_us, ctx_switches, cpu_migrations, page_faults per op)",
+             "true or false",
+             "true (false before Linux 6.4, and for BM_BreakpointThread)",
+             "",
+             /*is_bool=*/true,
+             {}},
+    "true");
 
 Flag& count_syscalls_flag =
-    DefineBoolFlag("count_syscalls", false,
-                   "with attribution, also count the syscalls of the benchmark's tasks "
-                   "(syscalls per op): sizes a slowdown added per syscall (tools/perfscale "
-                   "inject); the counting event slows every syscall, so not for timing");
+    DefineSuiteBoolFlag("count_syscalls", false,
+                        "with attribution, also count the syscalls of the benchmark's tasks "
+                        "(syscalls per op): sizes a slowdown added per syscall (tools/perfscale "
+                        "inject); the counting event slows every syscall, so not for timing");
 
 TaskCounters::Options CounterOptions() {
   TaskCounters::Options options;

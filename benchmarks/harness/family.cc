@@ -10,7 +10,9 @@ namespace perfscale {
 namespace {
 
 Flag& quick_flag =
-    DefineBoolFlag("quick", false, "smaller default parameter lists, for a smoke run (true/false)");
+    DefineSuiteBoolFlag("quick", false,
+                        "every family's smaller default parameter lists, for a smoke run (--help "
+                        "gives each flag's)");
 
 struct RunSelection {
   std::string filter = ".";
@@ -24,8 +26,9 @@ RunSelection& Selection() {
 }
 
 Flag& plan_cpus_flag =
-    DefineFlag("plan_cpus", "",
-               "with --plan: plan for a machine with this many CPUs (default: this machine's)");
+    DefineSuiteFlag("plan_cpus", "", "an integer 1..8192",
+                    "with --plan: size the default parameter lists for this many CPUs",
+                    "this machine's online CPUs");
 
 constexpr int64_t kMaxPlanCpus = 8192;
 
@@ -44,6 +47,8 @@ int AddFamily(const char* name, absl::Status (*register_benchmarks)()) {
 const std::vector<Family>& Families() { return MutableFamilies(); }
 
 bool QuickRun() { return quick_flag.bool_value(); }
+
+FlagEnv FamilyFlagEnv() { return FlagEnv{QuickRun(), PlannedCpuCount()}; }
 
 void SetRunSelection(const std::string& filter, bool list_only) {
   RunSelection& selection = Selection();
@@ -82,7 +87,7 @@ std::vector<int> PlannedCpus() {
 absl::Status CheckPlanCpus(bool plan_only) {
   if (!PlanCpusGiven()) return absl::OkStatus();
   absl::StatusOr<int64_t> planned = ParseInt(plan_cpus_flag.value(), 1, kMaxPlanCpus);
-  if (!planned.ok()) return plan_cpus_flag.Annotate(planned.status());
+  if (!planned.ok()) return plan_cpus_flag.Reject(plan_cpus_flag.value(), planned.status());
   if (!plan_only) {
     return plan_cpus_flag.Annotate(absl::InvalidArgumentError(
         "a plan for another machine's size cannot run here: add --plan"));

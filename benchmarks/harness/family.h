@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "lib/flags.h"
 
 namespace perfscale {
 
@@ -28,6 +29,9 @@ const std::vector<Family>& Families();
 // True under `--quick` (tools/perfscale run --quick): families shrink their default
 // parameter lists to a smoke run of seconds. Explicit flags still win.
 bool QuickRun();
+
+// What a family's flag defaults depend on: --quick, and PlannedCpuCount().
+FlagEnv FamilyFlagEnv();
 
 // True when this run will execute the benchmark registered as `name`: it is not only
 // listing (--benchmark_list_tests) and --benchmark_filter selects the name (Google

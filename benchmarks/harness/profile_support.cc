@@ -17,16 +17,15 @@
 namespace perfscale {
 namespace {
 
-Flag& profile_flag = DefineBoolFlag(
+Flag& profile_flag = DefineSuiteBoolFlag(
     "profile", false,
     "sample cpu-clock with kernel and user callchains during each benchmark's timed region "
     "and write its top symbols (self, children) to --profile_out");
 Flag& profile_out_flag =
-    DefineFlag("profile_out", "",
-               "where --profile writes its JSON (default: <--benchmark_out>.profile.json, else "
-               "perfscale.profile.json)");
-Flag& profile_hz_flag =
-    DefineFlag("profile_hz", "4000", "--profile's samples per second of CPU time, 1..100000");
+    DefineSuiteFlag("profile_out", "", "a file path", "where --profile writes its JSON",
+                    "<--benchmark_out>.profile.json, else perfscale.profile.json");
+Flag& profile_hz_flag = DefineSuiteFlag("profile_hz", "4000", "an integer 1..100000",
+                                        "--profile's samples per second of CPU time");
 
 constexpr size_t kTopSymbols = 25;  // per benchmark in the file, by self and by children
 constexpr size_t kPrintedSymbols = 8;
@@ -129,7 +128,7 @@ void PauseProfile() {
 
 absl::Status SetUpProfiling(const std::vector<std::string>& args) {
   absl::StatusOr<int64_t> hz = ParseInt(profile_hz_flag.value(), 1, 100000);
-  if (!hz.ok()) return profile_hz_flag.Annotate(hz.status());
+  if (!hz.ok()) return profile_hz_flag.Reject(profile_hz_flag.value(), hz.status());
   Settings& settings = GetSettings();
   settings.on = profile_flag.bool_value();
   settings.hz = static_cast<int>(*hz);

@@ -30,10 +30,10 @@
 namespace perfscale {
 namespace {
 
-Flag& budget_flag = DefineFlag("budget", "10m",
-                               "wall-time budget the whole run is planned to fit, e.g. 300, "
-                               "90s, 10m, 1h (iteration counts shrink to fit)");
-Flag& plan_flag = DefineBoolFlag(
+Flag& budget_flag = DefineSuiteFlag(
+    "budget", "10m", "seconds, or a duration with s, m or h: 300, 90s, 10m, 1h",
+    "wall-time budget the whole run is planned to fit (iteration counts shrink to fit)");
+Flag& plan_flag = DefineSuiteBoolFlag(
     "plan", false, "print the plan (benchmarks, iterations, estimated time) and exit");
 
 // The most each benchmark gets by default: 0.3 s of measured time (Google Benchmark's
@@ -317,7 +317,7 @@ bool PlanOnly() { return plan_flag.bool_value(); }
 absl::StatusOr<SuitePlan> PlanSuite(const PlanRequest& request) {
   SuitePlan plan;
   absl::StatusOr<double> budget = ParseDuration(budget_flag.value());
-  if (!budget.ok()) return budget_flag.Annotate(budget.status());
+  if (!budget.ok()) return budget_flag.Reject(budget_flag.value(), budget.status());
   plan.budget_seconds = *budget;
   if (absl::Status cpus = CheckPlanCpus(PlanOnly()); !cpus.ok()) return cpus;
   if (request.list_only) return plan;  // names stay as registered

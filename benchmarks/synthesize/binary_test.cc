@@ -101,10 +101,10 @@ std::map<std::string, std::map<std::string, double>> Benchmarks(const std::strin
 
 TEST(SynthesizeBinary, JsonCountersAndIdenticalRecordCounts) {
   std::string dir = MakeDir("sink");
-  Result run =
-      RunBinary({"--synth_workload=controlled", "--synth_processes=4", "--synth_threads=3",
-                 "--synth_exec_maps=5", "--synth_data_maps=2", "--synth_workers=1,2",
-                 "--synth_dir=" + dir, "--benchmark_min_time=0.01", "--benchmark_format=json"});
+  Result run = RunBinary(
+      {"--synthesize_workload=controlled", "--synthesize_processes=4", "--synthesize_threads=3",
+       "--synthesize_exec_maps=5", "--synthesize_data_maps=2", "--synthesize_workers=1,2",
+       "--synthesize_dir=" + dir, "--benchmark_min_time=0.01", "--benchmark_format=json"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   auto benchmarks = Benchmarks(run.out);
   ASSERT_EQ(benchmarks.size(), 12u) << run.out.substr(0, 2000);
@@ -138,9 +138,9 @@ TEST(SynthesizeBinary, JsonCountersAndIdenticalRecordCounts) {
 }
 
 TEST(SynthesizeBinary, SystemWorkloadRuns) {
-  Result run = RunBinary({"--synth_workload=system", "--synth_sink=memory", "--synth_workers=2",
-                          "--synth_strategy=atomic", "--benchmark_min_time=0.01",
-                          "--benchmark_format=json"});
+  Result run = RunBinary({"--synthesize_workload=system", "--synthesize_sink=memory",
+                          "--synthesize_workers=2", "--synthesize_strategy=atomic",
+                          "--benchmark_min_time=0.01", "--benchmark_format=json"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   auto benchmarks = Benchmarks(run.out);
   ASSERT_EQ(benchmarks.size(), 1u);
@@ -152,36 +152,36 @@ TEST(SynthesizeBinary, SystemWorkloadRuns) {
 TEST(SynthesizeBinary, BadFlagsExitTwoNamingTheFlagAndLeaveNothing) {
   std::string dir = MakeDir("bad");
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"--synth_workers=0", "--synth_workers"},
-      {"--synth_workers=5000", "--synth_workers"},
-      {"--synth_workers=two", "--synth_workers"},
-      {"--synth_workers=-1", "--synth_workers"},
-      {"--synth_processes=0", "--synth_processes"},
-      {"--synth_threads=0", "--synth_threads"},
-      {"--synth_exec_maps=-1", "--synth_exec_maps"},
-      {"--synth_data_maps=100000", "--synth_data_maps"},
-      {"--synth_strategy=spinlock", "--synth_strategy"},
-      {"--synth_workload=everything", "--synth_workload"},
-      {"--synth_sink=tape", "--synth_sink"},
-      {"--synth_data=maybe", "--synth_data"},
-      {"--synth_namespaces=2", "--synth_namespaces"},
-      {"--synth_comm=cmdline", "--synth_comm"},
-      {"--synth_dir=" + dir + "/missing", "--synth_dir"},
-      {"--synth_dir=/proc", "--synth_dir"},
+      {"--synthesize_workers=0", "--synthesize_workers"},
+      {"--synthesize_workers=5000", "--synthesize_workers"},
+      {"--synthesize_workers=two", "--synthesize_workers"},
+      {"--synthesize_workers=-1", "--synthesize_workers"},
+      {"--synthesize_processes=0", "--synthesize_processes"},
+      {"--synthesize_threads=0", "--synthesize_threads"},
+      {"--synthesize_exec_maps=-1", "--synthesize_exec_maps"},
+      {"--synthesize_data_maps=100000", "--synthesize_data_maps"},
+      {"--synthesize_strategy=spinlock", "--synthesize_strategy"},
+      {"--synthesize_workload=everything", "--synthesize_workload"},
+      {"--synthesize_sink=tape", "--synthesize_sink"},
+      {"--synthesize_data=maybe", "--synthesize_data"},
+      {"--synthesize_namespaces=2", "--synthesize_namespaces"},
+      {"--synthesize_comm=cmdline", "--synthesize_comm"},
+      {"--synthesize_dir=" + dir + "/missing", "--synthesize_dir"},
+      {"--synthesize_dir=/proc", "--synthesize_dir"},
   };
   for (const auto& [flag, name] : cases) {
     std::vector<std::string> args = {flag, "--benchmark_min_time=0.01"};
-    if (!absl::StartsWith(flag, "--synth_dir")) args.push_back("--synth_dir=" + dir);
+    if (!absl::StartsWith(flag, "--synthesize_dir")) args.push_back("--synthesize_dir=" + dir);
     Result run = RunBinary(args);
     EXPECT_EQ(run.exit_code, 2) << flag << ": " << run.err;
     EXPECT_TRUE(absl::StrContains(run.err, name)) << flag << ": " << run.err;
     EXPECT_FALSE(absl::StrContains(run.out, "BM_Synthesize")) << flag << " ran benchmarks";
   }
   // More tasks than this process may create: the thread budget, before anything runs.
-  Result huge = RunBinary({"--synth_processes=100000", "--synth_threads=10000",
-                           "--synth_workload=controlled", "--benchmark_min_time=0.01"});
+  Result huge = RunBinary({"--synthesize_processes=100000", "--synthesize_threads=10000",
+                           "--synthesize_workload=controlled", "--benchmark_min_time=0.01"});
   EXPECT_EQ(huge.exit_code, 2) << huge.err;
-  EXPECT_TRUE(absl::StrContains(huge.err, "--synth_processes=100000")) << huge.err;
+  EXPECT_TRUE(absl::StrContains(huge.err, "--synthesize_processes=100000")) << huge.err;
   EXPECT_TRUE(absl::StrContains(huge.err, "threads")) << huge.err;
   EXPECT_EQ(Entries(dir), 0);
   EXPECT_FALSE(testing::HasChildren());
@@ -212,9 +212,9 @@ void ExpectNothingLeftAfter(int signal) {
   std::string sink_dir = MakeDir("interrupted");
   std::string out_dir = MakeDir("out");
   pid_t binary =
-      Spawn({"--synth_workload=controlled", "--synth_sink=file", "--synth_strategy=mutex",
-             "--synth_workers=1", "--synth_processes=4", "--synth_threads=3",
-             "--synth_dir=" + sink_dir, "--benchmark_min_time=1000"},
+      Spawn({"--synthesize_workload=controlled", "--synthesize_sink=file",
+             "--synthesize_strategy=mutex", "--synthesize_workers=1", "--synthesize_processes=4",
+             "--synthesize_threads=3", "--synthesize_dir=" + sink_dir, "--benchmark_min_time=1000"},
             out_dir);
   ASSERT_GT(binary, 0);
   std::vector<pid_t> tree;

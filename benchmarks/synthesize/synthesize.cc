@@ -1,34 +1,30 @@
 // Synthesis family: how fast `perf record`'s start-up synthesis of /proc can be made with
 // N threads, and what funnelling every record through one mutex costs.
 //
-// Seed: ../shared/seeds/001 (perf record --num-thread-synthesize, Ian Rogers, 2020). On
-// loaded 100-core servers synthesis takes seconds; `perf bench internals synthesize -t`
-// showed 21.5k records in 127.7 ms with 1 thread (5.9 us/record) and 48.9 ms with 8
-// (2.6x), with an atomic counter as the output. perf record writes each record under one
-// mutex; the question is what that serialization costs (Amdahl), and what a design
-// without it gains.
+// Seed: the thread "[PATCH] perf/record: add num-synthesize-threads option" (Ian Rogers,
+// 15 Apr 2020; replies to 21 Apr 2020). On loaded 100-core servers synthesis takes
+// seconds; `perf bench internals synthesize -t` showed 21.5k records in 127.7 ms with 1
+// thread (5.9 us/record) and 48.9 ms with 8 (2.6x), with an atomic counter as the output.
+// perf record writes each record under one mutex; the question is what that
+// serialization costs (Amdahl), and what a design without it gains.
 //
-// BM_Synthesize/workload:W/sink:S/strategy:X/workers:N
-//   One iteration is one synthesis: the process list (for `system`, /proc scanned inside
-//   the timed region as perf does) split into N contiguous chunks, each worker reading
-//   /proc the way perf does (status, comm if asked, maps; benchmarks/synthesize/proc_synthesis.h)
-//   and emitting real perf ABI records (FORK, COMM, MMAP2, NAMESPACES if asked) into the output
-//   with strategy X: `mutex` (one lock around each record's write, perf record's design), `atomic`
-//   (a fetch_add reserves the bytes, the copy takes no lock), `per_worker` (private buffers
-//   appended at the end, inside the timed region). Workloads: `controlled` is a tree of child
-//   processes this benchmark creates
-//   (--synth_processes x --synth_threads tasks, each process with --synth_exec_maps
-//   executable and --synth_data_maps data mappings of its own), synthesized alone, so
-//   the record count is the same on every run; `system` is every process in /proc.
-//   Sinks: `memory` (one buffer sized from the workload) or `file` (a nameless file under
-//   --synth_dir written with write(2), pwrite(2) for `atomic`; truncated between
-//   iterations outside the timed region).
-//   Counters: records and bytes per iteration, usecs/record (perf bench's "time per
-//   event"), records/s, the workers used, tasks_vanished (tasks that exited mid-read);
-//   for `mutex`, mutex_wait_share: the share of the workers' time spent waiting for the
-//   lock; the kernel-cost counters per record (ipis_sent/record, ..., ipis_system/record,
-//   sys_us/record: bench_support.h).
+// BM_Synthesize: one iteration is one synthesis. The process list (for the system
+// workload, /proc scanned inside the timed region as perf does) is split into N
+// contiguous chunks; each worker reads /proc the way perf does (status, comm if asked,
+// maps; proc_synthesis.h) and emits real perf ABI records (FORK, COMM, MMAP2,
+// NAMESPACES if asked) into the output with one strategy: mutex (one lock around each
+// record's write, perf record's design), atomic (a fetch_add reserves the bytes, the copy
+// takes no lock) or per_worker (private buffers appended at the end, inside the timed
+// region). The controlled workload is a tree of child processes this benchmark creates,
+// synthesized alone, so the record count is the same on every run; the system workload is
+// every process in /proc. The memory sink is one buffer sized from the workload; the file
+// sink a nameless file written with write(2) (pwrite(2) for atomic), truncated between
+// iterations outside the timed region. Counters: records and bytes per iteration,
+// usecs/record (perf bench's "time per event"), records/s, the workers used,
+// tasks_vanished (tasks that exited mid-read); for mutex, mutex_wait_share (the workers'
+// time spent waiting for the lock); the kernel-cost counters per record (bench_support.h).
 //
+// The parameters, their ranges and defaults: the table below, printed by --help.
 // Manual time: only the synthesis is timed (workers run on other CPUs, so it is wall
 // time). Privileges: none to synthesize our own children; other users' maps need root
 // (perf leaves out what it cannot read, and so do we: see `tasks_vanished`).
@@ -43,6 +39,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "benchmark/benchmark.h"
 #include "benchmarks/harness/bench_support.h"
 #include "benchmarks/harness/family.h"
@@ -61,33 +58,6 @@
 namespace perfscale {
 namespace {
 
-Flag& workers_flag = DefineFlag("synth_workers", "",
-                                "synthesis workers (default: 1..2x the online CPUs; at most 1024)");
-Flag& strategy_flag = DefineFlag("synth_strategy", "mutex,atomic,per_worker",
-                                 "how records reach the output: mutex, atomic, per_worker");
-Flag& workload_flag =
-    DefineFlag("synth_workload", "controlled,system",
-               "what is synthesized: controlled (a child process tree) or system (all of /proc)");
-Flag& sink_flag = DefineFlag("synth_sink", "memory,file",
-                             "where records go: memory, or file (write(2) under --synth_dir)");
-Flag& processes_flag = DefineFlag("synth_processes", "100", "processes of the controlled workload");
-Flag& tree_threads_flag = DefineFlag(
-    "synth_threads", "10", "tasks per process of the controlled workload, main thread included");
-Flag& exec_maps_flag =
-    DefineFlag("synth_exec_maps", "16", "executable mappings each controlled process adds");
-Flag& data_maps_flag = DefineFlag("synth_data_maps", "16",
-                                  "data mappings each controlled process adds (synthesized "
-                                  "only with --synth_data)");
-Flag& data_flag = DefineBoolFlag("synth_data", false,
-                                 "also synthesize readable data mappings (perf record --data)");
-Flag& namespaces_flag = DefineBoolFlag(
-    "synth_namespaces", false, "also synthesize NAMESPACES records (perf record --namespaces)");
-Flag& comm_flag = DefineFlag(
-    "synth_comm", "status",
-    "where COMM names come from: status (its Name: line, as perf) or comm (the comm file)");
-Flag& dir_flag =
-    DefineFlag("synth_dir", "", "directory for the file sink (default: $TMPDIR or /tmp)");
-
 struct Settings {
   ProcessTreeSpec tree;
   SynthesisOptions synthesis;
@@ -100,6 +70,109 @@ struct Params {
   OutputStrategy strategy;
   int workers;
 };
+
+enum class Workload { kControlled, kSystem };
+
+// 1..2x the CPUs: every count on small machines; powers of two plus the CPU count and
+// twice it on big ones, so the list stays short.
+std::string DefaultWorkers(const FlagEnv& env) {
+  const int cpus = env.cpus;
+  std::vector<int64_t> workers;
+  if (2 * cpus <= 8) {
+    for (int w = 1; w <= 2 * cpus; ++w) workers.push_back(w);
+  } else {
+    for (int w = 1; w < 2 * cpus; w *= 2) {
+      workers.push_back(w);
+      if (w < cpus && 2 * w > cpus) workers.push_back(cpus);
+    }
+    workers.push_back(2 * cpus);
+  }
+  return absl::StrJoin(workers, ",");
+}
+
+absl::StatusOr<std::string> ParseDir(absl::string_view text) { return std::string(text); }
+
+struct Flags {
+  std::vector<int64_t> workers;
+  std::vector<Choice<OutputStrategy>> strategies;
+  std::vector<Choice<Workload>> workloads;
+  std::vector<Choice<OutputSink>> sinks;
+  int processes = 0;
+  int threads = 0;
+  int exec_maps = 0;
+  int data_maps = 0;
+  bool data = false;
+  bool namespaces = false;
+  Choice<CommSource> comm;
+  std::string dir;
+};
+
+const FlagList<Flags> flags(
+    "synthesize",
+    {
+        IntListFlag(&Flags::workers, "synthesize_workers", 1, kMaxSynthesisWorkers,
+                    "synthesis workers")
+            .Default("1..2xCPUs (every count up to 8; powers of two, CPUs and 2xCPUs beyond)",
+                     DefaultWorkers)
+            .Quick("1,CPUs", [](const FlagEnv& env) { return absl::StrCat("1,", env.cpus); })
+            .Was("synth_workers"),
+        ChoiceListFlag(&Flags::strategies, "synthesize_strategy",
+                       ChoicesOf({OutputStrategy::kMutex, OutputStrategy::kAtomic,
+                                  OutputStrategy::kPerWorker},
+                                 OutputStrategyName),
+                       "how records reach the output: mutex (a lock per record, perf record), "
+                       "atomic (a fetch_add reserves the bytes), per_worker (private buffers)")
+            .Default("mutex,atomic,per_worker")
+            .Was("synth_strategy"),
+        ChoiceListFlag(&Flags::workloads, "synthesize_workload",
+                       ChoiceTable<Workload>{{"controlled", Workload::kControlled},
+                                             {"system", Workload::kSystem}},
+                       "what is synthesized: controlled (a child process tree) or system (all "
+                       "of /proc)")
+            .Default("controlled,system")
+            .Quick("controlled")
+            .Was("synth_workload"),
+        ChoiceListFlag(&Flags::sinks, "synthesize_sink",
+                       ChoicesOf({OutputSink::kMemory, OutputSink::kFile}, OutputSinkName),
+                       "where records go: memory, or file (write(2) under --synthesize_dir)")
+            .Default("memory,file")
+            .Quick("memory")
+            .Was("synth_sink"),
+        IntFlag(&Flags::processes, "synthesize_processes", 1, kMaxTreeProcesses,
+                "processes of the controlled workload")
+            .Default("100")
+            .Was("synth_processes"),
+        IntFlag(&Flags::threads, "synthesize_threads", 1, kMaxTreeThreads,
+                "tasks per process of the controlled workload, main thread included")
+            .Default("10")
+            .Was("synth_threads"),
+        IntFlag(&Flags::exec_maps, "synthesize_exec_maps", 0, kMaxTreeMappings,
+                "executable mappings each controlled process adds")
+            .Default("16")
+            .Was("synth_exec_maps"),
+        IntFlag(&Flags::data_maps, "synthesize_data_maps", 0, kMaxTreeMappings,
+                "data mappings each controlled process adds (synthesized only with "
+                "--synthesize_data)")
+            .Default("16")
+            .Was("synth_data_maps"),
+        BoolFlag(&Flags::data, "synthesize_data",
+                 "also synthesize readable data mappings (perf record --data)")
+            .Was("synth_data"),
+        BoolFlag(&Flags::namespaces, "synthesize_namespaces",
+                 "also synthesize NAMESPACES records (perf record --namespaces)")
+            .Was("synth_namespaces"),
+        ChoiceFlag(&Flags::comm, "synthesize_comm",
+                   ChoiceTable<CommSource>{{"status", CommSource::kStatus},
+                                           {"comm", CommSource::kCommFile}},
+                   "where COMM names come from: status (its Name: line, as perf) or comm (the "
+                   "comm file too)")
+            .Default("status")
+            .Was("synth_comm"),
+        ParsedFlag<Flags, std::string>(&Flags::dir, "synthesize_dir", "a writable directory",
+                                       ParseDir, "directory for the file sink")
+            .Default("$TMPDIR or /tmp", [](const FlagEnv&) { return ScratchFile::DefaultDir(); })
+            .Was("synth_dir"),
+    });
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -117,9 +190,9 @@ absl::StatusOr<std::unique_ptr<ParallelSynthesizer>> CreateSized(ParallelSynthes
     absl::StatusOr<std::unique_ptr<ParallelSynthesizer>> synth =
         ParallelSynthesizer::Create(options);
     if (synth.ok()) return synth;
-    return WithMessage(
-        synth.status(),
-        absl::StrCat(synth.status().message(), "; with this little memory, use --synth_sink=file"));
+    return WithMessage(synth.status(),
+                       absl::StrCat(synth.status().message(),
+                                    "; with this little memory, use --synthesize_sink=file"));
   };
   options.memory_capacity = size_t{1} << 20;
   for (;;) {
@@ -219,107 +292,47 @@ void BM_Synthesize(benchmark::State& state, Params params, Settings settings) {
   ReportKernelCost(state, meter, total, "record");
 }
 
-absl::StatusOr<int> IntFlag(const Flag& flag, int64_t min, int64_t max) {
-  absl::StatusOr<int64_t> value = ParseInt(flag.value(), min, max);
-  if (!value.ok()) return flag.Annotate(value.status());
-  return static_cast<int>(*value);
-}
-
-std::vector<int64_t> DefaultWorkers(int cpus) {
-  std::vector<int64_t> workers;
-  if (QuickRun()) {
-    workers.push_back(1);
-    if (cpus > 1) workers.push_back(cpus);
-    return workers;
-  }
-  // Every count on small machines; powers of two plus the CPU count and twice it on big
-  // ones, so the list stays short.
-  if (2 * cpus <= 8) {
-    for (int w = 1; w <= 2 * cpus; ++w) workers.push_back(w);
-    return workers;
-  }
-  for (int w = 1; w < 2 * cpus; w *= 2) {
-    workers.push_back(w);
-    if (w < cpus && 2 * w > cpus) workers.push_back(cpus);
-  }
-  workers.push_back(2 * cpus);
-  return workers;
-}
-
 absl::Status RegisterSynthesizeFamily() {
-  int cpus = PlannedCpuCount();
+  const int cpus = PlannedCpuCount();
+  absl::StatusOr<Flags> f = flags.Resolve(FamilyFlagEnv());
+  if (!f.ok()) return f.status();
   Capabilities caps = ProbeCapabilities();
 
-  std::vector<int64_t> workers = DefaultWorkers(cpus);
-  if (!workers_flag.value().empty()) {
-    absl::StatusOr<std::vector<int64_t>> parsed =
-        ParseIntList(workers_flag.value(), 1, kMaxSynthesisWorkers);
-    if (!parsed.ok()) return workers_flag.Annotate(parsed.status());
-    workers = *parsed;
-  }
-  int64_t max_workers = 0;
-  for (int64_t w : workers) max_workers = std::max(max_workers, w);
+  int64_t max_workers = *std::max_element(f->workers.begin(), f->workers.end());
   if (absl::Status fits = caps.RequireThreads(static_cast<uint64_t>(max_workers));
-      !fits.ok() && workers_flag.is_set()) {
+      !fits.ok() && flags.Given(&Flags::workers)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--synth_workers=", max_workers, ": ", fits.message()));
+        absl::StrCat(flags.Name(&Flags::workers), "=", max_workers, ": ", fits.message()));
   }
-  absl::StatusOr<std::vector<std::string>> strategies =
-      ParseChoiceList(strategy_flag.value(), {"mutex", "atomic", "per_worker"});
-  if (!strategies.ok()) return strategy_flag.Annotate(strategies.status());
-  absl::StatusOr<std::vector<std::string>> workloads =
-      ParseChoiceList(workload_flag.is_set() || !QuickRun() ? workload_flag.value() : "controlled",
-                      {"controlled", "system"});
-  if (!workloads.ok()) return workload_flag.Annotate(workloads.status());
-  absl::StatusOr<std::vector<std::string>> sinks = ParseChoiceList(
-      sink_flag.is_set() || !QuickRun() ? sink_flag.value() : "memory", {"memory", "file"});
-  if (!sinks.ok()) return sink_flag.Annotate(sinks.status());
-
   Settings settings;
-  absl::StatusOr<int> processes = IntFlag(processes_flag, 1, kMaxTreeProcesses);
-  if (!processes.ok()) return processes.status();
-  absl::StatusOr<int> threads = IntFlag(tree_threads_flag, 1, kMaxTreeThreads);
-  if (!threads.ok()) return threads.status();
-  absl::StatusOr<int> exec_maps = IntFlag(exec_maps_flag, 0, kMaxTreeMappings);
-  if (!exec_maps.ok()) return exec_maps.status();
-  absl::StatusOr<int> data_maps = IntFlag(data_maps_flag, 0, kMaxTreeMappings);
-  if (!data_maps.ok()) return data_maps.status();
-  settings.tree.processes = *processes;
-  settings.tree.threads = *threads;
-  settings.tree.exec_mappings = *exec_maps;
-  settings.tree.data_mappings = *data_maps;
+  settings.tree.processes = f->processes;
+  settings.tree.threads = f->threads;
+  settings.tree.exec_mappings = f->exec_maps;
+  settings.tree.data_mappings = f->data_maps;
   bool controlled = false;
-  for (const std::string& w : *workloads) controlled |= w == "controlled";
+  for (const Choice<Workload>& w : f->workloads) controlled |= w.value == Workload::kControlled;
   if (controlled) {
     if (absl::Status valid = ProcessTree::Validate(settings.tree); !valid.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("--synth_exec_maps=", *exec_maps,
-                                                     " --synth_data_maps=", *data_maps, ": ",
-                                                     valid.message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(flags.Name(&Flags::exec_maps), "=", f->exec_maps, " ",
+                       flags.Name(&Flags::data_maps), "=", f->data_maps, ": ", valid.message()));
     }
     // The tree's tasks and the workers exist at the same time.
-    uint64_t tasks = static_cast<uint64_t>(*processes) * static_cast<uint64_t>(*threads);
-    bool sized_by_user =
-        processes_flag.is_set() || tree_threads_flag.is_set() || workers_flag.is_set();
+    uint64_t tasks = static_cast<uint64_t>(f->processes) * static_cast<uint64_t>(f->threads);
+    bool sized_by_user = flags.Given(&Flags::processes) || flags.Given(&Flags::threads) ||
+                         flags.Given(&Flags::workers);
     if (absl::Status fits = caps.RequireThreads(tasks + static_cast<uint64_t>(max_workers));
         !fits.ok() && sized_by_user) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--synth_processes=", *processes, " --synth_threads=", *threads, " (", tasks,
-                       " tasks) with --synth_workers up to ", max_workers, ": ", fits.message()));
+          absl::StrCat(flags.Name(&Flags::processes), "=", f->processes, " ",
+                       flags.Name(&Flags::threads), "=", f->threads, " (", tasks, " tasks) with ",
+                       flags.Name(&Flags::workers), " up to ", max_workers, ": ", fits.message()));
     }
   }
-
-  settings.synthesis.data_mmaps = data_flag.bool_value();
-  settings.synthesis.namespaces = namespaces_flag.bool_value();
-  if (comm_flag.value() == "status") {
-    settings.synthesis.comm_source = CommSource::kStatus;
-  } else if (comm_flag.value() == "comm") {
-    settings.synthesis.comm_source = CommSource::kCommFile;
-  } else {
-    return comm_flag.Annotate(absl::InvalidArgumentError(
-        absl::StrCat("'", comm_flag.value(), "' is not status or comm")));
-  }
-
-  settings.dir = dir_flag.value().empty() ? ScratchFile::DefaultDir() : dir_flag.value();
+  settings.synthesis.data_mmaps = f->data;
+  settings.synthesis.namespaces = f->namespaces;
+  settings.synthesis.comm_source = f->comm.value;
+  settings.dir = f->dir;
   bool file_sink_runs = false;
 
   // The system workload's tasks: this machine's processes, plus the kernel threads a
@@ -328,15 +341,16 @@ absl::Status RegisterSynthesizeFamily() {
   const double system_tasks =
       (processes_now.ok() ? static_cast<double>(processes_now->size()) : 200.0) +
       6.0 * std::max(0, cpus - static_cast<int>(OnlineCpus().value_or(std::vector<int>{0}).size()));
-  for (const std::string& workload : *workloads) {
-    for (const std::string& sink : *sinks) {
-      for (const std::string& strategy : *strategies) {
-        for (int64_t w : workers) {
-          Params params{workload == "controlled", *ParseOutputSink(sink),
-                        *ParseOutputStrategy(strategy), static_cast<int>(w)};
-          std::string name = absl::StrCat("BM_Synthesize/workload:", workload, "/sink:", sink,
-                                          "/strategy:", strategy, "/workers:", w);
-          file_sink_runs |= sink == "file" && WillRun(name);
+  for (const Choice<Workload>& workload : f->workloads) {
+    for (const Choice<OutputSink>& sink : f->sinks) {
+      for (const Choice<OutputStrategy>& strategy : f->strategies) {
+        for (int64_t w : f->workers) {
+          Params params{workload.value == Workload::kControlled, sink.value, strategy.value,
+                        static_cast<int>(w)};
+          std::string name =
+              absl::StrCat("BM_Synthesize/workload:", workload.name, "/sink:", sink.name,
+                           "/strategy:", strategy.name, "/workers:", w);
+          file_sink_runs |= sink.value == OutputSink::kFile && WillRun(name);
           // Each task costs a /proc read (status, maps) shared among the workers; the
           // controlled tree is built once per call of the function.
           const bool is_controlled = params.controlled;
@@ -360,9 +374,9 @@ absl::Status RegisterSynthesizeFamily() {
     // probe file has no name and its directory is gone once Create returns.
     absl::StatusOr<ScratchFile> probe = ScratchFile::Create(settings.dir);
     if (!probe.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--synth_dir=", settings.dir,
-                       ": cannot write the file sink there: ", probe.status().message()));
+      return flags.Reject(
+          &Flags::dir, settings.dir,
+          absl::StrCat("cannot write the file sink there: ", probe.status().message()));
     }
   }
   return absl::OkStatus();

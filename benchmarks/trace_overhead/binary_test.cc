@@ -52,10 +52,12 @@ double Number(const Json& benchmark, const char* key) {
 TEST_F(TraceOverheadBinaryTest, JsonHasTheBaselineFirstAndTheCounters) {
   Capabilities caps = ProbeCapabilities();
   if (absl::Status s = caps.RequireTracefs(); !s.ok()) GTEST_SKIP() << s.message();
-  Result result = RunBinary(
-      {"--trace_sets=none,sched", "--trace_recorder=ring", "--callchains=off,on",
-       "--trace_scope=task", "--pingpong_placement=unpinned", "--ring_pages=16",
-       "--tracepoints=nosuch:event", "--benchmark_min_time=0.01", "--benchmark_format=json"});
+  Result result =
+      RunBinary({"--trace_overhead_sets=none,sched", "--trace_overhead_recorder=ring",
+                 "--trace_overhead_callchains=off,on", "--trace_overhead_scope=task",
+                 "--trace_overhead_placement=unpinned", "--trace_overhead_ring_pages=16",
+                 "--trace_overhead_tracepoints=nosuch:event", "--benchmark_min_time=0.01",
+                 "--benchmark_format=json"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   absl::StatusOr<Json> doc = ParseJson(result.out);
   ASSERT_TRUE(doc.ok()) << doc.status() << "\n" << result.out;
@@ -107,9 +109,10 @@ TEST_F(TraceOverheadBinaryTest, JsonHasTheBaselineFirstAndTheCounters) {
 
 // recorder:bpf on every set and scope: the BPF side's counters beside the shared ones.
 TEST_F(TraceOverheadBinaryTest, BpfRecorderReportsWhatItAggregated) {
-  Result result = RunBinary({"--trace_sets=none,lock,sched,syscalls", "--trace_recorder=bpf",
-                             "--trace_scope=cpu,task", "--pingpong_placement=same_cpu",
-                             "--benchmark_min_time=0.01", "--benchmark_format=json"});
+  Result result =
+      RunBinary({"--trace_overhead_sets=none,lock,sched,syscalls", "--trace_overhead_recorder=bpf",
+                 "--trace_overhead_scope=cpu,task", "--trace_overhead_placement=same_cpu",
+                 "--benchmark_min_time=0.01", "--benchmark_format=json"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   absl::StatusOr<Json> doc = ParseJson(result.out);
   ASSERT_TRUE(doc.ok()) << doc.status() << "\n" << result.out;
@@ -159,8 +162,9 @@ TEST_F(TraceOverheadBinaryTest, WithoutTheBaselineThereIsNoOverhead) {
     GTEST_SKIP() << s.message();
   }
   Result result =
-      RunBinary({"--trace_sets=sched", "--trace_recorder=ring", "--callchains=off",
-                 "--trace_scope=task", "--ring_pages=16", "--pingpong_placement=unpinned",
+      RunBinary({"--trace_overhead_sets=sched", "--trace_overhead_recorder=ring",
+                 "--trace_overhead_callchains=off", "--trace_overhead_scope=task",
+                 "--trace_overhead_ring_pages=16", "--trace_overhead_placement=unpinned",
                  "--benchmark_min_time=0.01", "--benchmark_format=json"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   absl::StatusOr<Json> doc = ParseJson(result.out);
@@ -176,20 +180,25 @@ struct BadFlag {
 
 TEST_F(TraceOverheadBinaryTest, BadValuesExitTwoNamingTheFlagBeforeRunning) {
   std::vector<BadFlag> cases = {
-      {{"--ring_pages=1000"}, "--ring_pages: ring buffer size must be a power of two"},
-      {{"--ring_pages=0"}, "--ring_pages: 0 is out of range"},
-      {{"--ring_pages=lots"}, "--ring_pages: 'lots' is not an integer"},
-      {{"--trace_sets=none,locks"}, "--trace_sets: unknown value 'locks'"},
-      {{"--trace_sets="}, "--trace_sets"},
-      {{"--tracepoints=sched_switch"}, "--tracepoints: bad tracepoint name 'sched_switch'"},
-      {{"--tracepoints=sched:../x"}, "--tracepoints: bad tracepoint name"},
-      {{"--callchains=yes"}, "--callchains: unknown value 'yes'"},
-      {{"--trace_scope=all"}, "--trace_scope: unknown value 'all'"},
-      {{"--pingpong_tasks=fibers"}, "--pingpong_tasks: unknown value 'fibers'"},
-      {{"--pingpong_placement=far"}, "--pingpong_placement: unknown value 'far'"},
-      {{"--trace_sink=null"}, "--trace_sink: unknown value 'null'"},
-      {{"--trace_recorder=perf"}, "--trace_recorder: unknown value 'perf'"},
-      {{"--trace_recorder="}, "--trace_recorder"},
+      {{"--trace_overhead_ring_pages=1000"},
+       "--trace_overhead_ring_pages=1000: ring buffer size must be a power of two"},
+      {{"--trace_overhead_ring_pages=0"}, "--trace_overhead_ring_pages=0: 0 is out of range"},
+      {{"--trace_overhead_ring_pages=lots"},
+       "--trace_overhead_ring_pages=lots: 'lots' is not an integer"},
+      {{"--trace_overhead_sets=none,locks"},
+       "--trace_overhead_sets=none,locks: unknown value 'locks'"},
+      {{"--trace_overhead_sets="}, "--trace_overhead_sets"},
+      {{"--trace_overhead_tracepoints=sched_switch"},
+       "--trace_overhead_tracepoints=sched_switch: bad tracepoint name 'sched_switch'"},
+      {{"--trace_overhead_tracepoints=sched:../x"},
+       "--trace_overhead_tracepoints=sched:../x: bad tracepoint name"},
+      {{"--trace_overhead_callchains=yes"}, "--trace_overhead_callchains=yes: unknown value 'yes'"},
+      {{"--trace_overhead_scope=all"}, "--trace_overhead_scope=all: unknown value 'all'"},
+      {{"--trace_overhead_tasks=fibers"}, "--trace_overhead_tasks=fibers: unknown value 'fibers'"},
+      {{"--trace_overhead_placement=far"}, "--trace_overhead_placement=far: unknown value 'far'"},
+      {{"--trace_overhead_sink=null"}, "--trace_overhead_sink=null: unknown value 'null'"},
+      {{"--trace_overhead_recorder=perf"}, "--trace_overhead_recorder=perf: unknown value 'perf'"},
+      {{"--trace_overhead_recorder="}, "--trace_overhead_recorder"},
   };
   for (const BadFlag& bad : cases) {
     SCOPED_TRACE(bad.args[0]);
@@ -208,14 +217,15 @@ TEST_F(TraceOverheadBinaryTest, RingBuffersOverTheMlockLimitExitTwo) {
   if (access("/bin/sh", X_OK) != 0) GTEST_SKIP() << "no /bin/sh";
   std::string script = absl::StrCat(
       "ulimit -l 64 && exec /usr/bin/setpriv --bounding-set=-ipc_lock --inh-caps=-ipc_lock ",
-      BinaryPath(), " --trace_sets=none,sched --ring_pages=1024 --benchmark_list_tests");
+      BinaryPath(),
+      " --trace_overhead_sets=none,sched --trace_overhead_ring_pages=1024 --benchmark_list_tests");
   Result result = RunCommand({"/bin/sh", "-c", script});
   if (result.exit_code == 0) {
     // perf_event_paranoid -1 lifts the limit; nothing to check then.
     GTEST_SKIP() << "no mlock limit applies: " << result.err;
   }
   EXPECT_EQ(result.exit_code, 2) << result.err;
-  EXPECT_TRUE(absl::StrContains(result.err, "--ring_pages:")) << result.err;
+  EXPECT_TRUE(absl::StrContains(result.err, "--trace_overhead_ring_pages=1024:")) << result.err;
   EXPECT_TRUE(absl::StrContains(result.err, "perf_event_mlock_kb")) << result.err;
   EXPECT_TRUE(absl::StrContains(result.err, "RLIMIT_MEMLOCK 64 KiB")) << result.err;
   EXPECT_FALSE(absl::StrContains(result.out, "BM_")) << result.out;
@@ -225,8 +235,9 @@ TEST_F(TraceOverheadBinaryTest, RingBuffersOverTheMlockLimitExitTwo) {
   std::string by_default = absl::StrCat(
       "ulimit -l 64 && exec /usr/bin/setpriv --bounding-set=-ipc_lock --inh-caps=-ipc_lock ",
       BinaryPath(),
-      " --trace_sets=none,sched --trace_recorder=ring --callchains=off --trace_scope=task "
-      "--pingpong_placement=unpinned "
+      " --trace_overhead_sets=none,sched --trace_overhead_recorder=ring "
+      "--trace_overhead_callchains=off --trace_overhead_scope=task "
+      "--trace_overhead_placement=unpinned "
       "--benchmark_min_time=0.01 --benchmark_format=json");
   Result defaulted = RunCommand({"/bin/sh", "-c", by_default});
   ASSERT_EQ(defaulted.exit_code, 0) << defaulted.err;
@@ -239,13 +250,15 @@ TEST_F(TraceOverheadBinaryTest, RingBuffersOverTheMlockLimitExitTwo) {
   ASSERT_NE(recorded.Find("error_occurred"), nullptr);
   EXPECT_TRUE(recorded.Find("error_occurred")->boolean);
   const std::string& why = recorded.Find("error_message")->string;
-  EXPECT_TRUE(absl::StrContains(why, "SKIPPED: the default --ring_pages=1024")) << why;
+  EXPECT_TRUE(absl::StrContains(why, "SKIPPED: the default --trace_overhead_ring_pages=1024"))
+      << why;
   EXPECT_TRUE(absl::StrContains(why, "RLIMIT_MEMLOCK 64 KiB")) << why;
 
   // The baseline alone maps nothing: no limit applies.
   std::string none_only = absl::StrCat(
       "ulimit -l 64 && exec /usr/bin/setpriv --bounding-set=-ipc_lock --inh-caps=-ipc_lock ",
-      BinaryPath(), " --trace_sets=none --ring_pages=1024 --benchmark_list_tests");
+      BinaryPath(),
+      " --trace_overhead_sets=none --trace_overhead_ring_pages=1024 --benchmark_list_tests");
   Result baseline = RunCommand({"/bin/sh", "-c", none_only});
   EXPECT_EQ(baseline.exit_code, 0) << baseline.err;
 }

@@ -1,65 +1,53 @@
 // Tracing overhead: what recording tracepoints costs a workload that hits them.
 //
-// Seed: ../shared/seeds/003 (perf lock, Frederic Weisbecker and Jens Axboe, 2010).
-// `perf lock record perf sched pipe -l 100000` ran at 910 usecs/op before the patchset
-// and 437 after; `perf lock record -g ls` wrote 137 MB, and callchains doubled the time.
-// A kernel developer wants that overhead, as a number, on their own kernel.
+// Seed: the thread "[RFC GIT PULL] perf/trace/lock optimization/scalability improvements"
+// (Frederic Weisbecker and Jens Axboe, 3 Feb 2010). `perf lock record perf sched pipe -l
+// 100000` ran at 910 usecs/op before the patchset and 437 after; `perf lock record -g ls`
+// wrote 137 MB, and callchains doubled the time. A kernel developer wants that overhead,
+// as a number, on their own kernel.
 //
-// BM_PipePingPong/set:S/callchains:C/scope:P/tasks:T/placement:X/sink:K
-//   The workload of `perf bench sched pipe`: two tasks bounce a 4-byte token over two
-//   pipes (tasks: processes, perf bench's default, or threads as -T). The benchmark
-//   thread is one side, the peer is created once per run; one iteration is one round
-//   trip (perf bench also times fork and exit, which is noise after 10^5 loops).
-//   Placement: unpinned (perf bench), same_cpu (both on one CPU: every round trip is two
-//   context switches there) or other_cpus (one CPU each: two cross-CPU wakeups).
-//   While it runs a real recorder (benchmarks/trace_overhead/trace_recorder.h) records set S:
-//     none      nothing is recorded: the baseline, named .../set:none/tasks:T/placement:X
-//     lock      lockdep's lock:lock_acquire/acquired/contended/release if the kernel has
-//               them, else lock:contention_begin/end (what `perf lock record` picks)
-//     sched     sched:sched_switch, sched:sched_wakeup
-//     syscalls  raw_syscalls:sys_enter, raw_syscalls:sys_exit
-//     custom    the tracepoints of --tracepoints
-//   as `perf lock record` (perf record -R -c 1 -m 1024) does: sample_period 1, samples of
-//   ip, tid, time, id, cpu, period and the raw payload, callchains C (off, or on: frame
-//   pointer, depth 8, as perf lock adds them), one ring buffer of --ring_pages pages per
-//   CPU (the CPU's other events redirected into it), drained by a reader thread that
-//   discards the bytes or writes them to an unlinked temp file (sink K, perf.data).
-//   Scope P: cpu (system-wide, every CPU: also records the rest of the machine and the
-//   reader itself, as `perf record -a`) or task (the benchmark thread with inherit, the
-//   peer created afterwards; still one event per CPU, since the kernel refuses to mmap
-//   an inherited cpu=-1 event: exactly what `perf record -- cmd` does).
-// BM_PipePingPong/set:S/recorder:bpf/scope:P/tasks:T/placement:X
-//   The same sets (not custom) aggregated in the kernel instead, as `perf lock contention
-//   --use-bpf` does (benchmarks/trace_overhead/bpf_recorder.h): BPF programs on the set's
-//   tracepoints pair each task's begin and end (contention_begin/end, sys_enter/exit,
-//   switched out/in) and keep counts and log2 wait histograms per key (lock and caller,
-//   syscall, task) in maps that are read once, after the run. Scope task: this process
-//   and the processes it forks after the recorder is opened.
-//   Counters: samples/op (tracepoint hits the programs counted), bytes/op (the maps read
-//   after the run, per round trip), lost (waits dropped for a full map), and what the
-//   BPF side aggregated: bpf_pairs/op, bpf_wait_us/op, bpf_keys, bpf_unpaired (ends whose
-//   begin came before the run), bpf_wait_p50_us, bpf_wait_p99_us (histogram bucket upper
-//   bounds), bpf_wait_max_us; the label names the key with the longest total wait.
-//   Needs kernel BTF and root (or CAP_BPF with CAP_PERFMON); skipped with the reason
-//   otherwise.
+// BM_PipePingPong is the workload of `perf bench sched pipe`: two tasks (processes, perf
+// bench's default, or threads as -T) bounce a 4-byte token over two pipes. The benchmark
+// thread is one side, the peer is created once per run; one iteration is one round trip
+// (perf bench also times fork and exit, which is noise after 10^5 loops). The placement
+// puts both on one CPU (two context switches per round trip there), one CPU each (two
+// cross-CPU wakeups), or leaves them to the scheduler like perf bench. While it runs, a
+// recorder records a set of tracepoints: none (the baseline), lock (lockdep's
+// lock:lock_acquire/acquired/contended/release if the kernel has them, else
+// lock:contention_begin/end: what `perf lock record` picks), sched (sched_switch,
+// sched_wakeup), syscalls (raw_syscalls:sys_enter/exit) or custom ones.
+//   The ring recorder (trace_recorder.h) is `perf lock record` (perf record -R -c 1 -m 1024):
+// sample_period 1, samples of ip, tid, time, id, cpu, period and the raw payload,
+// frame-pointer callchains of depth 8 if asked (as perf lock adds them), one ring buffer
+// per CPU (the CPU's other events redirected into it) drained by a reader thread that
+// discards the bytes or writes them to an unlinked temp file (perf.data). Scope cpu is
+// system-wide (`perf record -a`: the rest of the machine and the reader too); scope task
+// the benchmark thread with inherit, the peer created afterwards (still one event per
+// CPU: the kernel refuses to mmap an inherited cpu=-1 event, exactly what `perf record --
+// cmd` does).
+//   The BPF recorder aggregates the same named sets in the kernel instead, as `perf lock
+// contention --use-bpf` does (benchmarks/trace_overhead/bpf_recorder.h): programs on the
+// set's tracepoints pair each task's begin and end and keep counts and log2 wait
+// histograms per key in maps read once, after the run. Needs kernel BTF and root (or
+// CAP_BPF with CAP_PERFMON).
+//   Counters: usecs/op (one round trip), samples/op, bytes/op (ring buffer bytes, or the
+// maps read per round trip), lost (samples the kernel could not write, or waits dropped
+// for a full map), the BPF side's pairs, waits and quantiles, the kernel-cost counters of
+// bench_support.h (sys_us/op counts this process and the reaped peer), and overhead_pct =
+// usecs/op over the set:none run of the same tasks and placement in this same process.
+// overhead_pct is only there when that none run has already run in this process (it is
+// registered first; a --benchmark_filter that drops it, or random interleaving, drops the
+// counter).
 //
-//   Counters: usecs/op (one round trip), samples/op, bytes/op (ring buffer bytes),
-//   lost (samples the kernel could not write: its own per-event count, Linux 6.0+,
-//   else the PERF_RECORD_LOST records), the kernel-cost counters of bench_support.h
-//   (ipis_sent/op, ..., ipis_system/op; sys_us/op counts this process and the reaped
-//   peer), and overhead_pct = usecs/op over the set:none run of the same tasks and
-//   placement in this same process, in percent. overhead_pct is only there when that
-//   none run has already run in this process (it is registered first; a
-//   --benchmark_filter that drops it, or random interleaving, drops the counter).
-//
+// The parameters, their ranges and defaults: the table below, printed by --help.
 // Real time throughout: the peer, the reader and the kernel's work on the other CPU are
 // part of the cost. Privileges: root or CAP_PERFMON (raw tracepoint samples otherwise
 // need kernel.perf_event_paranoid=-1, system-wide ones <= 0) and a readable tracefs
 // for the tracepoint ids. What is not permitted or not there is skipped, with the
-// reason naming the tracepoint and the permission. A --ring_pages that is not a power
-// of two, or that exceeds the mlock limit (kernel.perf_event_mlock_kb per CPU +
-// RLIMIT_MEMLOCK, unless CAP_IPC_LOCK), stops the binary (exit 2); the default size
-// over the limit only makes the recorded runs skip.
+// reason naming the tracepoint and the permission. A ring size the user gives that
+// exceeds the mlock limit (kernel.perf_event_mlock_kb per CPU + RLIMIT_MEMLOCK, unless
+// CAP_IPC_LOCK) stops the binary (exit 2); the default size over the limit only makes
+// the recorded runs skip.
 #include <unistd.h>
 
 #include <algorithm>
@@ -92,38 +80,99 @@
 namespace perfscale {
 namespace {
 
-Flag& sets_flag =
-    DefineFlag("trace_sets", "none,lock,sched,syscalls",
-               "tracepoint sets recorded during the pipe ping-pong: none, lock, sched, syscalls "
-               "(custom is added by --tracepoints)");
-Flag& tracepoints_flag =
-    DefineFlag("tracepoints", "",
-               "extra set 'custom' of subsystem:event tracepoints, e.g. irq:irq_handler_entry");
-Flag& callchains_flag =
-    DefineFlag("callchains", "off,on", "record callchains (frame pointer, depth 8): off, on");
-Flag& scope_flag =
-    DefineFlag("trace_scope", "cpu,task",
-               "what is recorded: cpu (system-wide, perf record -a) or task (the ping-pong tasks, "
-               "inherited, perf record -- cmd)");
-Flag& tasks_flag =
-    DefineFlag("pingpong_tasks", "processes", "the ping-pong peer: processes (fork) or threads");
-// Unpinned is perf bench's way, and its figure swings with where the scheduler puts the
-// two tasks (one CPU or two: on a VM, 8 us or 70 us a round trip); same_cpu is the stable
-// figure an overhead is best read from, so both run by default.
-Flag& pingpong_placement_flag =
-    DefineFlag("pingpong_placement", "unpinned,same_cpu",
-               "where the ping-pong tasks run: unpinned, same_cpu, other_cpus");
-Flag& recorder_flag =
-    DefineFlag("trace_recorder", "ring,bpf",
-               "how the sets are recorded: ring (perf record's ring buffers, drained by a thread) "
-               "or bpf (BPF programs aggregating in kernel maps, perf lock contention --use-bpf)");
-Flag& ring_pages_flag =
-    DefineFlag("ring_pages", "1024",
-               "data pages per CPU ring buffer, a power of two (perf lock record -m 1024: 4 MiB)");
-Flag& sink_flag =
-    DefineFlag("trace_sink", "discard",
-               "what the reader does with the records: discard, or file (an unlinked temp file in "
-               "$TMPDIR, like perf.data)");
+absl::StatusOr<std::vector<std::string>> ParseTracepointList(absl::string_view text) {
+  std::vector<std::string> names;
+  for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    absl::StatusOr<TracepointName> name = ParseTracepointName(item);
+    if (!name.ok()) return name.status();
+    std::string full = absl::StrCat(name->subsystem, ":", name->event);
+    if (std::find(names.begin(), names.end(), full) == names.end()) names.push_back(full);
+  }
+  return names;
+}
+
+enum class Recorder { kRing, kBpf };
+
+struct Flags {
+  std::vector<Choice<std::string>> sets;
+  std::vector<std::string> tracepoints;
+  std::vector<Choice<bool>> callchains;
+  std::vector<Choice<TraceScope>> scopes;
+  std::vector<Choice<PipePingPong::Peer>> tasks;
+  std::vector<Choice<std::string>> placements;
+  std::vector<Choice<Recorder>> recorders;
+  int64_t ring_pages = 0;
+  std::vector<Choice<TraceSink>> sinks;
+};
+
+const FlagList<Flags> flags(
+    "trace_overhead",
+    {
+        ChoiceListFlag(&Flags::sets, "trace_overhead_sets",
+                       ChoicesOf({"none", "lock", "sched", "syscalls"}),
+                       "tracepoint sets recorded during the pipe ping-pong (set custom is added "
+                       "by --trace_overhead_tracepoints)")
+            .Default("none,lock,sched,syscalls")
+            .Quick("none,sched")
+            .Was("trace_sets"),
+        ParsedFlag<Flags, std::vector<std::string>>(
+            &Flags::tracepoints, "trace_overhead_tracepoints",
+            "comma-separated subsystem:event names", ParseTracepointList,
+            "the tracepoints of an extra set custom, e.g. irq:irq_handler_entry")
+            .DefaultMeans("(none)")
+            .Was("tracepoints"),
+        ChoiceListFlag(&Flags::callchains, "trace_overhead_callchains",
+                       ChoiceTable<bool>{{"off", false}, {"on", true}},
+                       "record callchains (frame pointer, depth 8)")
+            .Default("off,on")
+            .Quick("off")
+            .Was("callchains"),
+        ChoiceListFlag(&Flags::scopes, "trace_overhead_scope",
+                       ChoiceTable<TraceScope>{{"cpu", TraceScope::kSystemWide},
+                                               {"task", TraceScope::kTask}},
+                       "what is recorded: cpu (system-wide, perf record -a) or task (the "
+                       "ping-pong tasks, inherited, perf record -- cmd)")
+            .Default("cpu,task")
+            .Quick("cpu")
+            .Was("trace_scope"),
+        ChoiceListFlag(&Flags::tasks, "trace_overhead_tasks",
+                       ChoiceTable<PipePingPong::Peer>{{"processes", PipePingPong::Peer::kProcess},
+                                                       {"threads", PipePingPong::Peer::kThread}},
+                       "the ping-pong peer: processes (fork, perf bench's default) or threads "
+                       "(perf bench -T)")
+            .Default("processes")
+            .Was("pingpong_tasks"),
+        // Unpinned is perf bench's way, and its figure swings with where the scheduler
+        // puts the two tasks (one CPU or two: on a VM, 8 us or 70 us a round trip);
+        // same_cpu is the stable figure an overhead is best read from, so both run.
+        ChoiceListFlag(&Flags::placements, "trace_overhead_placement", ChoicesOf(PlacementNames()),
+                       "where the ping-pong tasks run: unpinned (perf bench), same_cpu (both on "
+                       "one CPU), other_cpus (one CPU each)")
+            .Default("unpinned,same_cpu")
+            .Quick("same_cpu")
+            .Was("pingpong_placement"),
+        ChoiceListFlag(&Flags::recorders, "trace_overhead_recorder",
+                       ChoiceTable<Recorder>{{"ring", Recorder::kRing}, {"bpf", Recorder::kBpf}},
+                       "how the sets are recorded: ring (perf record's ring buffers, drained by "
+                       "a thread) or bpf (BPF programs aggregating in kernel maps, perf lock "
+                       "contention --use-bpf)")
+            .Default("ring,bpf")
+            .Was("trace_recorder"),
+        IntFlag(&Flags::ring_pages, "trace_overhead_ring_pages", 1,
+                static_cast<int64_t>(kMaxRingPages),
+                "data pages per CPU ring buffer, a power of two (perf lock record -m 1024: 4 "
+                "MiB)")
+            .Values(absl::StrCat("a power of two 1..", kMaxRingPages))
+            .Default("1024")
+            .Was("ring_pages"),
+        ChoiceListFlag(&Flags::sinks, "trace_overhead_sink",
+                       ChoiceTable<TraceSink>{{"discard", TraceSink::kDiscard},
+                                              {"file", TraceSink::kFile}},
+                       "what the reader does with the records: discard, or file (an unlinked "
+                       "temp file in $TMPDIR, like perf.data)")
+            .Default("discard")
+            .Was("trace_sink"),
+    });
 
 struct Params {
   std::string set;
@@ -334,30 +383,6 @@ void BM_PipePingPong(benchmark::State& state, Params params) {
   ReportKernelCost(state, meter, ops);
 }
 
-absl::StatusOr<std::vector<std::string>> ChoiceFlag(const Flag& flag,
-                                                    const std::vector<std::string>& allowed,
-                                                    const char* quick_default) {
-  std::string text = flag.value();
-  if (!flag.is_set() && QuickRun() && quick_default != nullptr) text = quick_default;
-  absl::StatusOr<std::vector<std::string>> values = ParseChoiceList(text, allowed);
-  if (!values.ok()) return flag.Annotate(values.status());
-  if (values->empty()) {
-    return flag.Annotate(absl::InvalidArgumentError("expected at least one value"));
-  }
-  return values;
-}
-
-absl::StatusOr<std::vector<std::string>> ParseTracepointList(absl::string_view text) {
-  std::vector<std::string> names;
-  for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipEmpty())) {
-    absl::StatusOr<TracepointName> name = ParseTracepointName(item);
-    if (!name.ok()) return name.status();
-    std::string full = absl::StrCat(name->subsystem, ":", name->event);
-    if (std::find(names.begin(), names.end(), full) == names.end()) names.push_back(full);
-  }
-  return names;
-}
-
 // A round trip, slower when recorded (more with callchains); the setup forks the peer
 // and, when recording, opens a ring buffer per CPU (or loads and attaches the BPF
 // programs) and finally closes tracepoint events (an RCU grace period).
@@ -376,103 +401,85 @@ CostModel PingPongCost(const Params& params) {
 }
 
 absl::Status RegisterTraceOverheadFamily() {
-  absl::StatusOr<std::vector<std::string>> sets =
-      ChoiceFlag(sets_flag, {"none", "lock", "sched", "syscalls"}, "none,sched");
-  if (!sets.ok()) return sets.status();
-  absl::StatusOr<std::vector<std::string>> custom = ParseTracepointList(tracepoints_flag.value());
-  if (!custom.ok()) return tracepoints_flag.Annotate(custom.status());
-  if (!custom->empty()) sets->push_back("custom");
-  absl::StatusOr<std::vector<std::string>> callchains =
-      ChoiceFlag(callchains_flag, {"off", "on"}, "off");
-  if (!callchains.ok()) return callchains.status();
-  absl::StatusOr<std::vector<std::string>> scopes = ChoiceFlag(scope_flag, {"cpu", "task"}, "cpu");
-  if (!scopes.ok()) return scopes.status();
-  absl::StatusOr<std::vector<std::string>> tasks =
-      ChoiceFlag(tasks_flag, {"processes", "threads"}, nullptr);
-  if (!tasks.ok()) return tasks.status();
-  absl::StatusOr<std::vector<std::string>> placements =
-      ChoiceFlag(pingpong_placement_flag, PlacementNames(), "same_cpu");
-  if (!placements.ok()) return placements.status();
-  absl::StatusOr<std::vector<std::string>> sinks =
-      ChoiceFlag(sink_flag, {"discard", "file"}, nullptr);
-  if (!sinks.ok()) return sinks.status();
-  absl::StatusOr<std::vector<std::string>> recorders =
-      ChoiceFlag(recorder_flag, {"ring", "bpf"}, nullptr);
-  if (!recorders.ok()) return recorders.status();
-  const bool ring = std::find(recorders->begin(), recorders->end(), "ring") != recorders->end();
-  const bool bpf = std::find(recorders->begin(), recorders->end(), "bpf") != recorders->end();
-  absl::StatusOr<int64_t> pages =
-      ParseInt(ring_pages_flag.value(), 1, static_cast<int64_t>(kMaxRingPages));
-  if (!pages.ok()) return ring_pages_flag.Annotate(pages.status());
-  if (absl::Status valid = ValidateRingPages(static_cast<uint64_t>(*pages)); !valid.ok()) {
-    return ring_pages_flag.Annotate(valid);
+  absl::StatusOr<Flags> f = flags.Resolve(FamilyFlagEnv());
+  if (!f.ok()) return f.status();
+  std::vector<Choice<std::string>> sets = f->sets;
+  if (!f->tracepoints.empty()) sets.push_back({"custom", "custom"});
+  bool ring = false, bpf = false;
+  for (const Choice<Recorder>& recorder : f->recorders) {
+    ring |= recorder.value == Recorder::kRing;
+    bpf |= recorder.value == Recorder::kBpf;
+  }
+  const uint64_t pages = static_cast<uint64_t>(f->ring_pages);
+  if (absl::Status valid = ValidateRingPages(pages); !valid.ok()) {
+    return flags.Reject(&Flags::ring_pages, absl::StrCat(pages), valid.message());
   }
   bool records = false;
-  for (const std::string& set : *sets) records |= ring && set != "none";
+  for (const Choice<std::string>& set : sets) records |= ring && set.name != "none";
   absl::Status budget;
   if (records) {
     // One buffer per online CPU, whatever the scope.
     MlockLimits limits = ProbeMlockLimits();
-    budget = CheckRingBufferBudget(limits, static_cast<uint64_t>(*pages),
-                                   static_cast<uint64_t>(limits.online_cpus));
+    budget = CheckRingBufferBudget(limits, pages, static_cast<uint64_t>(limits.online_cpus));
     // A size the user asked for stops the binary; the default only makes the recorded
     // runs skip, so that `all` still runs the other families for an unprivileged user.
-    if (!budget.ok() && ring_pages_flag.is_set()) return ring_pages_flag.Annotate(budget);
+    if (!budget.ok() && flags.Given(&Flags::ring_pages)) {
+      return flags.Reject(&Flags::ring_pages, absl::StrCat(pages), budget.message());
+    }
     if (!budget.ok()) {
-      budget = absl::ResourceExhaustedError(
-          absl::StrCat("the default --ring_pages=", *pages, ": ", budget.message()));
+      budget = absl::ResourceExhaustedError(absl::StrCat(
+          "the default ", flags.Name(&Flags::ring_pages), "=", pages, ": ", budget.message()));
     }
   }
 
-  for (const std::string& task : *tasks) {
-    for (const std::string& placement : *placements) {
-      const PipePingPong::Peer peer =
-          task == "processes" ? PipePingPong::Peer::kProcess : PipePingPong::Peer::kThread;
+  for (const Choice<PipePingPong::Peer>& task : f->tasks) {
+    for (const Choice<std::string>& placement : f->placements) {
       // The baseline first, so that the recorded runs after it can report overhead_pct.
-      if (std::find(sets->begin(), sets->end(), "none") != sets->end()) {
+      if (std::find(sets.begin(), sets.end(), Choice<std::string>{"none", "none"}) != sets.end()) {
         Params base;
         base.set = "none";
-        base.peer = peer;
-        base.placement = placement;
-        std::string name =
-            absl::StrCat("BM_PipePingPong/set:none/tasks:", task, "/placement:", placement);
+        base.peer = task.value;
+        base.placement = placement.value;
+        std::string name = absl::StrCat("BM_PipePingPong/set:none/tasks:", task.name,
+                                        "/placement:", placement.name);
         RegisterPlanned(name, TimeMode::kReal, PingPongCost(base), BM_PipePingPong, base)
             ->Unit(benchmark::kMicrosecond);
       }
-      for (const std::string& set : *sets) {
-        if (set == "none") continue;
+      for (const Choice<std::string>& set : sets) {
+        if (set.name == "none") continue;
         // BPF programs exist for the named sets only.
-        for (const std::string& scope : *scopes) {
-          if (!bpf || set == "custom") break;
+        for (const Choice<TraceScope>& scope : f->scopes) {
+          if (!bpf || set.name == "custom") break;
           Params params;
-          params.set = set;
+          params.set = set.name;
           params.bpf = true;
-          params.scope = scope == "cpu" ? TraceScope::kSystemWide : TraceScope::kTask;
-          params.peer = peer;
-          params.placement = placement;
+          params.scope = scope.value;
+          params.peer = task.value;
+          params.placement = placement.value;
           std::string name =
-              absl::StrCat("BM_PipePingPong/set:", set, "/recorder:bpf/scope:", scope,
-                           "/tasks:", task, "/placement:", placement);
+              absl::StrCat("BM_PipePingPong/set:", set.name, "/recorder:bpf/scope:", scope.name,
+                           "/tasks:", task.name, "/placement:", placement.name);
           RegisterPlanned(name, TimeMode::kReal, PingPongCost(params), BM_PipePingPong, params)
               ->Unit(benchmark::kMicrosecond);
         }
         if (!ring) continue;
-        for (const std::string& callchain : *callchains) {
-          for (const std::string& scope : *scopes) {
-            for (const std::string& sink : *sinks) {
+        for (const Choice<bool>& callchain : f->callchains) {
+          for (const Choice<TraceScope>& scope : f->scopes) {
+            for (const Choice<TraceSink>& sink : f->sinks) {
               Params params;
-              params.set = set;
-              params.tracepoints = *custom;
-              params.callchains = callchain == "on";
-              params.scope = scope == "cpu" ? TraceScope::kSystemWide : TraceScope::kTask;
-              params.peer = peer;
-              params.placement = placement;
-              params.ring_pages = static_cast<uint64_t>(*pages);
-              params.sink = sink == "file" ? TraceSink::kFile : TraceSink::kDiscard;
+              params.set = set.name;
+              params.tracepoints = f->tracepoints;
+              params.callchains = callchain.value;
+              params.scope = scope.value;
+              params.peer = task.value;
+              params.placement = placement.value;
+              params.ring_pages = pages;
+              params.sink = sink.value;
               params.budget = budget;
-              std::string name = absl::StrCat(
-                  "BM_PipePingPong/set:", set, "/callchains:", callchain, "/scope:", scope,
-                  "/tasks:", task, "/placement:", placement, "/sink:", sink);
+              std::string name =
+                  absl::StrCat("BM_PipePingPong/set:", set.name, "/callchains:", callchain.name,
+                               "/scope:", scope.name, "/tasks:", task.name,
+                               "/placement:", placement.name, "/sink:", sink.name);
               RegisterPlanned(name, TimeMode::kReal, PingPongCost(params), BM_PipePingPong, params)
                   ->Unit(benchmark::kMicrosecond);
             }

@@ -63,16 +63,16 @@ TEST(TraceOverheadFamilyTest, RejectsBadFlagsBeforeRegistering) {
     std::string expect;
   };
   for (const Case& c : std::vector<Case>{
-           {"--ring_pages=1000", "power of two"},
-           {"--ring_pages=0", "--ring_pages"},
-           {"--trace_sets=none,locks", "locks"},
-           {"--tracepoints=sched_switch", "sched_switch"},
-           {"--callchains=maybe", "maybe"},
-           {"--trace_scope=process", "process"},
-           {"--pingpong_tasks=fibers", "fibers"},
-           {"--pingpong_placement=numa", "numa"},
-           {"--trace_sink=pipe", "pipe"},
-           {"--trace_recorder=perf", "perf"},
+           {"--trace_overhead_ring_pages=1000", "power of two"},
+           {"--trace_overhead_ring_pages=0", "--trace_overhead_ring_pages"},
+           {"--trace_overhead_sets=none,locks", "locks"},
+           {"--trace_overhead_tracepoints=sched_switch", "sched_switch"},
+           {"--trace_overhead_callchains=maybe", "maybe"},
+           {"--trace_overhead_scope=process", "process"},
+           {"--trace_overhead_tasks=fibers", "fibers"},
+           {"--trace_overhead_placement=numa", "numa"},
+           {"--trace_overhead_sink=pipe", "pipe"},
+           {"--trace_overhead_recorder=perf", "perf"},
        }) {
     absl::Status status = RegisterWithFlags({c.flag});
     EXPECT_FALSE(status.ok()) << c.flag;
@@ -84,12 +84,13 @@ TEST(TraceOverheadFamilyTest, RejectsBadFlagsBeforeRegistering) {
 TEST(TraceOverheadFamilyTest, EveryLayoutRunsReportsAndLeavesTheProcessAsFound) {
   absl::StatusOr<testing::ProcessState> before = testing::CaptureProcessState();
   ASSERT_TRUE(before.ok()) << before.status();
-  ASSERT_TRUE(
-      RegisterWithFlags({"--trace_sets=none,syscalls", "--callchains=off,on",
-                         "--trace_scope=cpu,task", "--pingpong_tasks=processes,threads",
-                         "--pingpong_placement=unpinned,same_cpu,other_cpus", "--ring_pages=16",
-                         "--trace_sink=discard,file", "--tracepoints=sched:no_such_event"})
-          .ok());
+  ASSERT_TRUE(RegisterWithFlags(
+                  {"--trace_overhead_sets=none,syscalls", "--trace_overhead_callchains=off,on",
+                   "--trace_overhead_scope=cpu,task", "--trace_overhead_tasks=processes,threads",
+                   "--trace_overhead_placement=unpinned,same_cpu,other_cpus",
+                   "--trace_overhead_ring_pages=16", "--trace_overhead_sink=discard,file",
+                   "--trace_overhead_tracepoints=sched:no_such_event"})
+                  .ok());
   CollectingReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::ClearRegisteredBenchmarks();

@@ -3,7 +3,8 @@
 //
 // Example:
 //   perfscale::testing::CommandResult r = perfscale::testing::RunCommand(
-//       {perfscale::testing::RunfilePath("benchmarks/breakpoint/breakpoint"), "--threads=0"});
+//       {perfscale::testing::RunfilePath("benchmarks/breakpoint/breakpoint"),
+//       "--breakpoint_threads=0"});
 //   EXPECT_EQ(r.exit_code, 2);
 #ifndef PERFSCALE_TESTING_COMMON_RUN_COMMAND_H_
 #define PERFSCALE_TESTING_COMMON_RUN_COMMAND_H_

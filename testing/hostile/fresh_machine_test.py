@@ -98,8 +98,9 @@ class FreshMachine(unittest.TestCase):
         # Per-task ring recording, which paranoid 2 allows nobody: only tracefs stands in
         # the way (BPF programs need privileges of their own).
         benchmarks, _ = self.run_suite(prefix=NOBODY,
-                                       flags=["--trace_sets=none,sched", "--trace_scope=task",
-                                              "--trace_recorder=ring"])
+                                       flags=["--trace_overhead_sets=none,sched",
+                                              "--trace_overhead_scope=task",
+                                              "--trace_overhead_recorder=ring"])
         reasons = [b.get("error_message", "") for b in benchmarks if b.get("error_occurred")]
         self.assertTrue(reasons, [b["name"] for b in benchmarks])
         for reason in reasons:

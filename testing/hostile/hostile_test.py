@@ -99,7 +99,7 @@ class Hostile(unittest.TestCase):
         # `ulimit -v` (1 GiB was reserved up front whatever the workload).
         report = self.run_binary(
             prefix=["prlimit", "--as=300000000"],
-            flags=QUICK + ["--synth_processes=10", "--synth_workers=1,2",
+            flags=QUICK + ["--synthesize_processes=10", "--synthesize_workers=1,2",
                            "--benchmark_filter=Synthesize/workload:controlled/sink:memory"])
         self.assertEqual(self.skips(report), [])
 
@@ -110,7 +110,8 @@ class Hostile(unittest.TestCase):
             script = "mount -t tmpfs -o ro none \"$0\" && TMPDIR=\"$0\" exec \"$@\""
             report = self.run_binary(
                 prefix=["unshare", "--mount", "--propagation", "private", "sh", "-c", script, ro],
-                flags=QUICK + ["--trace_sink=file", "--benchmark_filter=PipePingPong/set:sched"])
+                flags=QUICK + ["--trace_overhead_sink=file",
+                               "--benchmark_filter=PipePingPong/set:sched"])
             self.assertSkipMentions(report, "Read-only file system (EROFS)", "TMPDIR")
         finally:
             os.rmdir(ro)

@@ -35,6 +35,20 @@ def perfscale_flags():
     return sorted(set(re.findall(r"^  --([a-z_]+)$", perfscale_help(), re.M)))
 
 
+def old_names():
+    """{old name: new name}, from --help ("      old name: --x" under its flag)."""
+    renamed = {}
+    flag = None
+    for line in perfscale_help().splitlines():
+        match = re.match(r"^  --([a-z_]+)$", line)
+        if match:
+            flag = match.group(1)
+        match = re.match(r"^      old name: --([a-z_]+)$", line)
+        if match:
+            renamed[match.group(1)] = flag
+    return renamed
+
+
 class UsageErrors(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="perfscale-usage-")
@@ -95,7 +109,9 @@ class UsageErrors(unittest.TestCase):
 
     def test_boolean_flags(self):
         self.assertUsageError(run("--quick=maybe", ONE_BENCHMARK), "--quick")
-        self.assertUsageError(run("--synth_data=perhaps", ONE_BENCHMARK), "--synth_data")
+        self.assertUsageError(run("--synthesize_data=perhaps", ONE_BENCHMARK),
+                              "--synthesize_data=perhaps", "not a boolean",
+                              "allowed: true or false")
         self.assertUsageError(run("--benchmark_list_tests=maybe", ONE_BENCHMARK),
                               "--benchmark_list_tests")
         for good in ["--quick", "--quick=true", "--quick=false", "--quick=1", "--quick=0"]:
@@ -105,11 +121,55 @@ class UsageErrors(unittest.TestCase):
 
     def test_every_flag_rejects_an_empty_value(self):
         flags = perfscale_flags()
-        self.assertIn("breakpoints", flags)
-        self.assertIn("events", flags)
-        for name in flags:
+        self.assertIn("breakpoint_breakpoints", flags)
+        self.assertIn("event_open_events", flags)
+        for name in flags + sorted(old_names()):
             with self.subTest(flag=name):
                 self.assertUsageError(run("--%s=" % name, "--benchmark_list_tests"), "--" + name)
+
+
+    def test_bad_values_name_the_flag_the_value_and_what_is_allowed(self):
+        for arg, allowed in [
+                ("--breakpoint_passive=-1", "integers 0..1000000"),
+                ("--breakpoint_threads=0", "an integer 1..100000"),
+                ("--event_open_strategy=fastest",
+                 "one or more of event_major, cpu_major, parallel"),
+                ("--synthesize_comm=proc", "one of status, comm"),
+                ("--trace_overhead_ring_pages=3", "a power of two 1..524288"),
+                ("--event_open_load=9999", "integers 0..C (the CPUs the events are opened on)"),
+                ("--budget=soon", "seconds, or a duration")]:
+            with self.subTest(arg=arg):
+                self.assertUsageError(run(arg, "--benchmark_list_tests"), arg + ":",
+                                      "(allowed: " + allowed)
+
+    def test_every_family_flag_carries_its_family_prefix(self):
+        families = ["breakpoint", "event_open", "synthesize", "trace_overhead"]
+        groups = re.findall(r"^([a-z_]+) flags:$", perfscale_help(), re.M)
+        self.assertEqual(groups, ["suite"] + families)
+        for name in perfscale_flags():
+            owner = [f for f in families if name.startswith(f + "_")]
+            section = perfscale_help().split("\n  --%s\n" % name)[0]
+            group = re.findall(r"^([a-z_]+) flags:$", section, re.M)[-1]
+            self.assertEqual(owner, [] if group == "suite" else [group], name)
+
+    def test_old_names_work_with_one_notice_naming_the_new_flag(self):
+        renamed = old_names()
+        self.assertEqual(renamed["threads"], "breakpoint_threads")
+        self.assertEqual(renamed["synth_threads"], "synthesize_threads")
+        self.assertEqual(renamed["pingpong_placement"], "trace_overhead_placement")
+        old = run("--passive=0", "--active=1", "--placement=unpinned", "--benchmark_list_tests",
+                  "--benchmark_filter=BM_BreakpointEnable")
+        new = run("--breakpoint_passive=0", "--breakpoint_active=1",
+                  "--breakpoint_placement=unpinned", "--benchmark_list_tests",
+                  "--benchmark_filter=BM_BreakpointEnable")
+        self.assertEqual(old.returncode, 0, old.stderr[-500:])
+        self.assertEqual(old.stdout, new.stdout)
+        self.assertIn("--passive is deprecated: use --breakpoint_passive", old.stderr)
+        self.assertEqual(old.stderr.count("is deprecated"), 3, old.stderr)
+        self.assertNotIn("deprecated", new.stderr)
+        # A bad value under an old name is rejected naming the new flag.
+        self.assertUsageError(run("--passive=x", "--benchmark_list_tests"),
+                              "--breakpoint_passive=x:")
 
 
 class FamiliesNotRun(unittest.TestCase):
@@ -125,10 +185,10 @@ class FamiliesNotRun(unittest.TestCase):
         self.assertEqual(ran.returncode, 0, ran.stderr[-500:])
         self.assertIn("BM_BreakpointEnable/", ran.stdout)
         file_sink = run("--benchmark_filter=BM_Synthesize/workload:controlled/sink:file",
-                        "--synth_sink=file",
+                        "--synthesize_sink=file",
                         *FAST, env=env, prefix=prefix)
         self.assertEqual(file_sink.returncode, 2, file_sink.stderr[-500:])
-        self.assertIn("--synth_dir", file_sink.stderr)
+        self.assertIn("--synthesize_dir", file_sink.stderr)
 
     def test_missing_tmpdir(self):
         self.check("/nonexistent-perfscale-tmpdir")

@@ -24,8 +24,9 @@ def cases(min_time: str):
             reference_cmd=["perf", "bench", "--repeat=%d" % THREAD_REPEAT, "breakpoint",
                            "thread", "-b", str(b), "-p", str(p), "-t", str(t)],
             reference_parse=pc.parse_perf_usecs_per_op,
-            ours_args=["--breakpoints=%d" % b, "--parallelism=%d" % p, "--threads=%d" % t,
-                       "--repeat=%d" % THREAD_REPEAT, "--passive=0", "--active=0",
+            ours_args=["--breakpoint_breakpoints=%d" % b, "--breakpoint_parallelism=%d" % p,
+                       "--breakpoint_threads=%d" % t, "--breakpoint_repeat=%d" % THREAD_REPEAT,
+                       "--breakpoint_passive=0", "--breakpoint_active=0",
                        "--benchmark_filter=^%s$" % name, "--benchmark_min_time=" + min_time],
             ours_repetitions=3))
     for passive, active, repeat in ENABLE_CASES:
@@ -36,8 +37,9 @@ def cases(min_time: str):
             reference_cmd=["perf", "bench", "--repeat=%d" % repeat, "breakpoint", "enable",
                            "-p", str(passive), "-a", str(active)],
             reference_parse=pc.parse_perf_usecs_per_op,
-            ours_args=["--breakpoints=0", "--parallelism=1", "--passive=%d" % passive,
-                       "--active=%d" % active, "--placement=unpinned",
+            ours_args=["--breakpoint_breakpoints=0", "--breakpoint_parallelism=1",
+                       "--breakpoint_passive=%d" % passive, "--breakpoint_active=%d" % active,
+                       "--breakpoint_placement=unpinned",
                        "--benchmark_filter=^%s$" % name, "--benchmark_min_time=" + min_time],
             ours_repetitions=3))
     return result

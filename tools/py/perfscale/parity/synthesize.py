@@ -78,8 +78,10 @@ def main(argv):
         for round_index in range(args.rounds):
             if args.only in "system, 1 thread (-t) vs atomic mutex":
                 ref = run_perf(["-t", "-m", "1", "-M", "1", "-I", "10"])
-                ours = run_ours(binary, ["--synth_workload=system", "--synth_sink=memory",
-                                         "--synth_strategy=atomic,mutex", "--synth_workers=1",
+                ours = run_ours(binary, ["--synthesize_workload=system",
+                                         "--synthesize_sink=memory",
+                                         "--synthesize_strategy=atomic,mutex",
+                                         "--synthesize_workers=1",
                                          "--benchmark_filter=" + SYSTEM_FILTER], "0.5")
                 for strategy, figures in sorted(ours.items()):
                     label = "system, 1 thread (-t) vs %s" % strategy
@@ -87,10 +89,12 @@ def main(argv):
                     gating[label] = True
             if args.only in "one process (default mode, info) self":
                 ref = run_perf(["-s", "-i", "2000"])
-                ours = run_ours(binary, ["--synth_workload=controlled", "--synth_sink=memory",
-                                         "--synth_strategy=atomic", "--synth_workers=1",
-                                         "--synth_processes=1", "--synth_threads=1",
-                                         "--synth_exec_maps=0", "--synth_data_maps=0",
+                ours = run_ours(binary, ["--synthesize_workload=controlled",
+                                         "--synthesize_sink=memory",
+                                         "--synthesize_strategy=atomic", "--synthesize_workers=1",
+                                         "--synthesize_processes=1", "--synthesize_threads=1",
+                                         "--synthesize_exec_maps=0",
+                                         "--synthesize_data_maps=0",
                                          "--benchmark_filter=" + SELF_FILTER], "0.5")
                 label = "one process (default mode, info)"
                 rows.setdefault(label, []).append(ref + ours["atomic"])

@@ -99,14 +99,15 @@ class Case:
 def ours(binary, case, min_time, prefix):
     """(usecs/op, overhead_pct or None) of our run matching `case`."""
     tasks = "threads" if case.threads else "processes"
-    flags = ["--pingpong_tasks=" + tasks, "--pingpong_placement=unpinned"]
+    flags = ["--trace_overhead_tasks=" + tasks, "--trace_overhead_placement=unpinned"]
     if not case.lock:
-        runs = run_ours(binary, flags + ["--trace_sets=none"], min_time, prefix)
+        runs = run_ours(binary, flags + ["--trace_overhead_sets=none"], min_time, prefix)
         run = one_run(runs, "BM_PipePingPong/set:none/tasks:%s/placement:unpinned" % tasks)
         return float(run["usecs/op"]), None
-    runs = run_ours(binary, flags + ["--trace_sets=none,lock", "--callchains=on",
-                                     "--trace_scope=task", "--trace_sink=file",
-                                     "--ring_pages=1024"], min_time, prefix)
+    runs = run_ours(binary, flags + ["--trace_overhead_sets=none,lock",
+                                     "--trace_overhead_callchains=on",
+                                     "--trace_overhead_scope=task", "--trace_overhead_sink=file",
+                                     "--trace_overhead_ring_pages=1024"], min_time, prefix)
     run = one_run(runs, "BM_PipePingPong/set:lock/callchains:on/scope:task/tasks:%s/"
                         "placement:unpinned/sink:file" % tasks)
     if "overhead_pct" not in run:

@@ -4,8 +4,8 @@
         --counter C [--cpus N] [--mem MIB] [--timeout S] [--repetitions N] [-- FLAGS...]
 
 Each kernel is booted with `tools/perfscale vm` and runs the one benchmark REGEX matches
-(FLAGS go to the benchmark binary, e.g. --passive=8). A and B are members of the list, A
-before B. Both are measured first: a kernel is bad when its counter's median is nearer
+(FLAGS go to the benchmark binary, e.g. --breakpoint_passive=8). A and B are members of the
+list, A before B. Both are measured first: a kernel is bad when its counter's median is nearer
 B's value than A's, so the direction (more or fewer) comes from the data. Kernels between
 A and B are assumed to be good up to some point and bad after it (the usual bisection
 premise); the answer is the first bad one, found in about log2(kernels) boots.
