@@ -33,9 +33,11 @@ def test_bad_options_are_refused_with_the_reason(argv, message):
 
 def test_options_both_ways_and_flags_after_the_dashes():
     options = suite.parse_args(["--quick", "--repetitions", "3", "--family=breakpoint",
-                                "--out", "x.json", "--budget=5m", "--", "--passive=2", "--"])
+                                "--out", "x.json", "--budget=5m", "--",
+                                "--breakpoint_passive=2", "--"])
     assert options == suite.Options(family="breakpoint", quick=True, repetitions=3,
-                                    budget="5m", out="x.json", flags=["--passive=2", "--"])
+                                    budget="5m", out="x.json",
+                                    flags=["--breakpoint_passive=2", "--"])
 
 
 def test_the_binary_gets_interleaved_repetitions_and_the_file():
