@@ -17,8 +17,7 @@
 #include "gtest/gtest.h"
 #include "lib/capabilities.h"
 #include "lib/file_reader.h"
-#include "testing/common/mini_json.h"
-#include "testing/common/run_command.h"
+#include "testing/common/family_harness.h"
 
 namespace perfscale {
 namespace {
@@ -26,15 +25,14 @@ namespace {
 using ::perfscale::testing::Json;
 using ::perfscale::testing::ParseJson;
 
-using Result = ::perfscale::testing::CommandResult;
+using ::perfscale::testing::BadFlag;
+using ::perfscale::testing::BenchmarkResult;
+using ::perfscale::testing::BinaryRun;
+using ::perfscale::testing::RunFamilyBinary;
 
-std::string BinaryPath() {
-  return ::perfscale::testing::RunfilePath("benchmarks/breakpoint/breakpoint");
-}
+constexpr char kBinary[] = "benchmarks/breakpoint/breakpoint";
 
-Result RunBinary(const std::vector<std::string>& args) {
-  return ::perfscale::testing::RunRunfile("benchmarks/breakpoint/breakpoint", args);
-}
+std::string BinaryPath() { return ::perfscale::testing::FamilyBinaryPath(kBinary); }
 
 class BreakpointBinaryTest : public ::testing::Test {
  protected:
@@ -43,29 +41,19 @@ class BreakpointBinaryTest : public ::testing::Test {
   }
 };
 
-void ExpectNumber(const Json& benchmark, const char* key) {
-  const Json* value = benchmark.Find(key);
-  ASSERT_NE(value, nullptr) << "no \"" << key << "\"";
-  ASSERT_EQ(value->type, Json::kNumber) << key;
-  EXPECT_GE(value->number, 0.0) << key;
-}
-
 TEST_F(BreakpointBinaryTest, JsonHasTheBenchmarksCountersAndContext) {
   if (absl::Status s = ProbeCapabilities().RequireBreakpointPmu(); !s.ok()) {
     GTEST_SKIP() << s.message();
   }
-  Result result =
-      RunBinary({"--breakpoint_breakpoints=0,1", "--breakpoint_parallelism=1",
-                 "--breakpoint_threads=2", "--breakpoint_repeat=2", "--breakpoint_passive=0,2",
-                 "--breakpoint_active=1", "--breakpoint_placement=unpinned,same_cpu",
-                 "--benchmark_min_time=0.01", "--benchmark_format=json"});
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  absl::StatusOr<Json> doc = ParseJson(result.out);
-  ASSERT_TRUE(doc.ok()) << doc.status() << "\n" << result.out;
-  ASSERT_EQ(doc->type, Json::kObject);
+  BinaryRun run = RunFamilyBinary(
+      kBinary,
+      {"--breakpoint_breakpoints=0,1", "--breakpoint_parallelism=1", "--breakpoint_threads=2",
+       "--breakpoint_repeat=2", "--breakpoint_passive=0,2", "--breakpoint_active=1",
+       "--breakpoint_placement=unpinned,same_cpu", "--benchmark_min_time=0.01"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ASSERT_TRUE(run.json.ok()) << run.json.status() << "\n" << run.out;
 
-  const Json* context = doc->Find("context");
-  ASSERT_NE(context, nullptr);
+  const Json* context = &run.context;
   for (const char* key : {"kernel_release", "perf_event_paranoid", "online_cpus", "num_online_cpus",
                           "hypervisor", "clocksource", "perfscale_revision"}) {
     const Json* value = context->Find(key);
@@ -90,32 +78,21 @@ TEST_F(BreakpointBinaryTest, JsonHasTheBenchmarksCountersAndContext) {
   EXPECT_EQ(context->Find("perf_event_paranoid")->string,
             std::string(absl::StripAsciiWhitespace(*paranoid)));
 
-  const Json* benchmarks = doc->Find("benchmarks");
-  ASSERT_NE(benchmarks, nullptr);
-  ASSERT_EQ(benchmarks->type, Json::kArray);
-  std::set<std::string> names_seen;
-  for (const Json& benchmark : benchmarks->array) {
-    const Json* name = benchmark.Find("name");
-    ASSERT_NE(name, nullptr);
-    SCOPED_TRACE(name->string);
-    names_seen.insert(name->string);
-    const Json* error = benchmark.Find("error_occurred");
-    if (error != nullptr) {
-      EXPECT_FALSE(error->boolean) << benchmark.Find("error_message")->string;
+  for (const BenchmarkResult& benchmark : run.benchmarks) {
+    SCOPED_TRACE(benchmark.name);
+    EXPECT_FALSE(benchmark.error) << benchmark.error_message;
+    EXPECT_EQ(benchmark.time_unit, "us");
+    for (const char* counter : {"usecs/op", "ipis_system/op", "sys_us/op"}) {
+      EXPECT_GE(benchmark.Number(counter), 0.0) << counter;
     }
-    const Json* time_unit = benchmark.Find("time_unit");
-    ASSERT_NE(time_unit, nullptr);
-    EXPECT_EQ(time_unit->string, "us");
-    ExpectNumber(benchmark, "usecs/op");
-    ExpectNumber(benchmark, "ipis_system/op");
-    ExpectNumber(benchmark, "sys_us/op");
-    if (absl::StartsWith(name->string, "BM_BreakpointThread/")) {
-      ExpectNumber(benchmark, "usecs/op/cpu");
+    if (absl::StartsWith(benchmark.name, "BM_BreakpointThread/")) {
       // parallelism 1: the per-CPU figure is the figure.
-      EXPECT_DOUBLE_EQ(benchmark.Find("usecs/op/cpu")->number, benchmark.Find("usecs/op")->number);
+      EXPECT_DOUBLE_EQ(benchmark.Number("usecs/op/cpu"), benchmark.Number("usecs/op"));
     }
-    EXPECT_GT(benchmark.Find("usecs/op")->number, 0.0);
+    EXPECT_GT(benchmark.Number("usecs/op"), 0.0);
   }
+  std::vector<std::string> listed = run.names();
+  std::set<std::string> names_seen(listed.begin(), listed.end());
   std::set<std::string> expected = {
       "BM_BreakpointThread/breakpoints:0/parallelism:1/threads:2/real_time",
       "BM_BreakpointThread/breakpoints:1/parallelism:1/threads:2/real_time",
@@ -125,7 +102,7 @@ TEST_F(BreakpointBinaryTest, JsonHasTheBenchmarksCountersAndContext) {
       "BM_BreakpointEnable/passive:2/active:1/placement:same_cpu/real_time",
   };
   EXPECT_EQ(names_seen, expected);
-  EXPECT_EQ(benchmarks->array.size(), expected.size());
+  EXPECT_EQ(listed.size(), expected.size());
 }
 
 // --profile on the enable/disable toggle, threads on the other CPU: the side file named
@@ -138,14 +115,13 @@ TEST_F(BreakpointBinaryTest, ProfileNamesTheKernelPathOfTheToggle) {
   if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "placement other_cpus needs 2 CPUs";
   const char* tmp = std::getenv("TEST_TMPDIR");
   std::string path = absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/breakpoint.profile.json");
-  Result result = RunBinary(
-      {"--breakpoint_passive=2", "--breakpoint_active=0", "--breakpoint_placement=other_cpus",
-       "--benchmark_filter=BM_BreakpointEnable", "--benchmark_min_time=0.2",
-       "--benchmark_format=json", "--profile", absl::StrCat("--profile_out=", path)});
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  absl::StatusOr<Json> doc = ParseJson(result.out);
-  ASSERT_TRUE(doc.ok()) << doc.status();
-  const Json* named = doc->Find("context")->Find("profile_file");
+  BinaryRun run = RunFamilyBinary(
+      kBinary, {"--breakpoint_passive=2", "--breakpoint_active=0",
+                "--breakpoint_placement=other_cpus", "--benchmark_filter=BM_BreakpointEnable",
+                "--benchmark_min_time=0.2", "--profile", absl::StrCat("--profile_out=", path)});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ASSERT_TRUE(run.json.ok()) << run.json.status();
+  const Json* named = run.context.Find("profile_file");
   ASSERT_NE(named, nullptr);
   EXPECT_EQ(named->string, path);
   absl::StatusOr<std::string> text = ReadTextFile(path);
@@ -173,18 +149,14 @@ TEST_F(BreakpointBinaryTest, ProfileNamesTheKernelPathOfTheToggle) {
 }
 
 TEST_F(BreakpointBinaryTest, BenchmarkFilterSelectsAFamily) {
-  Result result = RunBinary({"--breakpoint_breakpoints=0", "--breakpoint_parallelism=1",
-                             "--breakpoint_passive=0", "--breakpoint_active=1",
-                             "--breakpoint_placement=unpinned", "--benchmark_filter=Thread",
-                             "--benchmark_list_tests=true"});
+  ::perfscale::testing::CommandResult result = ::perfscale::testing::RunRunfile(
+      kBinary,
+      {"--breakpoint_breakpoints=0", "--breakpoint_parallelism=1", "--breakpoint_passive=0",
+       "--breakpoint_active=1", "--breakpoint_placement=unpinned", "--benchmark_filter=Thread",
+       "--benchmark_list_tests=true"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(result.out, "BM_BreakpointThread/breakpoints:0/parallelism:1/threads:20/real_time\n");
 }
-
-struct BadFlag {
-  std::vector<std::string> args;
-  std::string message;  // must appear in stderr
-};
 
 TEST_F(BreakpointBinaryTest, BadValuesExitTwoNamingTheFlagBeforeRunning) {
   std::vector<BadFlag> cases = {
@@ -218,14 +190,7 @@ TEST_F(BreakpointBinaryTest, BadValuesExitTwoNamingTheFlagBeforeRunning) {
                                   " breakpoints asked for, but this machine has ", *slots,
                                   " hardware breakpoint slots")});
   }
-  for (const BadFlag& bad : cases) {
-    SCOPED_TRACE(bad.args[0]);
-    Result result = RunBinary(bad.args);
-    EXPECT_EQ(result.exit_code, 2) << result.err;
-    EXPECT_TRUE(absl::StrContains(result.err, bad.message)) << result.err;
-    EXPECT_FALSE(absl::StrContains(result.out, "BM_")) << "ran benchmarks:\n" << result.out;
-    EXPECT_FALSE(absl::StrContains(result.err, "BM_")) << result.err;
-  }
+  ::perfscale::testing::ExpectUsageErrors(kBinary, cases);
 }
 
 }  // namespace

@@ -4,8 +4,8 @@
 // them while every breakpoint slot is already taken, so the skip paths (which return
 // from the middle of setup) are held to the same standard.
 //
-// The families register against perfscale's flags, so this sets small values through
-// ParseFlags, as the shared main would, before calling the registration.
+// The family registers against perfscale's flags, so this sets small values through the
+// family-test harness (testing/common/family_harness.h), as the shared main would.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -14,14 +14,12 @@
 #include <algorithm>
 #include <memory>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "benchmark/benchmark.h"
 #include "benchmarks/breakpoint/breakpoint_slots.h"
 #include "benchmarks/harness/family.h"
@@ -29,64 +27,23 @@
 #include "lib/background_threads.h"
 #include "lib/capabilities.h"
 #include "lib/cpu_set.h"
-#include "lib/flags.h"
 #include "lib/perf_attr.h"
 #include "lib/perf_event.h"
-#include "testing/common/process_state.h"
+#include "testing/common/family_harness.h"
 
 namespace perfscale {
 namespace {
 
+using ::perfscale::testing::BenchmarkRun;
 using ::perfscale::testing::CaptureProcessState;
 using ::perfscale::testing::CaptureProcessStateSettled;
+using ::perfscale::testing::ExactFilter;
+using ::perfscale::testing::InitializeBenchmark;
+using ::perfscale::testing::LeavesProcessAsFound;
+using ::perfscale::testing::ListBenchmarks;
 using ::perfscale::testing::ProcessState;
-
-// Keeps every run's report; prints nothing.
-class CollectingReporter : public benchmark::BenchmarkReporter {
- public:
-  bool ReportContext(const Context&) override { return true; }
-  void ReportRuns(const std::vector<Run>& runs) override {
-    runs_.insert(runs_.end(), runs.begin(), runs.end());
-  }
-  std::vector<Run>& runs() { return runs_; }
-
- private:
-  std::vector<Run> runs_;
-};
-
-// A mutable argv built from strings.
-class Argv {
- public:
-  explicit Argv(std::vector<std::string> args) : args_(std::move(args)) {
-    for (std::string& arg : args_) pointers_.push_back(arg.data());
-    pointers_.push_back(nullptr);
-  }
-  int* argc() {
-    argc_ = static_cast<int>(args_.size());
-    return &argc_;
-  }
-  char** argv() { return pointers_.data(); }
-
- private:
-  std::vector<std::string> args_;
-  std::vector<char*> pointers_;
-  int argc_ = 0;
-};
-
-std::string RegexEscape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (std::string(".[]{}()\\*+?^$|").find(c) != std::string::npos) out += '\\';
-    out += c;
-  }
-  return out;
-}
-
-void SetBenchmarkFlags(bool list_only) {
-  Argv argv({"hygiene_test", "--benchmark_min_time=0.01",
-             absl::StrCat("--benchmark_list_tests=", list_only ? "true" : "false")});
-  benchmark::Initialize(argv.argc(), argv.argv());
-}
+using ::perfscale::testing::RegisterFamily;
+using ::perfscale::testing::RunBenchmarks;
 
 bool AffinityHasTwoCpus() {
   absl::StatusOr<CpuMask> mask = GetAffinity();
@@ -133,28 +90,14 @@ class BreakpointHygieneTest : public ::testing::Test {
     for (const std::string& p : *placements_) {
       absl::StrAppend(&placement_flag, placement_flag.empty() ? "" : ",", p);
     }
-    Argv flags({"hygiene_test", "--breakpoint_breakpoints=0,1", "--breakpoint_parallelism=1,2",
-                "--breakpoint_threads=2", "--breakpoint_repeat=2", "--breakpoint_passive=0,2",
-                "--breakpoint_active=0,1", "--breakpoint_placement=" + placement_flag});
-    registration_ = new absl::Status(ParseFlags(*flags.argc(), flags.argv()));
+    registration_ = new absl::Status(RegisterFamily(
+        "breakpoint",
+        {"--breakpoint_breakpoints=0,1", "--breakpoint_parallelism=1,2", "--breakpoint_threads=2",
+         "--breakpoint_repeat=2", "--breakpoint_passive=0,2", "--breakpoint_active=0,1",
+         "--breakpoint_placement=" + placement_flag}));
     if (!registration_->ok()) return;
-    for (const Family& family : Families()) {
-      absl::Status registered = family.register_benchmarks();
-      if (!registered.ok()) {
-        *registration_ = registered;
-        return;
-      }
-    }
-    SetBenchmarkFlags(/*list_only=*/true);
-    CollectingReporter lister;
-    std::ostringstream listed;
-    lister.SetOutputStream(&listed);
-    lister.SetErrorStream(&listed);
-    benchmark::RunSpecifiedBenchmarks(&lister, ".");
-    for (absl::string_view line : absl::StrSplit(listed.str(), '\n', absl::SkipEmpty())) {
-      names_->emplace_back(line);
-    }
-    SetBenchmarkFlags(/*list_only=*/false);
+    InitializeBenchmark({"--benchmark_min_time=0.01"});
+    *names_ = ListBenchmarks();
   }
 
   void SetUp() override {
@@ -163,11 +106,8 @@ class BreakpointHygieneTest : public ::testing::Test {
   }
 
   // Runs one benchmark by its exact name and returns its reports.
-  std::vector<benchmark::BenchmarkReporter::Run> RunOne(const std::string& name) {
-    CollectingReporter reporter;
-    size_t matched = benchmark::RunSpecifiedBenchmarks(&reporter, "^" + RegexEscape(name) + "$");
-    EXPECT_EQ(matched, 1u) << name;
-    return reporter.runs();
+  static std::vector<BenchmarkRun> RunOne(const std::string& name) {
+    return RunBenchmarks(ExactFilter(name));
   }
 
   static std::string* skip_reason_;
@@ -193,18 +133,12 @@ TEST_F(BreakpointHygieneTest, EachBenchmarkLeavesProcessAsFound) {
   ASSERT_FALSE(names_->empty());
   for (const std::string& name : *names_) {
     SCOPED_TRACE(name);
-    absl::StatusOr<ProcessState> before = CaptureProcessState();
-    ASSERT_TRUE(before.ok()) << before.status();
-    EXPECT_FALSE(before->has_children);
-
-    std::vector<benchmark::BenchmarkReporter::Run> runs = RunOne(name);
-
-    absl::StatusOr<ProcessState> after = CaptureProcessStateSettled(*before);
-    ASSERT_TRUE(after.ok()) << after.status();
-    EXPECT_EQ(*after, *before);
+    EXPECT_FALSE(testing::HasChildren());
+    std::vector<BenchmarkRun> runs;
+    EXPECT_TRUE(LeavesProcessAsFound([&] { runs = RunOne(name); }));
 
     ASSERT_EQ(runs.size(), 1u);
-    const benchmark::BenchmarkReporter::Run& run = runs[0];
+    const BenchmarkRun& run = runs[0];
     EXPECT_EQ(run.benchmark_name(), name);
     EXPECT_FALSE(run.error_occurred) << run.error_message;
     EXPECT_GT(run.iterations, 0);
@@ -241,14 +175,8 @@ TEST_F(BreakpointHygieneTest, SkipsWhenSlotsAreTakenAndLeavesProcessAsFound) {
   int skipped = 0;
   for (const std::string& name : *names_) {
     SCOPED_TRACE(name);
-    absl::StatusOr<ProcessState> before = CaptureProcessState();
-    ASSERT_TRUE(before.ok()) << before.status();
-
-    std::vector<benchmark::BenchmarkReporter::Run> runs = RunOne(name);
-
-    absl::StatusOr<ProcessState> after = CaptureProcessStateSettled(*before);
-    ASSERT_TRUE(after.ok()) << after.status();
-    EXPECT_EQ(*after, *before);
+    std::vector<BenchmarkRun> runs;
+    EXPECT_TRUE(LeavesProcessAsFound([&] { runs = RunOne(name); }));
     ASSERT_EQ(runs.size(), 1u);
     bool needs_breakpoint = !absl::StrContains(name, "/breakpoints:0/");
     if (needs_breakpoint) {
@@ -298,7 +226,7 @@ TEST_F(BreakpointHygieneTest, CheckerCatchesABenchmarkThatLeaks) {
   absl::StatusOr<ProcessState> before = CaptureProcessState();
   ASSERT_TRUE(before.ok()) << before.status();
 
-  std::vector<benchmark::BenchmarkReporter::Run> runs = RunOne("BM_LeavesThingsBehindForTest");
+  std::vector<BenchmarkRun> runs = RunOne("BM_LeavesThingsBehindForTest");
 
   absl::StatusOr<ProcessState> after = CaptureProcessStateSettled(*before, /*timeout_ms=*/100);
   ASSERT_TRUE(after.ok()) << after.status();

@@ -2,7 +2,6 @@
 // survive refused pinning, and leave no thread behind.
 #include "benchmarks/event_open/cpu_workers.h"
 
-#include <dirent.h>
 #include <sched.h>
 
 #include <atomic>
@@ -12,19 +11,14 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "lib/cpu_set.h"
+#include "testing/common/process_state.h"
 
 namespace perfscale {
 namespace {
 
 int CountThreads() {
-  DIR* dir = opendir("/proc/self/task");
-  if (dir == nullptr) return -1;
-  int count = 0;
-  while (dirent* entry = readdir(dir)) {
-    if (entry->d_name[0] != '.') ++count;
-  }
-  closedir(dir);
-  return count;
+  absl::StatusOr<std::vector<pid_t>> tasks = testing::ListTasks();
+  return tasks.ok() ? static_cast<int>(tasks->size()) : -1;
 }
 
 std::vector<int> AllowedCpus() {

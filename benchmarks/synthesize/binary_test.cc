@@ -9,28 +9,26 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "benchmarks/synthesize/proc_status.h"
 #include "gtest/gtest.h"
 #include "lib/file_reader.h"
-#include "testing/common/process_state.h"
+#include "testing/common/family_harness.h"
 
 namespace perfscale {
 namespace {
 
 constexpr char kBinary[] = "benchmarks/synthesize/synthesize";
 
-struct Result {
-  int exit_code = -1;
-  std::string out, err;
-};
+using ::perfscale::testing::BadFlag;
+using ::perfscale::testing::BenchmarkResult;
+using ::perfscale::testing::BinaryRun;
+using ::perfscale::testing::RunFamilyBinary;
 
 std::string MakeDir(const std::string& name) {
   std::string tmpl = ::testing::TempDir() + "/" + name + "-XXXXXX";
@@ -62,75 +60,39 @@ pid_t Spawn(const std::vector<std::string>& args, const std::string& dir) {
   _exit(127);
 }
 
-Result RunBinary(const std::vector<std::string>& args) {
-  std::string dir = MakeDir("run");
-  pid_t pid = Spawn(args, dir);
-  Result result;
-  int status = 0;
-  if (waitpid(pid, &status, 0) == pid && WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
-  result.out = ReadTextFile(dir + "/stdout").value_or("");
-  result.err = ReadTextFile(dir + "/stderr").value_or("");
-  unlink((dir + "/stdout").c_str());
-  unlink((dir + "/stderr").c_str());
-  rmdir(dir.c_str());
-  return result;
-}
-
-// Google Benchmark's JSON, read just enough: each benchmark's name and numeric fields.
-std::map<std::string, std::map<std::string, double>> Benchmarks(const std::string& json) {
-  std::map<std::string, std::map<std::string, double>> result;
-  std::vector<std::string> chunks = absl::StrSplit(json, "\"name\": \"");
-  for (size_t i = 1; i < chunks.size(); ++i) {
-    const std::string& chunk = chunks[i];
-    std::string name = chunk.substr(0, chunk.find('"'));
-    std::map<std::string, double>& fields = result[name];
-    for (absl::string_view line : absl::StrSplit(chunk, '\n')) {
-      size_t colon = line.find("\": ");
-      if (line.size() < 4 || colon == absl::string_view::npos) continue;
-      size_t open = line.find('"');
-      std::string key(line.substr(open + 1, colon - open - 1));
-      std::string value(line.substr(colon + 3));
-      char* end = nullptr;
-      double number = std::strtod(value.c_str(), &end);
-      if (end != value.c_str()) fields[key] = number;
-      if (key == "error_occurred" && absl::StartsWith(value, "true")) fields[key] = 1;
-    }
-  }
-  return result;
-}
-
 TEST(SynthesizeBinary, JsonCountersAndIdenticalRecordCounts) {
   std::string dir = MakeDir("sink");
-  Result run = RunBinary(
-      {"--synthesize_workload=controlled", "--synthesize_processes=4", "--synthesize_threads=3",
-       "--synthesize_exec_maps=5", "--synthesize_data_maps=2", "--synthesize_workers=1,2",
-       "--synthesize_dir=" + dir, "--benchmark_min_time=0.01", "--benchmark_format=json"});
+  BinaryRun run =
+      RunFamilyBinary(kBinary, {"--synthesize_workload=controlled", "--synthesize_processes=4",
+                                "--synthesize_threads=3", "--synthesize_exec_maps=5",
+                                "--synthesize_data_maps=2", "--synthesize_workers=1,2",
+                                "--synthesize_dir=" + dir, "--benchmark_min_time=0.01"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
-  auto benchmarks = Benchmarks(run.out);
-  ASSERT_EQ(benchmarks.size(), 12u) << run.out.substr(0, 2000);
+  ASSERT_TRUE(run.json.ok()) << run.json.status();
+  ASSERT_EQ(run.benchmarks.size(), 12u) << run.out.substr(0, 2000);
   double records = -1;
-  for (const auto& [name, fields] : benchmarks) {
+  for (const BenchmarkResult& benchmark : run.benchmarks) {
+    const std::string& name = benchmark.name;
     SCOPED_TRACE(name);
     EXPECT_TRUE(absl::StartsWith(name, "BM_Synthesize/workload:controlled/sink:"));
-    EXPECT_EQ(fields.count("error_occurred"), 0u);
-    ASSERT_EQ(fields.count("records"), 1u);
+    EXPECT_FALSE(benchmark.error) << benchmark.error_message;
     // FORK and COMM per task, the 5 mappings each process adds, and what it inherited.
-    EXPECT_GT(fields.at("records"), 4 * 3 * 2 + 4 * 5);
-    if (records < 0) records = fields.at("records");
-    EXPECT_EQ(fields.at("records"), records) << "record counts must not vary";
-    EXPECT_EQ(fields.at("tasks_vanished"), 0);
-    EXPECT_GT(fields.at("bytes"), 8 * records);
-    double usecs = fields.at("usecs/record");
+    EXPECT_GT(benchmark.Number("records"), 4 * 3 * 2 + 4 * 5);
+    if (records < 0) records = benchmark.Number("records");
+    EXPECT_EQ(benchmark.Number("records"), records) << "record counts must not vary";
+    EXPECT_EQ(benchmark.Number("tasks_vanished"), 0);
+    EXPECT_GT(benchmark.Number("bytes"), 8 * records);
+    double usecs = benchmark.Number("usecs/record");
     EXPECT_GT(usecs, 0);
     // records/s is a rate over the same (manual) time.
-    EXPECT_NEAR(fields.at("records/s"), 1e6 / usecs, 1e6 / usecs * 0.01);
+    EXPECT_NEAR(benchmark.Number("records/s"), 1e6 / usecs, 1e6 / usecs * 0.01);
     bool mutex = absl::StrContains(name, "strategy:mutex");
-    EXPECT_EQ(fields.count("mutex_wait_share"), mutex ? 1u : 0u);
+    EXPECT_EQ(benchmark.Has("mutex_wait_share"), mutex);
     if (mutex) {
-      EXPECT_GE(fields.at("mutex_wait_share"), 0);
-      EXPECT_LE(fields.at("mutex_wait_share"), 1);
+      EXPECT_GE(benchmark.Number("mutex_wait_share"), 0);
+      EXPECT_LE(benchmark.Number("mutex_wait_share"), 1);
     }
-    EXPECT_EQ(fields.at("workers"), absl::EndsWith(name, "workers:1/manual_time") ? 1 : 2);
+    EXPECT_EQ(benchmark.Number("workers"), absl::EndsWith(name, "workers:1/manual_time") ? 1 : 2);
   }
   EXPECT_EQ(Entries(dir), 0);
   EXPECT_FALSE(testing::HasChildren());
@@ -138,51 +100,37 @@ TEST(SynthesizeBinary, JsonCountersAndIdenticalRecordCounts) {
 }
 
 TEST(SynthesizeBinary, SystemWorkloadRuns) {
-  Result run = RunBinary({"--synthesize_workload=system", "--synthesize_sink=memory",
-                          "--synthesize_workers=2", "--synthesize_strategy=atomic",
-                          "--benchmark_min_time=0.01", "--benchmark_format=json"});
+  BinaryRun run =
+      RunFamilyBinary(kBinary, {"--synthesize_workload=system", "--synthesize_sink=memory",
+                                "--synthesize_workers=2", "--synthesize_strategy=atomic",
+                                "--benchmark_min_time=0.01"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
-  auto benchmarks = Benchmarks(run.out);
-  ASSERT_EQ(benchmarks.size(), 1u);
-  const auto& fields = benchmarks.begin()->second;
-  EXPECT_EQ(fields.count("error_occurred"), 0u);
-  EXPECT_GT(fields.at("records"), 2);  // at least this test and the benchmark itself
+  ASSERT_TRUE(run.json.ok()) << run.json.status();
+  ASSERT_EQ(run.benchmarks.size(), 1u);
+  EXPECT_FALSE(run.benchmarks[0].error) << run.benchmarks[0].error_message;
+  EXPECT_GT(run.benchmarks[0].Number("records"), 2);  // at least this test and the benchmark
 }
 
 TEST(SynthesizeBinary, BadFlagsExitTwoNamingTheFlagAndLeaveNothing) {
   std::string dir = MakeDir("bad");
-  const std::vector<std::pair<std::string, std::string>> cases = {
-      {"--synthesize_workers=0", "--synthesize_workers"},
-      {"--synthesize_workers=5000", "--synthesize_workers"},
-      {"--synthesize_workers=two", "--synthesize_workers"},
-      {"--synthesize_workers=-1", "--synthesize_workers"},
-      {"--synthesize_processes=0", "--synthesize_processes"},
-      {"--synthesize_threads=0", "--synthesize_threads"},
-      {"--synthesize_exec_maps=-1", "--synthesize_exec_maps"},
-      {"--synthesize_data_maps=100000", "--synthesize_data_maps"},
-      {"--synthesize_strategy=spinlock", "--synthesize_strategy"},
-      {"--synthesize_workload=everything", "--synthesize_workload"},
-      {"--synthesize_sink=tape", "--synthesize_sink"},
-      {"--synthesize_data=maybe", "--synthesize_data"},
-      {"--synthesize_namespaces=2", "--synthesize_namespaces"},
-      {"--synthesize_comm=cmdline", "--synthesize_comm"},
-      {"--synthesize_dir=" + dir + "/missing", "--synthesize_dir"},
-      {"--synthesize_dir=/proc", "--synthesize_dir"},
-  };
-  for (const auto& [flag, name] : cases) {
-    std::vector<std::string> args = {flag, "--benchmark_min_time=0.01"};
-    if (!absl::StartsWith(flag, "--synthesize_dir")) args.push_back("--synthesize_dir=" + dir);
-    Result run = RunBinary(args);
-    EXPECT_EQ(run.exit_code, 2) << flag << ": " << run.err;
-    EXPECT_TRUE(absl::StrContains(run.err, name)) << flag << ": " << run.err;
-    EXPECT_FALSE(absl::StrContains(run.out, "BM_Synthesize")) << flag << " ran benchmarks";
+  std::vector<BadFlag> cases;
+  for (const std::string& flag : std::vector<std::string>{
+           "--synthesize_workers=0", "--synthesize_workers=5000", "--synthesize_workers=two",
+           "--synthesize_workers=-1", "--synthesize_processes=0", "--synthesize_threads=0",
+           "--synthesize_exec_maps=-1", "--synthesize_data_maps=100000",
+           "--synthesize_strategy=spinlock", "--synthesize_workload=everything",
+           "--synthesize_sink=tape", "--synthesize_data=maybe", "--synthesize_namespaces=2",
+           "--synthesize_comm=cmdline", "--synthesize_dir=" + dir + "/missing",
+           "--synthesize_dir=/proc"}) {
+    BadFlag bad{{flag, "--benchmark_min_time=0.01"}, flag.substr(0, flag.find('='))};
+    if (!absl::StartsWith(flag, "--synthesize_dir")) bad.args.push_back("--synthesize_dir=" + dir);
+    cases.push_back(bad);
   }
   // More tasks than this process may create: the thread budget, before anything runs.
-  Result huge = RunBinary({"--synthesize_processes=100000", "--synthesize_threads=10000",
-                           "--synthesize_workload=controlled", "--benchmark_min_time=0.01"});
-  EXPECT_EQ(huge.exit_code, 2) << huge.err;
-  EXPECT_TRUE(absl::StrContains(huge.err, "--synthesize_processes=100000")) << huge.err;
-  EXPECT_TRUE(absl::StrContains(huge.err, "threads")) << huge.err;
+  cases.push_back({{"--synthesize_processes=100000", "--synthesize_threads=10000",
+                    "--synthesize_workload=controlled", "--benchmark_min_time=0.01"},
+                   "--synthesize_processes=100000"});
+  testing::ExpectUsageErrors(kBinary, cases);
   EXPECT_EQ(Entries(dir), 0);
   EXPECT_FALSE(testing::HasChildren());
   rmdir(dir.c_str());

@@ -13,8 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "lib/capabilities.h"
-#include "testing/common/mini_json.h"
-#include "testing/common/run_command.h"
+#include "testing/common/family_harness.h"
 
 namespace perfscale {
 namespace {
@@ -23,15 +22,15 @@ using ::perfscale::testing::Json;
 using ::perfscale::testing::ParseJson;
 
 using Result = ::perfscale::testing::CommandResult;
+using ::perfscale::testing::BadFlag;
+using ::perfscale::testing::BenchmarkResult;
+using ::perfscale::testing::BinaryRun;
 using ::perfscale::testing::RunCommand;
+using ::perfscale::testing::RunFamilyBinary;
 
-std::string BinaryPath() {
-  return ::perfscale::testing::RunfilePath("benchmarks/trace_overhead/trace_overhead");
-}
+constexpr char kBinary[] = "benchmarks/trace_overhead/trace_overhead";
 
-Result RunBinary(const std::vector<std::string>& args) {
-  return ::perfscale::testing::RunRunfile("benchmarks/trace_overhead/trace_overhead", args);
-}
+std::string BinaryPath() { return ::perfscale::testing::FamilyBinaryPath(kBinary); }
 
 class TraceOverheadBinaryTest : public ::testing::Test {
  protected:
@@ -40,58 +39,39 @@ class TraceOverheadBinaryTest : public ::testing::Test {
   }
 };
 
-double Number(const Json& benchmark, const char* key) {
-  const Json* value = benchmark.Find(key);
-  if (value == nullptr || value->type != Json::kNumber) {
-    ADD_FAILURE() << "no number \"" << key << "\"";
-    return -1;
-  }
-  return value->number;
-}
-
 TEST_F(TraceOverheadBinaryTest, JsonHasTheBaselineFirstAndTheCounters) {
   Capabilities caps = ProbeCapabilities();
   if (absl::Status s = caps.RequireTracefs(); !s.ok()) GTEST_SKIP() << s.message();
-  Result result =
-      RunBinary({"--trace_overhead_sets=none,sched", "--trace_overhead_recorder=ring",
-                 "--trace_overhead_callchains=off,on", "--trace_overhead_scope=task",
-                 "--trace_overhead_placement=unpinned", "--trace_overhead_ring_pages=16",
-                 "--trace_overhead_tracepoints=nosuch:event", "--benchmark_min_time=0.01",
-                 "--benchmark_format=json"});
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  absl::StatusOr<Json> doc = ParseJson(result.out);
-  ASSERT_TRUE(doc.ok()) << doc.status() << "\n" << result.out;
-  const Json* benchmarks = doc->Find("benchmarks");
-  ASSERT_NE(benchmarks, nullptr);
-  std::vector<std::string> names;
-  for (const Json& benchmark : benchmarks->array) {
-    const std::string& name = benchmark.Find("name")->string;
-    names.push_back(name);
+  BinaryRun run = RunFamilyBinary(
+      kBinary, {"--trace_overhead_sets=none,sched", "--trace_overhead_recorder=ring",
+                "--trace_overhead_callchains=off,on", "--trace_overhead_scope=task",
+                "--trace_overhead_placement=unpinned", "--trace_overhead_ring_pages=16",
+                "--trace_overhead_tracepoints=nosuch:event", "--benchmark_min_time=0.01"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ASSERT_TRUE(run.json.ok()) << run.json.status() << "\n" << run.out;
+  for (const BenchmarkResult& benchmark : run.benchmarks) {
+    const std::string& name = benchmark.name;
     SCOPED_TRACE(name);
-    const Json* error = benchmark.Find("error_occurred");
     if (absl::StrContains(name, "set:custom")) {
       // Well-formed but not on this kernel: a skip naming the tracepoint.
-      ASSERT_NE(error, nullptr);
-      EXPECT_TRUE(error->boolean);
-      const std::string& message = benchmark.Find("error_message")->string;
-      EXPECT_TRUE(absl::StrContains(message, "SKIPPED")) << message;
-      EXPECT_TRUE(absl::StrContains(message, "nosuch:event")) << message;
+      EXPECT_TRUE(benchmark.error);
+      EXPECT_TRUE(absl::StrContains(benchmark.error_message, "SKIPPED")) << benchmark.error_message;
+      EXPECT_TRUE(absl::StrContains(benchmark.error_message, "nosuch:event"))
+          << benchmark.error_message;
       continue;
     }
-    if (error != nullptr) {
-      ASSERT_FALSE(error->boolean) << benchmark.Find("error_message")->string;
-    }
-    EXPECT_EQ(benchmark.Find("time_unit")->string, "us");
-    EXPECT_GT(Number(benchmark, "usecs/op"), 0.0);
-    EXPECT_GE(Number(benchmark, "ipis_system/op"), 0.0);
-    EXPECT_GE(Number(benchmark, "sys_us/op"), 0.0);
+    ASSERT_FALSE(benchmark.error) << benchmark.error_message;
+    EXPECT_EQ(benchmark.time_unit, "us");
+    EXPECT_GT(benchmark.Number("usecs/op"), 0.0);
+    EXPECT_GE(benchmark.Number("ipis_system/op"), 0.0);
+    EXPECT_GE(benchmark.Number("sys_us/op"), 0.0);
     if (absl::StrContains(name, "set:none")) continue;
-    EXPECT_EQ(benchmark.Find("label")->string, "sched:sched_switch,sched:sched_wakeup");
-    EXPECT_GT(Number(benchmark, "samples/op"), 0.0);
-    EXPECT_GT(Number(benchmark, "bytes/op"), Number(benchmark, "samples/op") * 48);
-    EXPECT_GE(Number(benchmark, "lost"), 0.0);
+    EXPECT_EQ(benchmark.label, "sched:sched_switch,sched:sched_wakeup");
+    EXPECT_GT(benchmark.Number("samples/op"), 0.0);
+    EXPECT_GT(benchmark.Number("bytes/op"), benchmark.Number("samples/op") * 48);
+    EXPECT_GE(benchmark.Number("lost"), 0.0);
     // Present, and a percentage of a positive figure: finite and above -100.
-    EXPECT_GT(Number(benchmark, "overhead_pct"), -100.0);
+    EXPECT_GT(benchmark.Number("overhead_pct"), -100.0);
   }
   std::vector<std::string> expected = {
       "BM_PipePingPong/set:none/tasks:processes/placement:unpinned/real_time",
@@ -104,25 +84,22 @@ TEST_F(TraceOverheadBinaryTest, JsonHasTheBaselineFirstAndTheCounters) {
       "BM_PipePingPong/set:custom/callchains:on/scope:task/tasks:processes/"
       "placement:unpinned/sink:discard/real_time",
   };
-  EXPECT_EQ(names, expected);
+  EXPECT_EQ(run.names(), expected);
 }
 
 // recorder:bpf on every set and scope: the BPF side's counters beside the shared ones.
 TEST_F(TraceOverheadBinaryTest, BpfRecorderReportsWhatItAggregated) {
-  Result result =
-      RunBinary({"--trace_overhead_sets=none,lock,sched,syscalls", "--trace_overhead_recorder=bpf",
-                 "--trace_overhead_scope=cpu,task", "--trace_overhead_placement=same_cpu",
-                 "--benchmark_min_time=0.01", "--benchmark_format=json"});
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  absl::StatusOr<Json> doc = ParseJson(result.out);
-  ASSERT_TRUE(doc.ok()) << doc.status() << "\n" << result.out;
-  std::vector<std::string> names;
-  for (const Json& benchmark : doc->Find("benchmarks")->array) {
-    const std::string& name = benchmark.Find("name")->string;
-    names.push_back(name);
+  BinaryRun run = RunFamilyBinary(
+      kBinary, {"--trace_overhead_sets=none,lock,sched,syscalls", "--trace_overhead_recorder=bpf",
+                "--trace_overhead_scope=cpu,task", "--trace_overhead_placement=same_cpu",
+                "--benchmark_min_time=0.01"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ASSERT_TRUE(run.json.ok()) << run.json.status() << "\n" << run.out;
+  for (const BenchmarkResult& benchmark : run.benchmarks) {
+    const std::string& name = benchmark.name;
     SCOPED_TRACE(name);
-    if (const Json* error = benchmark.Find("error_occurred"); error != nullptr && error->boolean) {
-      const std::string& message = benchmark.Find("error_message")->string;
+    if (benchmark.error) {
+      const std::string& message = benchmark.error_message;
       // Only what the machine forbids may stop it: as root, only missing BTF (at run or
       // build time) or a build without bpftool or clang.
       EXPECT_TRUE(absl::StartsWith(message, "SKIPPED: ")) << message;
@@ -135,15 +112,15 @@ TEST_F(TraceOverheadBinaryTest, BpfRecorderReportsWhatItAggregated) {
     for (const char* counter : {"usecs/op", "overhead_pct", "samples/op", "bytes/op", "lost",
                                 "bpf_pairs/op", "bpf_wait_us/op", "bpf_keys", "bpf_unpaired",
                                 "bpf_wait_p50_us", "bpf_wait_p99_us", "bpf_wait_max_us"}) {
-      EXPECT_GE(Number(benchmark, counter), counter == std::string("overhead_pct") ? -100.0 : 0.0)
+      EXPECT_GE(benchmark.Number(counter), counter == std::string("overhead_pct") ? -100.0 : 0.0)
           << counter;
     }
-    EXPECT_EQ(Number(benchmark, "lost"), 0.0);
-    EXPECT_TRUE(absl::StartsWith(benchmark.Find("label")->string, "bpf ")) << name;
+    EXPECT_EQ(benchmark.Number("lost"), 0.0);
+    EXPECT_TRUE(absl::StartsWith(benchmark.label, "bpf ")) << name;
     if (!absl::StrContains(name, "set:lock")) {
       // Every round trip switches and makes syscalls; contention may not happen at all.
-      EXPECT_GT(Number(benchmark, "samples/op"), 1.0);
-      EXPECT_GT(Number(benchmark, "bpf_pairs/op"), 0.5);
+      EXPECT_GT(benchmark.Number("samples/op"), 1.0);
+      EXPECT_GT(benchmark.Number("bpf_pairs/op"), 0.5);
     }
   }
   std::vector<std::string> expected = {
@@ -154,29 +131,23 @@ TEST_F(TraceOverheadBinaryTest, BpfRecorderReportsWhatItAggregated) {
                                       "/tasks:processes/placement:same_cpu/real_time"));
     }
   }
-  EXPECT_EQ(names, expected);
+  EXPECT_EQ(run.names(), expected);
 }
 
 TEST_F(TraceOverheadBinaryTest, WithoutTheBaselineThereIsNoOverhead) {
   if (absl::Status s = ProbeCapabilities().RequireTracefs(); !s.ok()) {
     GTEST_SKIP() << s.message();
   }
-  Result result =
-      RunBinary({"--trace_overhead_sets=sched", "--trace_overhead_recorder=ring",
-                 "--trace_overhead_callchains=off", "--trace_overhead_scope=task",
-                 "--trace_overhead_ring_pages=16", "--trace_overhead_placement=unpinned",
-                 "--benchmark_min_time=0.01", "--benchmark_format=json"});
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  absl::StatusOr<Json> doc = ParseJson(result.out);
-  ASSERT_TRUE(doc.ok()) << doc.status();
-  ASSERT_EQ(doc->Find("benchmarks")->array.size(), 1u);
-  EXPECT_EQ(doc->Find("benchmarks")->array[0].Find("overhead_pct"), nullptr);
+  BinaryRun run = RunFamilyBinary(
+      kBinary, {"--trace_overhead_sets=sched", "--trace_overhead_recorder=ring",
+                "--trace_overhead_callchains=off", "--trace_overhead_scope=task",
+                "--trace_overhead_ring_pages=16", "--trace_overhead_placement=unpinned",
+                "--benchmark_min_time=0.01"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ASSERT_TRUE(run.json.ok()) << run.json.status();
+  ASSERT_EQ(run.benchmarks.size(), 1u);
+  EXPECT_FALSE(run.benchmarks[0].Has("overhead_pct"));
 }
-
-struct BadFlag {
-  std::vector<std::string> args;
-  std::string message;  // must appear in stderr
-};
 
 TEST_F(TraceOverheadBinaryTest, BadValuesExitTwoNamingTheFlagBeforeRunning) {
   std::vector<BadFlag> cases = {
@@ -200,13 +171,7 @@ TEST_F(TraceOverheadBinaryTest, BadValuesExitTwoNamingTheFlagBeforeRunning) {
       {{"--trace_overhead_recorder=perf"}, "--trace_overhead_recorder=perf: unknown value 'perf'"},
       {{"--trace_overhead_recorder="}, "--trace_overhead_recorder"},
   };
-  for (const BadFlag& bad : cases) {
-    SCOPED_TRACE(bad.args[0]);
-    Result result = RunBinary(bad.args);
-    EXPECT_EQ(result.exit_code, 2) << result.err;
-    EXPECT_TRUE(absl::StrContains(result.err, bad.message)) << result.err;
-    EXPECT_FALSE(absl::StrContains(result.out, "BM_")) << "ran benchmarks:\n" << result.out;
-  }
+  ::perfscale::testing::ExpectUsageErrors(kBinary, cases);
 }
 
 // Without CAP_IPC_LOCK (dropped from the bounding set, so root's exec cannot regain it)

@@ -7,11 +7,10 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
-#include "benchmarks/harness/family.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "lib/flags.h"
-#include "testing/common/process_state.h"
+#include "testing/common/family_harness.h"
 
 namespace perfscale {
 namespace {
@@ -26,35 +25,22 @@ struct RunResult {
   std::map<std::string, double> counters;
 };
 
-class CollectingReporter : public benchmark::BenchmarkReporter {
- public:
-  bool ReportContext(const Context&) override { return true; }
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& run : runs) {
-      RunResult& result = results[run.benchmark_name()];
-      result.error = run.error_occurred;
-      result.error_message = run.error_message;
-      result.label = run.report_label;
-      result.iterations = static_cast<int64_t>(run.iterations);
-      for (const auto& [name, counter] : run.counters) result.counters[name] = counter.value;
-    }
-  }
+// The runs by name, counters as plain numbers.
+std::map<std::string, RunResult> ByName(const std::vector<testing::BenchmarkRun>& runs) {
   std::map<std::string, RunResult> results;
-};
+  for (const testing::BenchmarkRun& run : runs) {
+    RunResult& result = results[run.benchmark_name()];
+    result.error = run.error_occurred;
+    result.error_message = run.error_message;
+    result.label = run.report_label;
+    result.iterations = static_cast<int64_t>(run.iterations);
+    for (const auto& [name, counter] : run.counters) result.counters[name] = counter.value;
+  }
+  return results;
+}
 
-absl::Status RegisterWithFlags(std::vector<std::string> args) {
-  ResetFlagsForTest();
-  args.insert(args.begin(), "trace_overhead_family_test");
-  std::vector<char*> argv;
-  for (std::string& arg : args) argv.push_back(arg.data());
-  if (absl::Status parsed = ParseFlags(static_cast<int>(argv.size()), argv.data()); !parsed.ok()) {
-    return parsed;
-  }
-  for (const Family& family : Families()) {
-    if (family.name != "trace_overhead") continue;
-    return family.register_benchmarks();
-  }
-  return absl::NotFoundError("trace_overhead family not linked");
+absl::Status RegisterWithFlags(const std::vector<std::string>& flags) {
+  return testing::RegisterFamily("trace_overhead", flags);
 }
 
 TEST(TraceOverheadFamilyTest, RejectsBadFlagsBeforeRegistering) {
@@ -82,26 +68,26 @@ TEST(TraceOverheadFamilyTest, RejectsBadFlagsBeforeRegistering) {
 }
 
 TEST(TraceOverheadFamilyTest, EveryLayoutRunsReportsAndLeavesTheProcessAsFound) {
-  absl::StatusOr<testing::ProcessState> before = testing::CaptureProcessState();
-  ASSERT_TRUE(before.ok()) << before.status();
-  ASSERT_TRUE(RegisterWithFlags(
-                  {"--trace_overhead_sets=none,syscalls", "--trace_overhead_callchains=off,on",
-                   "--trace_overhead_scope=cpu,task", "--trace_overhead_tasks=processes,threads",
-                   "--trace_overhead_placement=unpinned,same_cpu,other_cpus",
-                   "--trace_overhead_ring_pages=16", "--trace_overhead_sink=discard,file",
-                   "--trace_overhead_tracepoints=sched:no_such_event"})
-                  .ok());
-  CollectingReporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  benchmark::ClearRegisteredBenchmarks();
-  ResetFlagsForTest();
-  EXPECT_EQ(*testing::CaptureProcessStateSettled(*before), *before);
+  std::map<std::string, RunResult> results;
+  absl::Status registered;
+  EXPECT_TRUE(testing::LeavesProcessAsFound([&] {
+    registered = RegisterWithFlags(
+        {"--trace_overhead_sets=none,syscalls", "--trace_overhead_callchains=off,on",
+         "--trace_overhead_scope=cpu,task", "--trace_overhead_tasks=processes,threads",
+         "--trace_overhead_placement=unpinned,same_cpu,other_cpus",
+         "--trace_overhead_ring_pages=16", "--trace_overhead_sink=discard,file",
+         "--trace_overhead_tracepoints=sched:no_such_event"});
+    if (registered.ok()) results = ByName(testing::RunBenchmarks());
+    benchmark::ClearRegisteredBenchmarks();
+    ResetFlagsForTest();
+  }));
+  ASSERT_TRUE(registered.ok()) << registered;
 
   // 2 tasks x 3 placements x (1 none + 2 sets x 2 callchains x 2 scopes x 2 sinks for the
   // ring recorder + 2 scopes of syscalls for the BPF recorder, which has no custom set).
-  EXPECT_EQ(reporter.results.size(), 2u * 3u * (1u + 2u * 2u * 2u * 2u + 2u));
+  EXPECT_EQ(results.size(), 2u * 3u * (1u + 2u * 2u * 2u * 2u + 2u));
   int pinned_skips = 0;
-  for (const auto& [name, run] : reporter.results) {
+  for (const auto& [name, run] : results) {
     SCOPED_TRACE(name);
     if (name.find("other_cpus") != std::string::npos && run.error &&
         run.error_message.find("at least 2 CPUs") != std::string::npos) {
@@ -151,10 +137,6 @@ TEST(TraceOverheadFamilyTest, EveryLayoutRunsReportsAndLeavesTheProcessAsFound) 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   // Tiny runs: this checks behaviour, not speed.
-  std::vector<std::string> args = {argv[0], "--benchmark_min_time=0.005"};
-  std::vector<char*> bench_argv;
-  for (std::string& arg : args) bench_argv.push_back(arg.data());
-  int bench_argc = static_cast<int>(bench_argv.size());
-  benchmark::Initialize(&bench_argc, bench_argv.data());
+  perfscale::testing::InitializeBenchmark({"--benchmark_min_time=0.005"});
   return RUN_ALL_TESTS();
 }

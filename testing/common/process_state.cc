@@ -1,6 +1,7 @@
 #include "testing/common/process_state.h"
 
 #include <dirent.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -21,7 +22,7 @@ namespace testing {
 std::string ProcessState::ToString() const {
   return absl::StrCat("{fds=", open_fds, " threads=", threads,
                       " children=", has_children ? "yes" : "none",
-                      " affinity=", FormatCpuList(affinity), "}");
+                      " affinity=", FormatCpuList(affinity), " fd_soft_limit=", fd_soft_limit, "}");
 }
 
 absl::StatusOr<std::vector<pid_t>> ListTasks() {
@@ -79,6 +80,9 @@ absl::StatusOr<ProcessState> CaptureProcessState() {
   absl::StatusOr<CpuMask> mask = GetAffinity();
   if (!mask.ok()) return mask.status();
   state.affinity = mask->Cpus();
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) != 0) return ErrnoStatus(errno, "getrlimit(RLIMIT_NOFILE)");
+  state.fd_soft_limit = files.rlim_cur;
   return state;
 }
 

@@ -1,6 +1,7 @@
 // What a benchmark or an RAII owner must leave as it found it: the process's open fds,
-// its threads (/proc/self/task), its child processes, and the calling thread's CPU
-// affinity. Tests capture it before and after and compare.
+// its threads (/proc/self/task), its child processes, the calling thread's CPU affinity
+// and the soft RLIMIT_NOFILE (a benchmark may raise it for its run). Tests capture it
+// before and after and compare.
 //
 // Example:
 //   perfscale::testing::ProcessState before = *perfscale::testing::CaptureProcessState();
@@ -11,6 +12,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -25,10 +27,12 @@ struct ProcessState {
   int threads = 0;
   bool has_children = false;
   std::vector<int> affinity;  // the calling thread's allowed CPUs
+  uint64_t fd_soft_limit = 0;
 
   bool operator==(const ProcessState& other) const {
     return open_fds == other.open_fds && threads == other.threads &&
-           has_children == other.has_children && affinity == other.affinity;
+           has_children == other.has_children && affinity == other.affinity &&
+           fd_soft_limit == other.fd_soft_limit;
   }
   bool operator!=(const ProcessState& other) const { return !(*this == other); }
   std::string ToString() const;
