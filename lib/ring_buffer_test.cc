@@ -23,6 +23,7 @@
 #include "lib/file_reader.h"
 #include "lib/perf_attr.h"
 #include "lib/perf_event.h"
+#include "testing/common/process_state.h"
 
 namespace perfscale {
 namespace {
@@ -70,16 +71,6 @@ absl::StatusOr<PerfEvent> OpenPageFaultSampler() {
   attr.exclude_kernel = 1;
   attr.exclude_hv = 1;
   return PerfEvent::Open(attr, 0, -1);
-}
-
-int PerfMappings() {
-  absl::StatusOr<std::string> maps = ReadTextFile("/proc/self/maps");
-  if (!maps.ok()) return -1;
-  int count = 0;
-  for (absl::string_view line : absl::StrSplit(*maps, '\n')) {
-    if (absl::StrContains(line, "perf_event")) ++count;
-  }
-  return count;
 }
 
 // What one Consume saw.
@@ -275,12 +266,12 @@ TEST(RingBufferTest, CountsWhatTheKernelDroppedWhenFull) {
 TEST(RingBufferTest, MoveTransfersTheMappingAndDestructionUnmaps) {
   absl::StatusOr<PerfEvent> event = OpenPageFaultSampler();
   if (!event.ok()) GTEST_SKIP() << event.status();
-  const int before = PerfMappings();
+  const int before = testing::CountPerfMappings();
   ASSERT_GE(before, 0);
   {
     absl::StatusOr<RingBuffer> ring = RingBuffer::Map(event->fd(), 2);
     ASSERT_TRUE(ring.ok()) << ring.status();
-    EXPECT_EQ(PerfMappings(), before + 1);
+    EXPECT_EQ(testing::CountPerfMappings(), before + 1);
     RingBuffer moved(*std::move(ring));
     EXPECT_TRUE(moved.valid());
     EXPECT_FALSE(ring->valid());  // NOLINT: checking the moved-from state
@@ -288,11 +279,11 @@ TEST(RingBufferTest, MoveTransfersTheMappingAndDestructionUnmaps) {
     assigned = std::move(moved);
     EXPECT_TRUE(assigned.valid());
     EXPECT_EQ(assigned.mapped_bytes(), 3 * PageSize());
-    EXPECT_EQ(PerfMappings(), before + 1);
+    EXPECT_EQ(testing::CountPerfMappings(), before + 1);
     EXPECT_TRUE(absl::IsFailedPrecondition(
         moved.Consume([](const perf_event_header&, absl::Span<const uint8_t>) {}).status()));
   }
-  EXPECT_EQ(PerfMappings(), before);
+  EXPECT_EQ(testing::CountPerfMappings(), before);
 }
 
 // Without CAP_IPC_LOCK and with RLIMIT_MEMLOCK 0, a buffer larger than the per-user

@@ -10,23 +10,15 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "testing/common/process_state.h"
 
 namespace perfscale {
 namespace {
 
-std::string MakeDir() {
-  std::string tmpl = ::testing::TempDir() + "/scratch-XXXXXX";
-  return mkdtemp(&tmpl[0]);
-}
+using ::perfscale::testing::CountDirEntries;
 
-int Entries(const std::string& dir) {
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return -1;
-  int n = 0;
-  while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
-  closedir(d);
-  return n;
-}
+std::string MakeDir() { return testing::MakeTestDir("scratch"); }
+int Entries(const std::string& dir) { return CountDirEntries(dir); }
 
 TEST(ScratchFile, WrittenAndReadBackLeavingNothingInTheDirectory) {
   std::string dir = MakeDir();

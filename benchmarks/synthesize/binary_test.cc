@@ -30,19 +30,8 @@ using ::perfscale::testing::BenchmarkResult;
 using ::perfscale::testing::BinaryRun;
 using ::perfscale::testing::RunFamilyBinary;
 
-std::string MakeDir(const std::string& name) {
-  std::string tmpl = ::testing::TempDir() + "/" + name + "-XXXXXX";
-  return mkdtemp(&tmpl[0]);
-}
-
-int Entries(const std::string& dir) {
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return -1;
-  int n = 0;
-  while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
-  closedir(d);
-  return n;
-}
+std::string MakeDir(const std::string& name) { return testing::MakeTestDir(name); }
+int Entries(const std::string& dir) { return testing::CountDirEntries(dir); }
 
 // Starts the binary with `args`, stdout and stderr to files in `dir`.
 pid_t Spawn(const std::vector<std::string>& args, const std::string& dir) {

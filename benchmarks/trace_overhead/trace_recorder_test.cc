@@ -296,17 +296,6 @@ TEST(TraceRecorderTest, TinyBufferAccountsForEverySampleOrItsLoss) {
   }
 }
 
-int DirectoryEntries(const std::string& dir) {
-  DIR* stream = opendir(dir.c_str());
-  if (stream == nullptr) return -1;
-  int count = 0;
-  while (dirent* entry = readdir(stream)) {
-    if (std::string(entry->d_name) != "." && std::string(entry->d_name) != "..") ++count;
-  }
-  closedir(stream);
-  return count;
-}
-
 TEST(TraceRecorderTest, FileSinkWritesEveryByteAndLeavesNoFile) {
   char dir_template[] = "/tmp/perfscale-recorder-test-XXXXXX";
   ASSERT_NE(mkdtemp(dir_template), nullptr);
@@ -320,7 +309,7 @@ TEST(TraceRecorderTest, FileSinkWritesEveryByteAndLeavesNoFile) {
   std::string skip;
   absl::StatusOr<PingPongRun> run =
       RecordPingPong(options, PipePingPong::Peer::kThread, 3000, &skip);
-  EXPECT_EQ(DirectoryEntries(dir), 0);
+  EXPECT_EQ(testing::CountDirEntries(dir), 0);
   rmdir(dir.c_str());
   if (!skip.empty()) GTEST_SKIP() << skip;
   ASSERT_TRUE(run.ok()) << run.status();
@@ -342,20 +331,10 @@ TEST(TraceRecorderTest, UnwritableFileDirIsAnErrorAtOpen) {
   EXPECT_THAT(std::string(recorder.status().message()), HasSubstr("/nonexistent/perfscale"));
 }
 
-int PerfMappings() {
-  absl::StatusOr<std::string> maps = ReadTextFile("/proc/self/maps");
-  if (!maps.ok()) return -1;
-  int count = 0;
-  for (absl::string_view line : absl::StrSplit(*maps, '\n')) {
-    if (absl::StrContains(line, "perf_event")) ++count;
-  }
-  return count;
-}
-
 TEST(TraceRecorderTest, LeavesFdsThreadsAndMappingsAsFound) {
   absl::StatusOr<testing::ProcessState> before = testing::CaptureProcessState();
   ASSERT_TRUE(before.ok()) << before.status();
-  const int mappings = PerfMappings();
+  const int mappings = testing::CountPerfMappings();
   TraceRecorderOptions options;
   options.tracepoints = {"sched:sched_switch", "sched:sched_wakeup"};
   options.scope = TraceScope::kSystemWide;
@@ -367,7 +346,8 @@ TEST(TraceRecorderTest, LeavesFdsThreadsAndMappingsAsFound) {
     ASSERT_TRUE(recorder.ok()) << recorder.status();
     EXPECT_GT((*recorder)->event_count(), 0u);
     EXPECT_EQ((*recorder)->event_count(), 2 * (*recorder)->buffer_count());
-    EXPECT_EQ(PerfMappings(), mappings + static_cast<int>((*recorder)->buffer_count()));
+    EXPECT_EQ(testing::CountPerfMappings(),
+              mappings + static_cast<int>((*recorder)->buffer_count()));
     ASSERT_TRUE((*recorder)->Enable().ok());
     usleep(2000);
     EXPECT_TRUE((*recorder)->Stop().ok());
@@ -387,7 +367,7 @@ TEST(TraceRecorderTest, LeavesFdsThreadsAndMappingsAsFound) {
   EXPECT_FALSE(failed.ok());
   EXPECT_THAT(std::string(failed.status().message()), HasSubstr("sched:sched_switch"));
   EXPECT_EQ(*testing::CaptureProcessStateSettled(*before), *before);
-  EXPECT_EQ(PerfMappings(), mappings);
+  EXPECT_EQ(testing::CountPerfMappings(), mappings);
 }
 
 }  // namespace

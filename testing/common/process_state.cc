@@ -8,13 +8,18 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
 #include "lib/capabilities.h"
 #include "lib/cpu_set.h"
 #include "lib/errno_status.h"
+#include "lib/file_reader.h"
 
 namespace perfscale {
 namespace testing {
@@ -65,6 +70,32 @@ void StartSanitizerThreads() {
   }();
   (void)started;
 #endif
+}
+
+int CountPerfMappings() {
+  absl::StatusOr<std::string> maps = ReadTextFile("/proc/self/maps");
+  if (!maps.ok()) return -1;
+  int count = 0;
+  for (absl::string_view line : absl::StrSplit(*maps, '\n')) {
+    if (absl::StrContains(line, "perf_event")) ++count;
+  }
+  return count;
+}
+
+std::string MakeTestDir(const std::string& name) {
+  std::string tmpl = ::testing::TempDir() + "/" + name + "-XXXXXX";
+  return mkdtemp(&tmpl[0]) != nullptr ? tmpl : "";
+}
+
+int CountDirEntries(const std::string& dir) {
+  DIR* stream = opendir(dir.c_str());
+  if (stream == nullptr) return -1;
+  int count = 0;
+  while (dirent* entry = readdir(stream)) {
+    if (std::strcmp(entry->d_name, ".") != 0 && std::strcmp(entry->d_name, "..") != 0) ++count;
+  }
+  closedir(stream);
+  return count;
 }
 
 absl::StatusOr<ProcessState> CaptureProcessState() {

@@ -57,6 +57,16 @@ absl::StatusOr<std::vector<pid_t>> ListTasks();
 // True when this process has a child, running or a zombie not yet reaped. Does not reap.
 bool HasChildren();
 
+// The perf ring buffers this process has mapped (the perf_event lines of /proc/self/maps);
+// -1 when maps cannot be read.
+int CountPerfMappings();
+
+// What a component may leave in a directory: a fresh one under the test's temporary
+// directory ("<TEST_TMPDIR>/<name>-XXXXXX"), and how many entries one holds (-1: cannot
+// be read).
+std::string MakeTestDir(const std::string& name);
+int CountDirEntries(const std::string& dir);
+
 }  // namespace testing
 }  // namespace perfscale
 
