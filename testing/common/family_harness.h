@@ -10,12 +10,12 @@
 // naming the flag before anything runs.
 //
 // Example (in process):
-//   ASSERT_TRUE(RegisterFamily("breakpoint", {"--threads=2"}).ok());
+//   ASSERT_TRUE(RegisterFamily("breakpoint", {"--breakpoint_threads=2"}).ok());
 //   std::vector<BenchmarkRun> runs;
 //   EXPECT_TRUE(LeavesProcessAsFound([&] { runs = RunBenchmarks(); }));
 //
 // Example (the binary):
-//   BinaryRun run = RunFamilyBinary("benchmarks/breakpoint", {"--threads=2"});
+//   BinaryRun run = RunFamilyBinary("benchmarks/breakpoint", {"--breakpoint_threads=2"});
 //   ASSERT_EQ(run.exit_code, 0) << run.err;
 //   for (const BenchmarkResult& b : run.benchmarks) EXPECT_GT(b.Number("usecs/op"), 0);
 #ifndef PERFSCALE_TESTING_COMMON_FAMILY_HARNESS_H_
