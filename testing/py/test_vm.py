@@ -363,10 +363,15 @@ def test_a_hung_guest_times_out_and_leaves_no_qemu(tmp_path):
     reason = qemu_missing()
     if reason:
         pytest.skip(reason)
+    out = tmp_path / "hung.json"
     result = perfscale_vm(tmp_path, "--kernel", "debian:6.1-cloud", "--cpus", "1",
-                          "--timeout", "3", "--", "run", "--quick", timeout=300)
+                          "--timeout", "3", "--", "run", "--quick", "--out", str(out),
+                          timeout=300)
     assert result.returncode == 1
     assert "did not finish in 3 s (--timeout)" in result.stderr
+    # The whole console is kept beside the results file it did not write.
+    assert "whole guest console: %s.console.log" % out in result.stderr
+    assert (tmp_path / "hung.json.console.log").stat().st_size > 0
     assert qemu_processes_under(tmp_path) == []
 
 
