@@ -240,6 +240,25 @@ def test_compare_of_two_guests_judges_counts_only(tmp_path, cli):
     assert code == 0 and "no count regression" in out
 
 
+def test_compare_of_two_guests_with_too_few_repetitions_fails_closed(tmp_path, cli):
+    with open(data("base.json")) as f:
+        document = json.load(f)
+    document["context"].update(comparability.vm_context(**TCG))
+    kept, seen = [], {}
+    for bench in document["benchmarks"]:  # two repetitions of each, as a short A/B has
+        if bench.get("run_type") == "iteration":
+            seen[bench["run_name"]] = seen.get(bench["run_name"], 0) + 1
+            if seen[bench["run_name"]] > 2:
+                continue
+        bench["ctx_switches/op"] = 2.0
+        kept.append(bench)
+    document["benchmarks"] = kept
+    path = tmp_path / "short.json"
+    path.write_text(json.dumps(document))
+    code, out, _ = cli("compare", path, path)
+    assert code == 2 and "cannot judge the counts: 2 repetition(s), need >= 9" in out
+
+
 def test_report_says_a_tcg_runs_timings_are_not_comparable(tmp_path, cli):
     code, _, _ = cli("report", labelled(tmp_path, "tcg.json", **TCG), "-o", tmp_path / "r",
                      "--no-plots")

@@ -76,6 +76,14 @@ def count_rows(base, new, options):
     return rows
 
 
+def _fewest_counted(base, new, names):
+    """The fewest repetitions behind a gated count in either run; None without any."""
+    counts = [len(values) for name in names for run in (base, new)
+              for counter, values in run.entries[name].counters.items()
+              if results_stats.counter_kind(counter) in results_stats.GATED_COUNTS and values]
+    return min(counts) if counts else None
+
+
 def judge(base, new, out, options):
     """None when both runs' timings are comparable (compare goes on as usual), else the
     exit code: 2 when a non-comparable run meets a comparable one, otherwise 0/1 from
@@ -113,6 +121,16 @@ def judge(base, new, out, options):
         print("REGRESSION: counts up in %d benchmark(s): %s" % (len(higher), ", ".join(higher)),
               file=out)
         return 1
+    fewest = _fewest_counted(base, new, common)
+    if fewest is None:
+        print("cannot judge: no benchmark in both runs has attributed counts to compare",
+              file=out)
+        return 2
+    if fewest < options.min_repetitions:  # a gate never passes what it could not judge
+        print("cannot judge the counts: %d repetition(s), need >= %d (run both with "
+              "--repetitions %d)" % (fewest, options.min_repetitions, options.min_repetitions),
+              file=out)
+        return 2
     print("no count regression (counts judged with %d or more repetitions, beyond %g%%)"
           % (options.min_repetitions, options.counter_threshold_pct), file=out)
     return 0
