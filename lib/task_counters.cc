@@ -216,14 +216,13 @@ void TaskCounters::OpenSyscallCounter(const Options& options) {
   std::string why_not = "no counting group";
   absl::StatusOr<uint64_t> id = TracepointId("raw_syscalls:sys_enter");
   if (id.ok()) {
-    syscalls_index_ =
-        AddMember(Inherited(TracepointAttr(*id)), "raw_syscalls:sys_enter", &why_not);
+    syscalls_index_ = AddMember(Inherited(TracepointAttr(*id)), "raw_syscalls:sys_enter", &why_not);
   } else {
     why_not = Reason(id.status());
   }
-  SetSource(TaskCounter::kSyscalls, syscalls_index_ >= 0,
-            syscalls_index_ >= 0 ? "tracepoint raw_syscalls:sys_enter (counting, inherited)"
-                                 : why_not);
+  SetSource(
+      TaskCounter::kSyscalls, syscalls_index_ >= 0,
+      syscalls_index_ >= 0 ? "tracepoint raw_syscalls:sys_enter (counting, inherited)" : why_not);
 }
 
 void TaskCounters::OpenIpiCounters() {
