@@ -142,6 +142,16 @@ def test_a_count_that_doubles_is_a_regression_named_with_the_counter_even_in_noi
     assert results_stats.gate_status([verdict])[0] == 1
 
 
+def test_page_faults_that_rise_are_shown_but_never_gated():
+    base = {"BM_S/manual_time": entry("BM_S/manual_time", [1000] * 10,
+                                      page_faults_per_record=[0.025] * 10)}
+    new = {"BM_S/manual_time": entry("BM_S/manual_time", [1000] * 10,
+                                     page_faults_per_record=[0.079] * 10)}
+    (verdict,) = results_stats.compare_entries(base, new)
+    assert not verdict.regression and verdict.counter_regressions == []
+    assert "page_faults/record 0.025 -> 0.079" in verdict.line()
+
+
 def test_a_single_outlier_repetition_of_a_count_is_not_a_regression():
     base = {"BM_E/real_time": entry("BM_E/real_time", [1000] * 10, xcalls_per_op=[2.0] * 10)}
     new = {"BM_E/real_time": entry("BM_E/real_time", [1000] * 10,

@@ -53,8 +53,10 @@ JUDGED = (SLOWER, FASTER, SAME, COUNTS)
 # The attributed counters (before the /unit). The counts gate; the times (lock_wait_us,
 # sys_us) are too noisy to gate but are shown when moved.
 ATTRIBUTED = results_io.ATTRIBUTED_COUNTERS
-GATED_COUNTS = ("ipis_sent", "ipi_mask_calls", "xcalls", "lock_contended", "ctx_switches",
-                "cpu_migrations", "page_faults")
+# Page faults and migrations are shown but not gated: they follow the machine's memory and
+# scheduler state as much as the path measured (an A/A nightly here saw page_faults/record
+# of a synthesis benchmark triple, 0.025 -> 0.079, with no change).
+GATED_COUNTS = ("ipis_sent", "ipi_mask_calls", "xcalls", "lock_contended", "ctx_switches")
 REAL_TIME = "real_time"  # the metric name of a benchmark's time in the calibration
 NOISY_VARIANT = results_names.NOISY_VARIANT
 
