@@ -164,7 +164,9 @@ def _trial(args, run_args, config, kind, index):
     os.makedirs(folder)
     copy = os.path.join(folder, "history.sqlite")
     shutil.copyfile(args.history, copy)
-    argv = ["--history", copy, "--report-dir", folder, "--config", config, "--no-plots"]
+    # --config=NAME: the default name is the run arguments ("--quick"), which argparse
+    # would take for an option of its own after a separate "--config".
+    argv = ["--history", copy, "--report-dir", folder, "--config=" + config, "--no-plots"]
     if args.run_cmd:
         argv += ["--run-cmd", args.run_cmd]
     argv += ["--"] + list(run_args)
