@@ -10,8 +10,8 @@ Its own flags (after run's --) choose what happens instead of benchmarks:
   --fail             print an error and exit 1 without writing anything
   --hang=PIDFILE     start a child that sleeps (as a runner starts the binary), write
                      the pids of both to PIDFILE, and wait for it: a run to kill
-  --confirm-fixture=NAME  the fixture to copy when a --benchmark_filter is given (the
-                     nightly's confirmation run of its suspects)
+  --confirm-fixture=NAME  the fixture to copy for the nightly's confirmation reruns
+                     (their results file is confirm-N.json)
 """
 
 import argparse
@@ -36,14 +36,14 @@ def main(argv):
     parser.add_argument("--hang")
     parser.add_argument("--confirm-fixture")
     args, _ = parser.parse_known_args([a for a in argv if a != "--"])
-    filtered = any(a.startswith("--benchmark_filter=") for a in argv)
     if args.hang:
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
         with open(args.hang + ".tmp", "w", encoding="ascii") as f:
             f.write("%d %d\n" % (os.getpid(), child.pid))
         os.rename(args.hang + ".tmp", args.hang)
         return child.wait()
-    if filtered and args.confirm_fixture:
+    out = args.out or args.benchmark_out or ""
+    if args.confirm_fixture and os.path.basename(out).startswith("confirm-"):
         args.fixture = args.confirm_fixture
     if args.fail:
         print("benchmark binary crashed (simulated)", file=sys.stderr)

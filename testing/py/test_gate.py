@@ -261,6 +261,22 @@ def test_nightly_raises_no_alarm_when_the_confirmation_run_is_clean(cli, tmp_pat
     assert out.count("suspect not confirmed (1 rerun(s), resolved") == 2
 
 
+def test_the_confirmation_reruns_the_whole_suite(tmp_path, monkeypatch):
+    # A benchmark's neighbours are part of what it measures, so the rerun is the suite the
+    # baseline runs were; only the suspects are judged on it (confirm_suspects).
+    from perfscale.history import nightly
+    asked = []
+
+    def run_suite(command, repetitions, out_path, run_args):
+        asked.append(run_args)
+        return 1, out_path
+    monkeypatch.setattr(nightly, "run_suite", run_suite)
+    args = nightly.parse_args(["--repetitions", "10", "--", "--quick"])[0]
+    with pytest.raises(confirm.RerunError, match="exit status 1"):
+        nightly._rerun(args, ["--quick"], ["BM_A/real_time"], str(tmp_path / "confirm-1.json"))
+    assert asked == [["--quick", "--"]]
+
+
 def test_calibration_is_stored_per_lineage_and_used_by_nightly(tmp_path):
     conn = history.open_history(str(tmp_path / "h.sqlite"))
     stored = [history.Calibration("BM_A", "real_time", 0.3, 0.5, 0.07, 8, 0.12)]
@@ -339,13 +355,18 @@ def test_trials_refuse_an_uncalibrated_config(cli, tmp_path):
     assert code == 2 and "is not calibrated" in err and "tools/perfscale calibrate" in err
 
 
-def test_trials_run_nightlies_on_copies_and_report_false_alarms_and_power(
-        cli, tmp_path, monkeypatch):
+def _need_the_injector():
+    """Trials size the injector first; it needs system-wide tracepoint events."""
     from perfscale.gate import inject
     try:
         inject.close_events(inject.open_events(1))
     except inject.InjectError as err:
         pytest.skip("the injector needs system-wide tracepoint events: %s" % err)
+
+
+def test_trials_run_nightlies_on_copies_and_report_false_alarms_and_power(
+        cli, tmp_path, monkeypatch):
+    _need_the_injector()
     monkeypatch.setenv("PERFSCALE_RUN_CMD", FAKE_RUN)
     monkeypatch.setenv("PERFSCALE_COMPARE_PY", str(tmp_path / "none.py"))
     db = tmp_path / "h.sqlite"
@@ -367,3 +388,18 @@ def test_trials_run_nightlies_on_copies_and_report_false_alarms_and_power(
                        "--config", "ci", "--", "--fixture=base.json")
     assert code == 0, out
     assert "budget is spent: 1 A/A and 0 injected trials ran" in out
+
+
+def test_trials_find_a_calibration_named_by_its_run_arguments(cli, tmp_path, monkeypatch):
+    # Without --config both name the lineage by the run arguments, here "--fixture=base.json":
+    # a name that starts with "--" must reach each trial's nightly as its config.
+    _need_the_injector()
+    monkeypatch.setenv("PERFSCALE_RUN_CMD", FAKE_RUN)
+    monkeypatch.setenv("PERFSCALE_COMPARE_PY", str(tmp_path / "none.py"))
+    db = tmp_path / "h.sqlite"
+    assert cli("calibrate", "--runs", "4", "--no-inject", "--history", db, "--out-dir",
+               tmp_path / "cal", "--", "--fixture=base.json")[0] == 0
+    code, out, _ = cli("trials", "--aa", "1", "--power", "0", "--history", db, "--out-dir",
+                       tmp_path / "t", "--", "--fixture=base.json")
+    assert code == 0, out
+    assert "A/A nightlies (no change): 0 of 1 exited 1" in out

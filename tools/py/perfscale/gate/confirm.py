@@ -1,16 +1,18 @@
-"""The confirmation step: rerun only the suspects, interleaved, and judge on all runs.
+"""The confirmation step: rerun the suite, interleaved, and judge the suspects on all runs.
 
 One run says little on a machine whose whole runs shift: a transient (another job's
-build, a migration storm) makes one run slow, not several. So the first run only screens:
-a benchmark calibrated on this host is a suspect when its first run is likely slower
-(perfscale.gate.stats.SCREEN_P), an uncalibrated one when the first run alone says
-slower, and so is any benchmark whose attributed counts rose. The suspects alone are run
-again, each rerun a whole new process with the same interleaved repetitions, and the
-suite is judged again on all the runs: calibrated benchmarks on the median of their runs
-against the baseline runs, the others on the pooled repetitions, where the rerun on its
-own must also have moved the same way. Reruns repeat (adaptively) until no suspect is
-left open, or every open one's interval is within the target half-width, or the rounds
-or the time budget are spent; every suspect's verdict says what was reached.
+build, a migration storm) makes one run slow, not several. So the first run only
+screens: a benchmark calibrated on this host is a suspect when its first run is likely
+slower (perfscale.gate.stats.SCREEN_P), an uncalibrated one when the first run alone
+says slower, and so is any benchmark whose attributed counts rose. The suite is run
+again, each rerun a whole new process with the same interleaved repetitions, in the same
+company as the baseline runs (a benchmark's neighbours are part of what it measures; see
+perfscale.history.nightly._rerun), and the suspects are judged again on all the runs:
+calibrated benchmarks on the median of their runs against the baseline runs, the others
+on the pooled repetitions, where the rerun on its own must also have moved the same way.
+Reruns repeat (adaptively) until no suspect is left open, or every open one's interval
+is within the target half-width, or the rounds or the time budget are spent; every
+suspect's verdict says what was reached.
 """
 
 import math
@@ -52,7 +54,8 @@ def confirm_suspects(rerun, run_dir, base_runs, first_entries, verdicts, options
     """Final verdicts after up to `rounds` reruns of the suspects.
 
     base_runs: the baseline's runs ({name: Entry} each); first_entries: the new run's.
-    rerun(names, out_path) -> ResultSet runs only those benchmarks."""
+    rerun(names, out_path) -> ResultSet runs (at least) the open suspects `names`; only
+    they are judged on it."""
     suspects = [v.name for v in verdicts if is_suspect(v)]
     if not suspects or rounds <= 0:
         return verdicts
