@@ -299,11 +299,10 @@ def _rerun(args, run_args, _names, out_path):
     """Reruns the whole suite, as the baseline runs were; confirm.confirm_suspects judges
     only the suspects on it. Returns the results or raises confirm.RerunError.
 
-    Not only the suspects: what ran around a benchmark is part of what it measures. In a
-    trial on this VM, reruns of 11 suspects (no PipePingPong, whose tracepoint teardown
-    waits for RCU between repetitions) timed EventOpen event_major 1.4-2.4x slower than
-    the full runs a minute before and after, and confirmed that as a regression with no
-    change at all."""
+    Not only the suspects: what ran around a benchmark is part of what it measures. In an
+    A/A trial on this VM, three reruns of 11 suspects timed EventOpen event_major 1.4-2.4x
+    slower than the full runs a minute before and after (a rerun of 12 that also held
+    PipePingPong did not), and the gate confirmed that as a regression."""
     extra = list(run_args) + ([] if "--" in run_args else ["--"])
     status, path = run_suite(runner_command(args), args.repetitions, out_path, extra)
     if status != 0:
