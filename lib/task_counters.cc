@@ -220,9 +220,11 @@ void TaskCounters::OpenSyscallCounter(const Options& options) {
   } else {
     why_not = Reason(id.status());
   }
-  SetSource(
-      TaskCounter::kSyscalls, syscalls_index_ >= 0,
-      syscalls_index_ >= 0 ? "tracepoint raw_syscalls:sys_enter (counting, inherited)" : why_not);
+  SetSource(TaskCounter::kSyscalls, syscalls_index_ >= 0,
+            syscalls_index_ >= 0
+                ? "tracepoint raw_syscalls:sys_enter (counting, inherited; misses a new "
+                  "task's syscalls until it first sleeps)"
+                : why_not);
 }
 
 void TaskCounters::OpenIpiCounters() {
