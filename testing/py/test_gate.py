@@ -364,14 +364,20 @@ def _need_the_injector():
         pytest.skip("the injector needs system-wide tracepoint events: %s" % err)
 
 
-def test_trials_run_nightlies_on_copies_and_report_false_alarms_and_power(
-        cli, tmp_path, monkeypatch):
+def _calibrated_fake_suite(cli, tmp_path, monkeypatch, *config, out_dir="cal"):
+    """The fake suite as trials run it, calibrated in tmp_path/h.sqlite; returns its path."""
     _need_the_injector()
     monkeypatch.setenv("PERFSCALE_RUN_CMD", FAKE_RUN)
     monkeypatch.setenv("PERFSCALE_COMPARE_PY", str(tmp_path / "none.py"))
     db = tmp_path / "h.sqlite"
     assert cli("calibrate", "--runs", "4", "--no-inject", "--history", db, "--out-dir",
-               tmp_path / "cal", "--config", "ci", "--", "--fixture=base.json")[0] == 0
+               tmp_path / out_dir, *config, "--", "--fixture=base.json")[0] == 0
+    return db
+
+
+def test_trials_run_nightlies_on_copies_and_report_false_alarms_and_power(
+        cli, tmp_path, monkeypatch):
+    db = _calibrated_fake_suite(cli, tmp_path, monkeypatch, "--config", "ci")
     before = db.read_bytes()
     code, out, _ = cli("trials", "--aa", "2", "--power", "1", "--inject-events", "1",
                        "--history", db, "--out-dir", tmp_path / "t", "--config", "ci", "--",
@@ -393,13 +399,33 @@ def test_trials_run_nightlies_on_copies_and_report_false_alarms_and_power(
 def test_trials_find_a_calibration_named_by_its_run_arguments(cli, tmp_path, monkeypatch):
     # Without --config both name the lineage by the run arguments, here "--fixture=base.json":
     # a name that starts with "--" must reach each trial's nightly as its config.
-    _need_the_injector()
-    monkeypatch.setenv("PERFSCALE_RUN_CMD", FAKE_RUN)
-    monkeypatch.setenv("PERFSCALE_COMPARE_PY", str(tmp_path / "none.py"))
-    db = tmp_path / "h.sqlite"
-    assert cli("calibrate", "--runs", "4", "--no-inject", "--history", db, "--out-dir",
-               tmp_path / "cal", "--", "--fixture=base.json")[0] == 0
+    db = _calibrated_fake_suite(cli, tmp_path, monkeypatch)
     code, out, _ = cli("trials", "--aa", "1", "--power", "0", "--history", db, "--out-dir",
                        tmp_path / "t", "--", "--fixture=base.json")
     assert code == 0, out
     assert "A/A nightlies (no change): 0 of 1 exited 1" in out
+
+
+def test_trials_resume_keeps_finished_trials_of_the_same_history_only(cli, tmp_path,
+                                                                       monkeypatch):
+    db = _calibrated_fake_suite(cli, tmp_path, monkeypatch, "--config", "ci")
+    trials = ["trials", "--inject-events", "1", "--history", db, "--out-dir", tmp_path / "t",
+              "--config", "ci"]
+    assert cli(*trials, "--aa", "1", "--power", "0", "--", "--fixture=base.json")[0] == 0
+    first = (tmp_path / "t" / "aa-1" / "trial.json").read_text()
+    code, out, _ = cli(*trials, "--aa", "2", "--power", "1", "--resume", "--",
+                       "--fixture=base.json")
+    assert code == 0, out
+    assert "trials: aa 1: kept from an earlier run: exit 0" in out
+    assert "trials: aa 2: exit 0" in out and "trials: power 1: exit 0" in out
+    assert "A/A nightlies (no change): 0 of 2 exited 1" in out
+    assert (tmp_path / "t" / "aa-1" / "trial.json").read_text() == first  # not rerun
+    # A trial judged against another calibration is refused, not mixed in.
+    _calibrated_fake_suite(cli, tmp_path, monkeypatch, "--config", "ci", out_dir="cal2")
+    code, _out, err = cli(*trials, "--aa", "2", "--power", "1", "--resume", "--",
+                          "--fixture=base.json")
+    assert code == 2 and "judged against another history" in err
+    (tmp_path / "t" / "aa-1" / "trial.json").write_text("{")
+    code, _out, err = cli(*trials, "--aa", "1", "--power", "0", "--resume", "--",
+                          "--fixture=base.json")
+    assert code == 2 and "is not a trial record" in err

@@ -2,7 +2,7 @@
 
     tools/perfscale trials [--aa N] [--power N] [--inject-events E] [--history DB]
                            [--config NAME] [--out-dir DIR] [--run-cmd CMD] [--budget S]
-                           [-- RUN_ARGS...]
+                           [--resume] [-- RUN_ARGS...]
 
 After `tools/perfscale calibrate` has stored a lineage's floors and baseline runs, runs N
 nightlies with no change (A/A) and N with the injector on (perfscale.gate.inject: real
@@ -16,6 +16,12 @@ The injected slowdown's true size comes from outside Google Benchmark: the bare 
 `--count_syscalls` gives each benchmark's syscalls per iteration; their product over the
 baseline's time per iteration is the slowdown the injector really causes there.
 
+Each trial leaves `trial.json` (its exit status, what it flagged, and a digest of the
+history it was judged against) in its folder. `--resume` keeps the trials an earlier,
+interrupted `trials` left in --out-dir and runs only the missing ones: 20 trials take
+hours, and a night rarely stays quiet that long. A kept trial must have been judged
+against the same calibrated history; one that was not is refused, never mixed in.
+
 Prints the A/A table (trial, exit status, benchmarks flagged), the power table, and per
 benchmark: its MDC, the injected slowdown's true size, and how often it was flagged. The
 promise checked: at most 10% of A/A nightlies exit 1, and every benchmark whose MDC is at
@@ -25,6 +31,7 @@ Exit 0 when it is kept, 1 when not, 2 when the trials could not be run.
 
 import argparse
 import contextlib
+import hashlib
 import json
 import math
 import os
@@ -66,6 +73,9 @@ def parse_args(argv):
     parser.add_argument("--budget", type=float, metavar="S",
                         help="start no trial after S seconds (default: run them all); the "
                         "tables say how many ran")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the finished trials already in --out-dir (judged against "
+                        "the same history) and run only the missing ones")
     args = parser.parse_args(ours)
     if args.budget is not None and not args.budget > 0:
         parser.error("--budget must be positive")
@@ -106,6 +116,7 @@ def main(argv):
     print("trials: injector: %d events per CPU on each syscall tracepoint: getppid() %.0f -> "
           "%.0f ns, +%.0f ns per syscall (bare loop)" % (args.inject_events, bare, slow,
                                                          added_ns), flush=True)
+    digest = _digest(args.history)
     sizes = true_sizes(args, run_args, base_runs, added_ns)
     outcomes = {"aa": [], "power": []}
     started = time.monotonic()
@@ -114,16 +125,23 @@ def main(argv):
     for kind in order:
         if counts[kind] >= (args.aa if kind == "aa" else args.power):
             continue
-        if args.budget is not None and time.monotonic() - started > args.budget:
+        index = counts[kind] + 1
+        kept = _kept_trial(args, config, digest, kind, index) if args.resume else None
+        if isinstance(kept, str):
+            print("trials: %s" % kept, file=sys.stderr)
+            return 2
+        if kept is None and args.budget is not None and (
+                time.monotonic() - started > args.budget):
             print("trials: the %.0f s budget is spent: %d A/A and %d injected trials ran"
                   % (args.budget, counts["aa"], counts["power"]))
             break
-        counts[kind] += 1
-        outcomes[kind].append(_trial(args, run_args, config, kind, counts[kind]))
-        status, flagged = outcomes[kind][-1]
-        print("trials: %s %d: exit %d, flagged %d: %s" % (kind, counts[kind], status,
-                                                          len(flagged), ", ".join(flagged)),
-              flush=True)
+        counts[kind] = index
+        outcome = kept or _trial(args, run_args, config, digest, kind, index)
+        outcomes[kind].append(outcome)
+        status, flagged = outcome
+        print("trials: %s %d: %sexit %d, flagged %d: %s" % (
+            kind, index, "kept from an earlier run: " if kept else "", status, len(flagged),
+            ", ".join(flagged)), flush=True)
     print(format_tables(outcomes, calibration, sizes, args))
     return 0 if promise_kept(outcomes, calibration, sizes) else 1
 
@@ -157,9 +175,42 @@ def true_sizes(args, run_args, base_runs, added_ns):
     return sizes
 
 
-def _trial(args, run_args, config, kind, index):
+TRIAL_RECORD = "trial.json"
+
+
+def _digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def _trial_folder(args, kind, index):
+    return os.path.join(os.path.abspath(args.out_dir), "%s-%d" % (kind, index))
+
+
+def _kept_trial(args, config, digest, kind, index):
+    """(status, flagged) of a finished earlier trial, None where there is none to keep, or
+    a message why the folder's trial cannot be kept nor silently overwritten."""
+    path = os.path.join(_trial_folder(args, kind, index), TRIAL_RECORD)
+    try:
+        with open(path, encoding="utf-8") as f:
+            record = json.load(f)
+        status, flagged = int(record["status"]), [str(n) for n in record["flagged"]]
+        judged_against, judged_config = record["history_sha256"], record["config"]
+    except FileNotFoundError:
+        return None  # never finished: it runs again
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        return ("cannot keep %s: %s: it is not a trial record; remove its folder to run "
+                "that trial again" % (path, err))
+    if judged_against != digest or judged_config != config:
+        return ("cannot keep %s: it was judged against another history or config than %s "
+                "with config '%s'; use another --out-dir, or drop --resume"
+                % (path, args.history, config))
+    return status, flagged
+
+
+def _trial(args, run_args, config, digest, kind, index):
     """(exit status, flagged benchmarks) of one nightly on a copy of the history."""
-    folder = os.path.join(os.path.abspath(args.out_dir), "%s-%d" % (kind, index))
+    folder = _trial_folder(args, kind, index)
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder)
     copy = os.path.join(folder, "history.sqlite")
@@ -181,6 +232,10 @@ def _trial(args, run_args, config, kind, index):
         if "verdicts.json" in files:
             with open(os.path.join(root, "verdicts.json"), encoding="utf-8") as f:
                 flagged = json.load(f)["regressions"]
+    # Written last: a trial killed before this point has no record and runs again.
+    with open(os.path.join(folder, TRIAL_RECORD), "w", encoding="utf-8") as f:
+        json.dump({"kind": kind, "index": index, "status": status, "flagged": flagged,
+                   "config": config, "history_sha256": digest}, f, indent=1)
     return status, flagged
 
 
