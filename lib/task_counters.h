@@ -20,7 +20,8 @@
 // - ctx_switches, cpu_migrations, page_faults: software counting events; without
 //   perf permission, ctx_switches and page_faults come from getrusage (this process
 //   and reaped children) and cpu_migrations is unavailable.
-// The counting events form one group read with one read(2): a snapshot of all of them.
+// Each counting event stands alone (an inherited group misses a new task's first time
+// slice: task_counters.cc, AddCounter); Start and Stop read them one after another.
 //
 // Example:
 //   std::unique_ptr<perfscale::TaskCounters> counters = perfscale::TaskCounters::Open();
@@ -139,7 +140,7 @@ class TaskCounters {
 
  private:
   struct Totals {
-    std::vector<uint64_t> group;  // group read values, by member index
+    std::vector<uint64_t> values;  // by counter index
     uint64_t rusage_switches = 0;
     uint64_t rusage_faults = 0;
   };
@@ -149,7 +150,8 @@ class TaskCounters {
     RingBuffer ring;
   };
   TaskCounters() = default;
-  int AddMember(const perf_event_attr& attr, const char* what, std::string* why_not);
+  // Opens one inherited counting event; its index in counters_, or -1 and why_not.
+  int AddCounter(const perf_event_attr& attr, const char* what, std::string* why_not);
   void OpenIpiCounters();
   void OpenLockRings(const Options& options);
   void OpenSyscallCounter(const Options& options);
@@ -158,8 +160,7 @@ class TaskCounters {
   // Drains every lock ring; keeps the samples only when `keep`.
   void DrainLocks(bool keep, std::vector<LockSample>* samples, uint64_t* lost);
 
-  PerfEvent leader_;
-  std::vector<PerfEvent> members_;  // group members after the leader
+  std::vector<PerfEvent> counters_;
   int ipi_cpu_index_ = -1;
   std::vector<int> ipi_mask_target_indexes_;  // one per target CPU
   int ipi_mask_calls_index_ = -1;
