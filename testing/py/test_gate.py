@@ -429,3 +429,22 @@ def test_trials_resume_keeps_finished_trials_of_the_same_history_only(cli, tmp_p
     code, _out, err = cli(*trials, "--aa", "1", "--power", "0", "--resume", "--",
                           "--fixture=base.json")
     assert code == 2 and "is not a trial record" in err
+
+
+def test_trials_say_where_the_a_a_trials_spread_more_than_calibrated():
+    import argparse
+    from perfscale.gate import trials
+    steady = "BM_A/placement:same_cpu/real_time"
+    drifting = "BM_B/placement:same_cpu/real_time"
+    calibration = {(n, results_stats.REAL_TIME): history.Calibration(
+        n, results_stats.REAL_TIME, 0.05, 0.06, 0.02, 8) for n in (steady, drifting)}
+    outcomes = {"aa": [(0, [])] * 4, "power": [(1, [steady])]}
+    text = trials.format_tables(outcomes, calibration, {steady: 0.12},
+                                argparse.Namespace(inject_events=1),
+                                {steady: 0.025, drifting: 0.08})
+    assert "| BM_A/placement:same_cpu/real_time | +6.0% | 2.0%, 2.5% | +12.0% | 1 of 1 | yes |" \
+        in text
+    assert "| 2.0%, 8.0% (underestimated) | - | 0 of 1 | no |" in text
+    assert "spread more than 1.5x the calibrated sigma on 1 benchmark(s)" in text
+    assert "calibrated sigma" not in trials.format_tables(
+        outcomes, calibration, {}, argparse.Namespace(inject_events=1), {steady: 0.02})

@@ -23,7 +23,9 @@ hours, and a night rarely stays quiet that long. A kept trial must have been jud
 against the same calibrated history; one that was not is refused, never mixed in.
 
 Prints the A/A table (trial, exit status, benchmarks flagged), the power table, and per
-benchmark: its MDC, the injected slowdown's true size, and how often it was flagged. The
+benchmark: its MDC, its sigma as calibrated and as the A/A trials' first runs spread
+(hours, not the calibration's minutes: where it is much larger, the MDC promises too
+much), the injected slowdown's true size, and how often it was flagged. The
 promise checked: at most 10% of A/A nightlies exit 1, and every benchmark whose MDC is at
 most 10% and whose true slowdown is at least 10% is flagged in 9 of 10 injected trials.
 Exit 0 when it is kept, 1 when not, 2 when the trials could not be run.
@@ -142,7 +144,8 @@ def main(argv):
         print("trials: %s %d: %sexit %d, flagged %d: %s" % (
             kind, index, "kept from an earlier run: " if kept else "", status, len(flagged),
             ", ".join(flagged)), flush=True)
-    print(format_tables(outcomes, calibration, sizes, args))
+    print(format_tables(outcomes, calibration, sizes, args,
+                        aa_spread(args, len(outcomes["aa"]))))
     return 0 if promise_kept(outcomes, calibration, sizes) else 1
 
 
@@ -206,6 +209,23 @@ def _kept_trial(args, config, digest, kind, index):
                 "with config '%s'; use another --out-dir, or drop --resume"
                 % (path, args.history, config))
     return status, flagged
+
+
+def aa_spread(args, trials):
+    """{name: sigma of log(median) over the A/A trials' first runs}: the spread between
+    runs the calibration's sigma claims, seen over the hours the trials took."""
+    logs = {}
+    for index in range(1, trials + 1):
+        for root, _dirs, files in os.walk(_trial_folder(args, "aa", index)):
+            if "results.json" not in files:
+                continue
+            for name, entry in results_io.load_results(
+                    os.path.join(root, "results.json")).entries.items():
+                times = [v for v in entry.real_ns if math.isfinite(v) and v > 0]
+                if times:
+                    logs.setdefault(name, []).append(math.log(statistics.median(times)))
+    return {name: statistics.stdev(values) for name, values in logs.items()
+            if len(values) >= gate_floors.MIN_RUNS}
 
 
 def _trial(args, run_args, config, digest, kind, index):
@@ -284,7 +304,10 @@ def _pct(value):
     return "%+.1f%%" % (100 * value) if value is not None and math.isfinite(value) else "-"
 
 
-def format_tables(outcomes, calibration, sizes, args):
+UNDERESTIMATED = 1.5  # an A/A spread this many times the calibrated sigma
+
+
+def format_tables(outcomes, calibration, sizes, args, spread=None):
     lines = []
     for kind, title in (("aa", "A/A nightlies (no change)"),
                         ("power", "nightlies with the injector on (%d events)"
@@ -299,16 +322,28 @@ def format_tables(outcomes, calibration, sizes, args):
             lines.append("| %d | %d | %s |" % (index, status, ", ".join(flagged) or "-"))
         lines.append("")
     power = outcomes["power"]
-    lines.append("| benchmark | MDC | injected slowdown (true size) | flagged | in scope |")
-    lines.append("|---|---|---|---|---|")
+    spread = spread or {}
+    lines.append("| benchmark | MDC | sigma: calibrated, A/A trials | injected slowdown (true "
+                 "size) | flagged | in scope |")
+    lines.append("|---|---|---|---|---|---|")
     rows = sorted((c for (_n, m), c in calibration.items() if m == results_stats.REAL_TIME),
                   key=lambda c: c.mdc)
     for c in rows:
         hits = sum(1 for _s, flagged in power if c.name in flagged)
-        lines.append("| %s | %s | %s | %d of %d | %s |" % (
-            results_names.display_name(c.name),
-            _pct(c.mdc), _pct(sizes.get(c.name)), hits, len(power),
+        seen = spread.get(c.name)
+        lines.append("| %s | %s | %.1f%%, %s%s | %s | %d of %d | %s |" % (
+            results_names.display_name(c.name), _pct(c.mdc), 100 * c.sigma,
+            "%.1f%%" % (100 * seen) if seen is not None else "-",
+            " (underestimated)" if seen is not None and seen > UNDERESTIMATED * c.sigma else "",
+            _pct(sizes.get(c.name)), hits, len(power),
             "yes" if _scope(c.name, calibration, sizes) else "no"))
+    under = [n for n, seen in spread.items() if (n, results_stats.REAL_TIME) in calibration
+             and seen > UNDERESTIMATED * calibration[(n, results_stats.REAL_TIME)].sigma]
+    if under:
+        lines.append("the A/A trials spread more than %.1fx the calibrated sigma on %d "
+                     "benchmark(s): their MDCs and floors promise more than this machine "
+                     "keeps; calibrate again over a longer stretch (more --runs)"
+                     % (UNDERESTIMATED, len(under)))
     lines.append("in scope: MDC <= 10% and true slowdown >= 10%; promise: at most 1 in 10 A/A "
                  "nightlies exits 1, each in-scope benchmark flagged in >= 9 of 10")
     return "\n".join(lines)
