@@ -1,6 +1,7 @@
 """The suite-wide gate on synthetic data: Holm, intervals, noise floors, counts,
 confirmation and calibration (issue 13). No timing: every input is made up."""
 
+import json
 import math
 import random
 import re
@@ -420,6 +421,17 @@ def test_trials_resume_keeps_finished_trials_of_the_same_history_only(cli, tmp_p
     assert "trials: aa 2: exit 0" in out and "trials: power 1: exit 0" in out
     assert "A/A nightlies (no change): 0 of 2 exited 1" in out
     assert (tmp_path / "t" / "aa-1" / "trial.json").read_text() == first  # not rerun
+    # The injector's cost is measured around each injected trial, and the sizes use it.
+    record_path = tmp_path / "t" / "power-1" / "trial.json"
+    record = json.loads(record_path.read_text())
+    assert len(record["injector_ns"]) == 2 and all(c > 0 for c in record["injector_ns"])
+    assert "injector cost over the 1 injected trials: %.0f ns" % (
+        sum(record["injector_ns"]) / 2) in out
+    del record["injector_ns"]  # as trials before the measurement per trial left them
+    record_path.write_text(json.dumps(record))
+    code, out, _ = cli(*trials, "--aa", "1", "--power", "1", "--resume", "--",
+                       "--fixture=base.json")
+    assert code == 0 and "1 kept trials had no measurement of their own" in out
     # A trial judged against another calibration is refused, not mixed in.
     _calibrated_fake_suite(cli, tmp_path, monkeypatch, "--config", "ci", out_dir="cal2")
     code, _out, err = cli(*trials, "--aa", "2", "--power", "1", "--resume", "--",

@@ -12,7 +12,8 @@ trial meets the same baseline and none becomes the next one's, and the history i
 left as it was.
 
 The injected slowdown's true size comes from outside Google Benchmark: the bare loop of
-`inject --measure` gives the nanoseconds it adds per syscall, and one untimed run with
+`inject --measure`, run before and after each injected trial, gives the nanoseconds it
+adds per syscall (their median over the trials is used), and one untimed run with
 `--count_syscalls` gives each benchmark's syscalls per iteration; their product over the
 baseline's time per iteration is the slowdown the injector really causes there.
 
@@ -119,8 +120,9 @@ def main(argv):
           "%.0f ns, +%.0f ns per syscall (bare loop)" % (args.inject_events, bare, slow,
                                                          added_ns), flush=True)
     digest = _digest(args.history)
-    sizes = true_sizes(args, run_args, base_runs, added_ns)
+    per_ns = true_sizes(args, run_args, base_runs)
     outcomes = {"aa": [], "power": []}
+    costs = []  # each power trial's injector cost, ns per syscall
     started = time.monotonic()
     order = ["aa", "power"] * max(args.aa, args.power)
     counts = {"aa": 0, "power": 0}
@@ -138,20 +140,39 @@ def main(argv):
                   % (args.budget, counts["aa"], counts["power"]))
             break
         counts[kind] = index
-        outcome = kept or _trial(args, run_args, config, digest, kind, index)
-        outcomes[kind].append(outcome)
-        status, flagged = outcome
+        status, flagged, cost = kept or _trial(args, run_args, config, digest, kind, index)
+        outcomes[kind].append((status, flagged))
+        if kind == "power":
+            costs.append(cost)
         print("trials: %s %d: %sexit %d, flagged %d: %s" % (
             kind, index, "kept from an earlier run: " if kept else "", status, len(flagged),
             ", ".join(flagged)), flush=True)
+    cost = _injector_cost(costs, added_ns)
+    sizes = {name: fraction * cost for name, fraction in per_ns.items()}
     print(format_tables(outcomes, calibration, sizes, args,
                         aa_spread(args, len(outcomes["aa"]))))
     return 0 if promise_kept(outcomes, calibration, sizes) else 1
 
 
-def true_sizes(args, run_args, base_runs, added_ns):
-    """{name: the injected slowdown as a fraction of its time}, where its syscalls were
-    counted; from one untimed run with --count_syscalls."""
+def _injector_cost(costs, fallback):
+    """ns added per syscall to state the true sizes at: the median of the power trials' own
+    bare-loop measurements. The cost follows the machine's speed (here 745, 1104 and 1353
+    ns in three sessions), so one measurement at the start would misstate it."""
+    measured = [c for c in costs if c is not None]
+    if not costs:
+        return fallback
+    print("trials: injector cost over the %d injected trials: %s ns per syscall; true sizes "
+          "at their median%s" % (len(costs), ", ".join("%.0f" % c for c in measured) or "-",
+                                 "" if len(measured) == len(costs) else
+                                 " (%d kept trials had no measurement of their own: %.0f ns "
+                                 "from this run's start stands in)"
+                                 % (len(costs) - len(measured), fallback)))
+    return statistics.median([c if c is not None else fallback for c in costs])
+
+
+def true_sizes(args, run_args, base_runs):
+    """{name: the injected slowdown per ns added to each syscall, as a fraction of its
+    time}, where its syscalls were counted; from one untimed run with --count_syscalls."""
     path = os.path.join(os.path.abspath(args.out_dir), "syscalls.json")
     extra = list(run_args) + ([] if "--" in run_args else ["--"])
     with _output_to(os.path.join(args.out_dir, "syscalls.log")):
@@ -174,7 +195,7 @@ def true_sizes(args, run_args, base_runs, added_ns):
         per_iteration = statistics.median(values) * (
             statistics.median(entry.counters[unit + "s"]) if entry.counters.get(unit + "s")
             else 1.0)
-        sizes[name] = per_iteration * added_ns / statistics.median(base.real_ns)
+        sizes[name] = per_iteration / statistics.median(base.real_ns)
     return sizes
 
 
@@ -191,13 +212,16 @@ def _trial_folder(args, kind, index):
 
 
 def _kept_trial(args, config, digest, kind, index):
-    """(status, flagged) of a finished earlier trial, None where there is none to keep, or
-    a message why the folder's trial cannot be kept nor silently overwritten."""
+    """(status, flagged, injector cost) of a finished earlier trial, None where there is
+    none to keep, or a message why the folder's trial cannot be kept nor silently
+    overwritten."""
     path = os.path.join(_trial_folder(args, kind, index), TRIAL_RECORD)
     try:
         with open(path, encoding="utf-8") as f:
             record = json.load(f)
         status, flagged = int(record["status"]), [str(n) for n in record["flagged"]]
+        cost = record.get("injector_ns")
+        cost = statistics.mean(float(c) for c in cost) if cost else None
         judged_against, judged_config = record["history_sha256"], record["config"]
     except FileNotFoundError:
         return None  # never finished: it runs again
@@ -208,7 +232,7 @@ def _kept_trial(args, config, digest, kind, index):
         return ("cannot keep %s: it was judged against another history or config than %s "
                 "with config '%s'; use another --out-dir, or drop --resume"
                 % (path, args.history, config))
-    return status, flagged
+    return status, flagged, cost
 
 
 def aa_spread(args, trials):
@@ -229,7 +253,8 @@ def aa_spread(args, trials):
 
 
 def _trial(args, run_args, config, digest, kind, index):
-    """(exit status, flagged benchmarks) of one nightly on a copy of the history."""
+    """(exit status, flagged benchmarks, injector cost) of one nightly on a copy of the
+    history; the cost (ns per syscall, None for A/A) is the bare loop's, before and after."""
     folder = _trial_folder(args, kind, index)
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder)
@@ -241,10 +266,13 @@ def _trial(args, run_args, config, digest, kind, index):
     if args.run_cmd:
         argv += ["--run-cmd", args.run_cmd]
     argv += ["--"] + list(run_args)
+    costs = []
     with _output_to(os.path.join(folder, "nightly.log")):
         if kind == "power":
+            costs.append(inject.measure(args.inject_events)[2])
             with inject.Injector(args.inject_events):
                 status = nightly.main(argv)
+            costs.append(inject.measure(args.inject_events)[2])
         else:
             status = nightly.main(argv)
     flagged = []
@@ -255,8 +283,9 @@ def _trial(args, run_args, config, digest, kind, index):
     # Written last: a trial killed before this point has no record and runs again.
     with open(os.path.join(folder, TRIAL_RECORD), "w", encoding="utf-8") as f:
         json.dump({"kind": kind, "index": index, "status": status, "flagged": flagged,
-                   "config": config, "history_sha256": digest}, f, indent=1)
-    return status, flagged
+                   "config": config, "history_sha256": digest, "injector_ns": costs}, f,
+                  indent=1)
+    return status, flagged, statistics.mean(costs) if costs else None
 
 
 @contextlib.contextmanager
