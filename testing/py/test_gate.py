@@ -289,6 +289,27 @@ def test_calibration_is_stored_per_lineage_and_used_by_nightly(tmp_path):
     conn.close()
 
 
+def test_the_history_widens_a_calibration_it_outgrew_and_never_narrows_one(tmp_path,
+                                                                            monkeypatch):
+    conn = history.open_history(str(tmp_path / "h.sqlite"))
+    history.store_calibration(conn, "host", 2, "ci", [
+        history.Calibration("BM_drifts", "real_time", 0.05, 0.07, 0.02, 8, 0.12),
+        history.Calibration("BM_steady", "real_time", 0.30, 0.50, 0.10, 8, 0.12)])
+    monkeypatch.setattr(floors, "from_history", lambda *_args: {
+        ("BM_drifts", "real_time"): history.Calibration("BM_drifts", "real_time", 0.15, 0.2,
+                                                        0.06, 10),
+        ("BM_steady", "real_time"): history.Calibration("BM_steady", "real_time", 0.01, 0.02,
+                                                        0.004, 10)})
+    found, source = floors.for_lineage(conn, "host", 2, "ci")
+    conn.close()
+    drifts, steady = found[("BM_drifts", "real_time")], found[("BM_steady", "real_time")]
+    assert (drifts.sigma, drifts.noise_floor, drifts.runs) == (0.06, 0.15, 10)
+    assert drifts.injected_change == 0.12 and drifts.calibrated_at  # still the calibration's
+    assert (steady.sigma, steady.noise_floor) == (0.10, 0.30)  # calibrated, not narrowed
+    assert source.startswith("tools/perfscale calibrate of ")
+    assert "widened for 1 of 2 metrics that the lineage's last 10 passing runs" in source
+
+
 def test_a_version_1_history_is_upgraded_in_place(tmp_path):
     import sqlite3
     path = str(tmp_path / "old.sqlite")

@@ -19,6 +19,7 @@ by `tools/perfscale calibrate` (stored in the history), or from the lineage's re
 complete, passing runs.
 """
 
+import dataclasses
 import math
 import statistics
 
@@ -109,12 +110,26 @@ def from_history(conn, host, cpus, config, alpha=results_stats.DEFAULT_ALPHA):
 
 
 def for_lineage(conn, host, cpus, config, alpha=results_stats.DEFAULT_ALPHA):
-    """(floors, source): `calibrate`'s where it ran, else the history's, else none."""
+    """(floors, source): `calibrate`'s where it ran, else the history's, else none.
+
+    A calibration's runs come minutes apart; the machine also moves over hours (on this
+    VM, whole runs 20% faster for half an hour). Where the lineage's recent passing runs
+    spread more than the calibration did, their wider floor and MDC are used instead: a
+    floor that only ever shrinks would raise false alarms and promise power it lacks."""
     calibrated = history.load_calibration(conn, host, cpus, config)
-    if calibrated:
-        return calibrated, "tools/perfscale calibrate of %s" % min(
-            c.calibrated_at for c in calibrated.values())
     learned = from_history(conn, host, cpus, config, alpha)
+    if calibrated:
+        source = "tools/perfscale calibrate of %s" % min(
+            c.calibrated_at for c in calibrated.values())
+        wider = {key: dataclasses.replace(learned[key], injected_change=c.injected_change,
+                                          calibrated_at=c.calibrated_at)
+                 for key, c in calibrated.items()
+                 if key in learned and learned[key].sigma > c.sigma}
+        if wider:
+            source += (", widened for %d of %d metrics that the lineage's last %d passing "
+                       "runs spread more" % (len(wider), len(calibrated),
+                                             max(c.runs for c in wider.values())))
+        return {**calibrated, **wider}, source
     if learned:
         return learned, "the lineage's last %d passing runs" % max(
             c.runs for c in learned.values())
