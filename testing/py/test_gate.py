@@ -481,3 +481,20 @@ def test_trials_say_where_the_a_a_trials_spread_more_than_calibrated():
     assert "spread more than 1.5x the calibrated sigma on 1 benchmark(s)" in text
     assert "calibrated sigma" not in trials.format_tables(
         outcomes, calibration, {}, argparse.Namespace(inject_events=1), {steady: 0.02})
+
+
+def test_the_a_a_spread_skips_a_trial_without_usable_results(tmp_path, capsys):
+    import argparse
+    import shutil as sh
+    from conftest import data
+    from perfscale.gate import trials
+    for index in range(1, 6):
+        run = tmp_path / ("aa-%d" % index) / "20261201T000000Z"
+        run.mkdir(parents=True)
+        if index == 3:
+            (run / "results.json").write_text("{not json")
+        else:
+            sh.copyfile(data("base.json"), run / "results.json")
+    spread = trials.aa_spread(argparse.Namespace(out_dir=str(tmp_path)), 5)
+    assert spread and all(sigma == 0 for sigma in spread.values())  # 4 identical runs
+    assert "A/A trial 3 left no usable results" in capsys.readouterr().out

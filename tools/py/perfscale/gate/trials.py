@@ -243,8 +243,13 @@ def aa_spread(args, trials):
         for root, _dirs, files in os.walk(_trial_folder(args, "aa", index)):
             if "results.json" not in files:
                 continue
-            for name, entry in results_io.load_results(
-                    os.path.join(root, "results.json")).entries.items():
+            try:
+                entries = results_io.load_results(os.path.join(root, "results.json")).entries
+            except results_io.ResultsError as err:
+                print("trials: A/A trial %d left no usable results (%s): not in the spread"
+                      % (index, err))
+                continue
+            for name, entry in entries.items():
                 times = [v for v in entry.real_ns if math.isfinite(v) and v > 0]
                 if times:
                     logs.setdefault(name, []).append(math.log(statistics.median(times)))
