@@ -184,8 +184,7 @@ std::unique_ptr<TaskCounters> TaskCounters::Open(const Options& options) {
 
 TaskCounters::~TaskCounters() = default;
 
-int TaskCounters::AddCounter(const perf_event_attr& attr, const char* what,
-                             std::string* why_not) {
+int TaskCounters::AddCounter(const perf_event_attr& attr, const char* what, std::string* why_not) {
   // Alone, not in a group: an inherited group does not count in a new task until its
   // first context switch (Linux 6.18: of 1000 getppid() a thread made at its start, a
   // group member counted 1-2 in 20 of 20 runs, the same event alone all 1000 in 20 of 20).
@@ -207,14 +206,14 @@ void TaskCounters::OpenSyscallCounter(const Options& options) {
   std::string why_not;
   absl::StatusOr<uint64_t> id = TracepointId("raw_syscalls:sys_enter");
   if (id.ok()) {
-    syscalls_index_ = AddCounter(Inherited(TracepointAttr(*id)), "raw_syscalls:sys_enter", &why_not);
+    syscalls_index_ =
+        AddCounter(Inherited(TracepointAttr(*id)), "raw_syscalls:sys_enter", &why_not);
   } else {
     why_not = Reason(id.status());
   }
-  SetSource(TaskCounter::kSyscalls, syscalls_index_ >= 0,
-            syscalls_index_ >= 0
-                ? "tracepoint raw_syscalls:sys_enter (counting, inherited)"
-                : why_not);
+  SetSource(
+      TaskCounter::kSyscalls, syscalls_index_ >= 0,
+      syscalls_index_ >= 0 ? "tracepoint raw_syscalls:sys_enter (counting, inherited)" : why_not);
 }
 
 void TaskCounters::OpenIpiCounters() {
