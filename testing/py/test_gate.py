@@ -498,3 +498,17 @@ def test_the_a_a_spread_skips_a_trial_without_usable_results(tmp_path, capsys):
     spread = trials.aa_spread(argparse.Namespace(out_dir=str(tmp_path)), 5)
     assert spread and all(sigma == 0 for sigma in spread.values())  # 4 identical runs
     assert "A/A trial 3 left no usable results" in capsys.readouterr().out
+
+
+def test_trials_end_cleanly_when_the_injector_fails_midway(cli, tmp_path, monkeypatch):
+    from perfscale.gate import inject
+    db = _calibrated_fake_suite(cli, tmp_path, monkeypatch, "--config", "ci")
+
+    def refused(*_args, **_kwargs):
+        raise inject.InjectError("system-wide tracepoint events refused")
+    monkeypatch.setattr(inject.Injector, "__enter__", refused)
+    code, _out, err = cli("trials", "--aa", "1", "--power", "1", "--inject-events", "1",
+                          "--history", db, "--out-dir", tmp_path / "t", "--config", "ci",
+                          "--", "--fixture=base.json")
+    assert code == 2 and "power 1: the injector failed: system-wide" in err
+    assert (tmp_path / "t" / "aa-1" / "trial.json").exists()

@@ -140,7 +140,12 @@ def main(argv):
                   % (args.budget, counts["aa"], counts["power"]))
             break
         counts[kind] = index
-        status, flagged, cost = kept or _trial(args, run_args, config, digest, kind, index)
+        try:
+            status, flagged, cost = kept or _trial(args, run_args, config, digest, kind, index)
+        except inject.InjectError as err:  # the injector worked at the start, then not
+            print("trials: %s %d: the injector failed: %s; the trials it left have their "
+                  "trial.json (--resume)" % (kind, index, err), file=sys.stderr)
+            return 2
         outcomes[kind].append((status, flagged))
         if kind == "power":
             costs.append(cost)
