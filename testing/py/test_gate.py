@@ -512,3 +512,57 @@ def test_trials_end_cleanly_when_the_injector_fails_midway(cli, tmp_path, monkey
                           "--", "--fixture=base.json")
     assert code == 2 and "power 1: the injector failed: system-wide" in err
     assert (tmp_path / "t" / "aa-1" / "trial.json").exists()
+
+
+def test_trials_replay_judges_the_recorded_runs_again_and_runs_nothing(cli, tmp_path,
+                                                                        monkeypatch):
+    db = _calibrated_fake_suite(cli, tmp_path, monkeypatch, "--config", "ci")
+    trials = ["trials", "--aa", "2", "--power", "1", "--inject-events", "1", "--history", db,
+              "--out-dir", tmp_path / "t", "--config", "ci"]
+    code, ran, _ = cli(*trials, "--", "--fixture=base.json")
+    assert code == 0, ran
+    before = sorted(str(p) for p in (tmp_path / "t").rglob("*"))
+    # Nothing may run: a runner that would fail, and no injector.
+    monkeypatch.setenv("PERFSCALE_RUN_CMD", "false")
+    from perfscale.gate import inject
+
+    def no_injector(*_args, **_kwargs):
+        raise AssertionError("a replay started the injector")
+    monkeypatch.setattr(inject, "measure", no_injector)
+    code, out, _ = cli(*trials, "--replay", "--", "--fixture=base.json")
+    assert code == 0, out
+    assert "trials: replay of aa 1: exit 0 (recorded 0), flagged 0 (recorded 0)" in out
+    assert "trials: replay of power 1: exit 0 (recorded 0)" in out
+    assert "replayed: the runs the trials recorded, judged by this checkout's gate" in out
+    table = ran[ran.index("A/A nightlies"):]
+    assert out[out.index("A/A nightlies"):] == table  # the same tables as the trials printed
+    assert sorted(str(p) for p in (tmp_path / "t").rglob("*")) == before
+
+
+def test_trials_replay_leaves_out_a_trial_that_needs_an_unrecorded_rerun(cli, tmp_path,
+                                                                         monkeypatch):
+    db = _calibrated_fake_suite(cli, tmp_path, monkeypatch, "--config", "ci")
+    trials = ["trials", "--aa", "2", "--power", "0", "--history", db, "--out-dir",
+              tmp_path / "t", "--config", "ci"]
+    assert cli(*trials, "--", "--fixture=base.json")[0] == 0
+    # A gate that suspects everything asks for a rerun these calm trials never made.
+    monkeypatch.setattr(confirm, "is_suspect", lambda _verdict: True)
+    code, out, err = cli(*trials, "--replay", "--", "--fixture=base.json")
+    assert code == 2
+    assert ("not replayed: aa 1 (the gate asked for confirm-1.json, which the trial did not "
+            "record); aa 2 (") in out
+    assert "no trial in %s could be replayed" % (tmp_path / "t") in err
+    with pytest.raises(SystemExit):
+        cli(*trials, "--replay", "--resume")
+
+
+def test_trials_without_true_sizes_cannot_call_the_power_promise_kept(capsys):
+    from perfscale.gate import trials
+    steady = "BM_A/placement:same_cpu/real_time"
+    calibration = {(steady, results_stats.REAL_TIME): history.Calibration(
+        steady, results_stats.REAL_TIME, 0.05, 0.06, 0.02, 8)}
+    outcomes = {"aa": [(0, [])] * 4, "power": [(1, [steady])]}
+    assert trials.exit_status(outcomes, calibration, {steady: 0.12}) == 0
+    assert trials.exit_status(outcomes, calibration, {}) == 2
+    assert "could not be checked without the true sizes" in capsys.readouterr().out
+    assert trials.exit_status({"aa": [(1, [steady])] * 4, "power": []}, calibration, {}) == 1

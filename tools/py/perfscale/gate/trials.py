@@ -2,7 +2,7 @@
 
     tools/perfscale trials [--aa N] [--power N] [--inject-events E] [--history DB]
                            [--config NAME] [--out-dir DIR] [--run-cmd CMD] [--budget S]
-                           [--resume] [-- RUN_ARGS...]
+                           [--resume | --replay] [-- RUN_ARGS...]
 
 After `tools/perfscale calibrate` has stored a lineage's floors and baseline runs, runs N
 nightlies with no change (A/A) and N with the injector on (perfscale.gate.inject: real
@@ -23,13 +23,21 @@ interrupted `trials` left in --out-dir and runs only the missing ones: 20 trials
 hours, and a night rarely stays quiet that long. A kept trial must have been judged
 against the same calibrated history; one that was not is refused, never mixed in.
 
+`--replay` runs nothing: it judges the runs the trials in --out-dir recorded (each
+nightly's first run and its confirmation reruns) again with this checkout's gate, against
+the same history, and prints the same tables. A change to the gate's statistics can so be
+checked against hours of recorded trials in seconds. A trial whose replayed gate asks for
+a rerun that was not recorded cannot be replayed, and is left out and named; the reruns
+take no time in a replay, so the confirmation budget never ends them early.
+
 Prints the A/A table (trial, exit status, benchmarks flagged), the power table, and per
 benchmark: its MDC, its sigma as calibrated and as the A/A trials' first runs spread
 (hours, not the calibration's minutes: where it is much larger, the MDC promises too
 much), the injected slowdown's true size, and how often it was flagged. The
 promise checked: at most 10% of A/A nightlies exit 1, and every benchmark whose MDC is at
 most 10% and whose true slowdown is at least 10% is flagged in 9 of 10 injected trials.
-Exit 0 when it is kept, 1 when not, 2 when the trials could not be run.
+Exit 0 when it is kept, 1 when not, 2 when the trials could not be run, or the injected
+ones have no true sizes to say which benchmarks the power promise covers.
 """
 
 import argparse
@@ -44,7 +52,8 @@ import statistics
 import sys
 import time
 
-from perfscale.gate import floors as gate_floors, inject, stats as results_stats
+from perfscale.gate import (compare, confirm, floors as gate_floors, inject,
+                            stats as results_stats)
 from perfscale.history import nightly, store as history
 from perfscale.results import io as results_io, names as results_names
 
@@ -79,7 +88,13 @@ def parse_args(argv):
     parser.add_argument("--resume", action="store_true",
                         help="keep the finished trials already in --out-dir (judged against "
                         "the same history) and run only the missing ones")
+    parser.add_argument("--replay", action="store_true",
+                        help="run nothing: judge the runs the trials in --out-dir recorded "
+                        "again with this checkout's gate, and print the tables")
     args = parser.parse_args(ours)
+    if args.replay and args.resume:
+        parser.error("--replay judges the recorded trials again and runs none; --resume "
+                     "runs the missing ones: give one of them")
     if args.budget is not None and not args.budget > 0:
         parser.error("--budget must be positive")
     if args.aa < 0 or args.power < 0 or args.aa + args.power == 0:
@@ -110,6 +125,8 @@ def main(argv):
         base_runs = [history.load_entries(conn, row["id"]) for row in base_rows]
     finally:
         conn.close()
+    if args.replay:
+        return replay(args, run_args, config, (host, cpus), calibration, base_runs)
     os.makedirs(args.out_dir, exist_ok=True)
     try:
         bare, slow, added_ns = inject.measure(args.inject_events)
@@ -156,7 +173,7 @@ def main(argv):
     sizes = {name: fraction * cost for name, fraction in per_ns.items()}
     print(format_tables(outcomes, calibration, sizes, args,
                         aa_spread(args, len(outcomes["aa"]))))
-    return 0 if promise_kept(outcomes, calibration, sizes) else 1
+    return exit_status(outcomes, calibration, sizes)
 
 
 def _injector_cost(costs, fallback):
@@ -187,7 +204,11 @@ def true_sizes(args, run_args, base_runs):
     if status != 0:
         print("trials: the syscall count run failed (exit %d): no true sizes" % status)
         return {}
-    counted = results_io.load_results(path)
+    return sizes_per_ns(results_io.load_results(path), base_runs)
+
+
+def sizes_per_ns(counted, base_runs):
+    """true_sizes from the count run's results."""
     pooled = results_stats.pool(base_runs)
     sizes = {}
     for name, entry in counted.entries.items():
@@ -205,6 +226,90 @@ def true_sizes(args, run_args, base_runs):
 
 
 TRIAL_RECORD = "trial.json"
+
+
+def replay(args, run_args, config, lineage, calibration, base_runs):
+    """`--replay`: the recorded trials judged again by this checkout's gate; nothing runs."""
+    nightly_args, _ = nightly.parse_args(["--config=" + config, "--no-plots", "--"]
+                                         + list(run_args))
+    options = compare.gate_options(nightly_args)
+    conn = history.open_history(args.history)
+    try:
+        floors, _source = gate_floors.for_lineage(conn, *lineage, config, options.alpha)
+    finally:
+        conn.close()
+    digest = _digest(args.history)
+    outcomes, costs, left_out = {"aa": [], "power": []}, [], []
+    for kind, count in (("aa", args.aa), ("power", args.power)):
+        for index in range(1, count + 1):
+            kept = _kept_trial(args, config, digest, kind, index)
+            if isinstance(kept, str):
+                print("trials: %s" % kept, file=sys.stderr)
+                return 2
+            replayed = None if kept is None else _replay_trial(
+                nightly_args, base_runs, options, floors, _trial_folder(args, kind, index))
+            if isinstance(replayed, str) or kept is None:
+                left_out.append("%s %d (%s)" % (kind, index, replayed or "not recorded"))
+                continue
+            status, flagged = replayed
+            outcomes[kind].append((status, flagged))
+            if kind == "power":
+                costs.append(kept[2])
+            print("trials: replay of %s %d: exit %d (recorded %d), flagged %d (recorded %d): %s"
+                  % (kind, index, status, kept[0], len(flagged), len(kept[1]),
+                     ", ".join(flagged)), flush=True)
+    if left_out:
+        print("trials: not replayed: %s" % "; ".join(left_out))
+    if not outcomes["aa"] and not outcomes["power"]:
+        print("trials: no trial in %s could be replayed" % args.out_dir, file=sys.stderr)
+        return 2
+    sizes = {}
+    measured = [c for c in costs if c is not None]
+    counted = os.path.join(os.path.abspath(args.out_dir), "syscalls.json")
+    try:
+        per_ns = sizes_per_ns(results_io.load_results(counted), base_runs)
+    except results_io.ResultsError as err:
+        print("trials: no true sizes: the trials' syscall count: %s" % err)
+        per_ns = {}
+    if outcomes["power"] and not measured:
+        print("trials: the injected trials recorded no injector cost (trials before "
+              "injector_ns was kept): no true sizes")
+    if per_ns and measured:
+        cost = statistics.median(measured)
+        print("trials: true sizes at the injected trials' median cost, %.0f ns per syscall"
+              % cost)
+        sizes = {name: fraction * cost for name, fraction in per_ns.items()}
+    print("replayed: the runs the trials recorded, judged by this checkout's gate; nothing ran")
+    print(format_tables(outcomes, calibration, sizes, args, aa_spread(args, args.aa)))
+    return exit_status(outcomes, calibration, sizes)
+
+
+def _replay_trial(nightly_args, base_runs, options, floors, folder):
+    """(exit status, flagged) of one recorded trial judged again, or why it cannot be."""
+    run_dirs = sorted(root for root, _dirs, files in os.walk(folder) if "results.json" in files)
+    if not run_dirs:
+        return "its nightly recorded no run"
+    run_dir = run_dirs[0]
+    try:
+        first = results_io.load_results(os.path.join(run_dir, "results.json"))
+    except results_io.ResultsError as err:
+        return str(err)
+    unrecorded = []
+
+    def recorded_rerun(_names, out_path):
+        if not os.path.exists(out_path):
+            unrecorded.append(os.path.basename(out_path))
+            raise confirm.RerunError("%s was not recorded" % os.path.basename(out_path))
+        try:
+            return results_io.load_results(out_path)
+        except results_io.ResultsError as err:
+            raise confirm.RerunError(str(err)) from None
+
+    verdicts = nightly.judge(nightly_args, base_runs, first.entries, options, floors,
+                             run_dir, recorded_rerun)
+    if unrecorded:
+        return "the gate asked for %s, which the trial did not record" % unrecorded[0]
+    return results_stats.gate_status(verdicts)[0], [v.name for v in verdicts if v.regression]
 
 
 def _digest(path):
@@ -324,6 +429,18 @@ def _scope(name, calibration, sizes):
     size = sizes.get(name)
     return (calibrated is not None and calibrated.mdc <= DETECTABLE and size is not None
             and size >= DETECTABLE)
+
+
+def exit_status(outcomes, calibration, sizes):
+    """trials' exit status: 0 kept, 1 broken, 2 when the power half could not be judged
+    (injected trials without true sizes: no benchmark could be called in scope)."""
+    if not promise_kept(outcomes, calibration, sizes):
+        return 1
+    if outcomes["power"] and not sizes:
+        print("trials: the power promise could not be checked without the true sizes; "
+              "the A/A promise was kept")
+        return 2
+    return 0
 
 
 def promise_kept(outcomes, calibration, sizes):

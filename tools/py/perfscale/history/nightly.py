@@ -265,12 +265,8 @@ def _nightly(args, run_args, options, config, conn):
         base_runs = [history.load_entries(conn, row["id"]) for row in base_rows]
         print("nightly: baseline: %s" % ("run %d" % baseline["id"] if len(base_rows) == 1 else
                                          "runs %s" % ", ".join(str(r["id"]) for r in base_rows)))
-        verdicts = results_stats.compare_runs(base_runs, [results.entries], options, floors)
-        verdicts = confirm.confirm_suspects(
-            lambda names, path: _rerun(args, run_args, names, path), run_dir,
-            base_runs, results.entries, verdicts, options, floors,
-            rounds=args.confirm_rounds, budget_s=args.confirm_budget,
-            target=args.ci_target / 100)
+        verdicts = judge(args, base_runs, results.entries, options, floors, run_dir,
+                         lambda names, path: _rerun(args, run_args, names, path))
         status, reason = results_stats.gate_status(verdicts)
         if status == 2:
             for verdict in verdicts:
@@ -293,6 +289,16 @@ def _nightly(args, run_args, options, config, conn):
     else:
         print("nightly: no regression against run %d" % baseline["id"])
     return 0
+
+
+def judge(args, base_runs, entries, options, floors, run_dir, rerun):
+    """The final verdicts on a new run's entries: screened against the baseline runs, the
+    suspects rerun (rerun(names, out_path) -> ResultSet) and judged on all the runs.
+    `trials --replay` calls it with the reruns a trial recorded."""
+    verdicts = results_stats.compare_runs(base_runs, [entries], options, floors)
+    return confirm.confirm_suspects(rerun, run_dir, base_runs, entries, verdicts, options,
+                                    floors, rounds=args.confirm_rounds,
+                                    budget_s=args.confirm_budget, target=args.ci_target / 100)
 
 
 def _rerun(args, run_args, _names, out_path):
