@@ -566,3 +566,45 @@ def test_trials_without_true_sizes_cannot_call_the_power_promise_kept(capsys):
     assert trials.exit_status(outcomes, calibration, {}) == 2
     assert "could not be checked without the true sizes" in capsys.readouterr().out
     assert trials.exit_status({"aa": [(1, [steady])] * 4, "power": []}, calibration, {}) == 1
+
+
+def test_calibrate_over_a_stretch_spaces_the_runs_and_can_be_interrupted(cli, tmp_path,
+                                                                         monkeypatch):
+    import time as real_time
+    from perfscale.gate import calibrate
+    monkeypatch.setenv("PERFSCALE_BINARY", FAKE_RUN)
+    starts, slept = [], []
+    running = calibrate._run
+
+    def timed_run(*args):
+        starts.append(real_time.monotonic())
+        return running(*args)
+    monkeypatch.setattr(calibrate, "_run", timed_run)
+    db = tmp_path / "h.sqlite"
+    argv = ["calibrate", "--runs", "4", "--no-inject", "--over", "8", "--history", db,
+            "--out-dir", tmp_path / "cal", "--config", "ci", "--", "--", "--fixture=base.json"]
+    code, out, _ = cli(*argv)
+    assert code == 0, out
+    # A fake run takes well under its 2 s share: each later run waits for its turn.
+    assert "calibrate: run 4 of 4 starts at +0:00:06 (--over 0:00:08); idle until then" in out
+    assert "calibrate: the runs spanned 0:00:0" in out
+    assert all(b - a >= 2 - 0.01 for a, b in zip(starts, starts[1:]))
+
+    def interrupted(seconds):
+        slept.append(seconds)
+        raise KeyboardInterrupt
+    monkeypatch.setattr(calibrate.time, "sleep", interrupted)
+    db2 = tmp_path / "h2.sqlite"
+    code, _out, err = cli(*[db2 if a == db else a for a in argv])
+    assert code == 130 and slept and "calibrate: interrupted; nothing stored" in err
+    conn = history.open_history(str(db2))
+    assert not history.load_calibration(conn, "perfscale-ci-1", 2, "ci")
+    conn.close()
+
+
+@pytest.mark.parametrize("over", ["0", "-5", "nan", "inf"])
+def test_calibrate_refuses_a_stretch_that_is_not_a_duration(cli, capsys, over):
+    with pytest.raises(SystemExit) as exit_info:
+        cli("calibrate", "--over", over)
+    assert exit_info.value.code == 2
+    assert "--over must be a positive number of seconds" in capsys.readouterr().err

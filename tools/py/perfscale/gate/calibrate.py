@@ -1,7 +1,7 @@
 """`tools/perfscale calibrate`: learn what the nightly gate can tell apart on this host.
 
     tools/perfscale calibrate [--runs K] [--repetitions N] [--inject-events E | --no-inject]
-                              [--history DB] [--config NAME] [-- RUN_ARGS...]
+                              [--over S] [--history DB] [--config NAME] [-- RUN_ARGS...]
 
 Runs the nightly's suite K times with no change (consecutive runs are A/A pairs), then
 once with the injector on (perfscale.gate.inject: real kernel work added to every
@@ -17,6 +17,12 @@ mean of up to 8 baseline runs, a suspect confirmed on the median of its first ru
 the reruns (perfscale.gate.floors). The runs with no change are recorded in the history
 as the lineage's baseline. `nightly` judges against these floors and `report` prints
 them. Exit 2 when the runs fail (nothing stored).
+
+--over S spreads the runs' starts evenly over S seconds, idle in between. Back to back,
+the runs see minutes of the machine, and a VM's speed also wanders over hours: on this
+project's VM, 10 A/A trials over 3 hours spread up to 3x more than the 8 back-to-back
+calibration runs before them, so the MDCs those runs gave promised more than the
+machine kept.
 """
 
 import argparse
@@ -26,6 +32,7 @@ import os
 import shlex
 import statistics
 import sys
+import time
 
 from perfscale.gate import stats as results_stats
 from perfscale.history import store as history, nightly
@@ -49,6 +56,9 @@ def parse_args(argv):
                         metavar="N", help="repetitions per run, as nightly "
                         "(default %(default)s)")
     inject.add_strength_option(parser, 2)
+    parser.add_argument("--over", type=float, metavar="S",
+                        help="spread the runs' starts evenly over S seconds, idle between "
+                        "them (default: back to back)")
     parser.add_argument("--no-inject", action="store_true",
                         help="skip the injected run (no system-wide tracepoint access)")
     nightly.add_lineage_options(parser, "configuration name, as nightly's (default: the run "
@@ -66,11 +76,31 @@ def parse_args(argv):
         parser.error("--runs must be at least %d" % gate_floors.MIN_RUNS)
     if args.repetitions < 2:
         parser.error("--repetitions must be at least 2")
+    if args.over is not None and not (args.over > 0 and math.isfinite(args.over)):
+        parser.error("--over must be a positive number of seconds")
     inject.check_strength(parser, args.inject_events)
     if not 0 < args.alpha < 1:
         parser.error("--alpha must be between 0 and 1")
     nightly.check_run_args(parser, args, run_args)
     return args, run_args
+
+
+def _clock(seconds):
+    seconds = int(round(seconds))
+    return "%d:%02d:%02d" % (seconds // 3600, seconds // 60 % 60, seconds % 60)
+
+
+def _wait_for_turn(args, index, started):
+    """With --over, idles until run `index`'s even share of the stretch has come; a run
+    that took longer than its share delays the rest, never shortens a gap below zero."""
+    if not args.over or index == 0:
+        return
+    due = started + index * args.over / args.runs
+    wait = due - time.monotonic()
+    if wait > 0:
+        print("calibrate: run %d of %d starts at +%s (--over %s); idle until then"
+              % (index + 1, args.runs, _clock(due - started), _clock(args.over)), flush=True)
+        time.sleep(wait)
 
 
 def _run(args, run_args, folder, label):
@@ -112,6 +142,9 @@ def main(argv):
     except RuntimeError as err:
         print("calibrate: %s; nothing stored" % err, file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # a spread calibration waits for hours: Ctrl-C is expected
+        print("calibrate: interrupted; nothing stored", file=sys.stderr)
+        return 130
     finally:
         conn.close()
 
@@ -128,12 +161,16 @@ def _calibrate(args, run_args, config, folder, conn):
                 "+%.0f ns per syscall (bare loop)" % (args.inject_events, bare, slow, added))
         print("calibrate: injector: " + size, flush=True)
     runs = []
+    started = time.monotonic()
     for index in range(args.runs):
+        _wait_for_turn(args, index, started)
         runs.append(_run(args, run_args, folder, "aa-%d" % (index + 1)))
         if index == args.runs // 2 - 1 and not args.no_inject:
             # In the middle, so that drift over the calibration falls on both sides.
             with inject.Injector(args.inject_events):
                 injected = _run(args, run_args, folder, "injected")
+    if args.over:
+        print("calibrate: the runs spanned %s" % _clock(time.monotonic() - started), flush=True)
     first = runs[0]
     if (first.host, first.cpus) != (runs[-1].host, runs[-1].cpus):
         raise RuntimeError("the runs were on different machines")

@@ -498,7 +498,7 @@ def format_tables(outcomes, calibration, sizes, args, spread=None):
     if under:
         lines.append("the A/A trials spread more than %.1fx the calibrated sigma on %d "
                      "benchmark(s): their MDCs and floors promise more than this machine "
-                     "keeps; calibrate again over a longer stretch (more --runs)"
+                     "keeps; calibrate again over a longer stretch (--over, more --runs)"
                      % (UNDERESTIMATED, len(under)))
     lines.append("in scope: MDC <= 10% and true slowdown >= 10%; promise: at most 1 in 10 A/A "
                  "nightlies exits 1, each in-scope benchmark flagged in >= 9 of 10")
