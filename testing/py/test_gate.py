@@ -481,6 +481,11 @@ def test_trials_say_where_the_a_a_trials_spread_more_than_calibrated():
     assert "spread more than 1.5x the calibrated sigma on 1 benchmark(s)" in text
     assert "calibrated sigma" not in trials.format_tables(
         outcomes, calibration, {}, argparse.Namespace(inject_events=1), {steady: 0.02})
+    # A replay that left trials out numbers the rest as they were run.
+    replayed = trials.format_tables({"aa": [(0, []), (1, [steady])], "power": []},
+                                    calibration, {}, argparse.Namespace(inject_events=1),
+                                    numbers={"aa": [2, 5], "power": []})
+    assert "| 2 | 0 | - |" in replayed and "| 5 | 1 | %s |" % steady in replayed
 
 
 def test_the_a_a_spread_skips_a_trial_without_usable_results(tmp_path, capsys):

@@ -240,6 +240,7 @@ def replay(args, run_args, config, lineage, calibration, base_runs):
         conn.close()
     digest = _digest(args.history)
     outcomes, costs, left_out = {"aa": [], "power": []}, [], []
+    numbers = {"aa": [], "power": []}
     for kind, count in (("aa", args.aa), ("power", args.power)):
         for index in range(1, count + 1):
             kept = _kept_trial(args, config, digest, kind, index)
@@ -253,6 +254,7 @@ def replay(args, run_args, config, lineage, calibration, base_runs):
                 continue
             status, flagged = replayed
             outcomes[kind].append((status, flagged))
+            numbers[kind].append(index)
             if kind == "power":
                 costs.append(kept[2])
             print("trials: replay of %s %d: exit %d (recorded %d), flagged %d (recorded %d): %s"
@@ -280,7 +282,8 @@ def replay(args, run_args, config, lineage, calibration, base_runs):
               % cost)
         sizes = {name: fraction * cost for name, fraction in per_ns.items()}
     print("replayed: the runs the trials recorded, judged by this checkout's gate; nothing ran")
-    print(format_tables(outcomes, calibration, sizes, args, aa_spread(args, args.aa)))
+    print(format_tables(outcomes, calibration, sizes, args, aa_spread(args, args.aa),
+                        numbers))
     return exit_status(outcomes, calibration, sizes)
 
 
@@ -463,7 +466,8 @@ def _pct(value):
 UNDERESTIMATED = 1.5  # an A/A spread this many times the calibrated sigma
 
 
-def format_tables(outcomes, calibration, sizes, args, spread=None):
+def format_tables(outcomes, calibration, sizes, args, spread=None, numbers=None):
+    """numbers: {kind: the trials' own numbers}, where some were left out (a replay)."""
     lines = []
     for kind, title in (("aa", "A/A nightlies (no change)"),
                         ("power", "nightlies with the injector on (%d events)"
@@ -474,7 +478,8 @@ def format_tables(outcomes, calibration, sizes, args, spread=None):
         lines.append("%s: %d of %d exited 1" % (title, alarms, len(outcomes[kind])))
         lines.append("| trial | exit | flagged |")
         lines.append("|---|---|---|")
-        for index, (status, flagged) in enumerate(outcomes[kind], 1):
+        indices = (numbers or {}).get(kind) or range(1, len(outcomes[kind]) + 1)
+        for index, (status, flagged) in zip(indices, outcomes[kind]):
             lines.append("| %d | %d | %s |" % (index, status, ", ".join(flagged) or "-"))
         lines.append("")
     power = outcomes["power"]
