@@ -552,10 +552,12 @@ def test_trials_replay_leaves_out_a_trial_that_needs_an_unrecorded_rerun(cli, tm
     assert cli(*trials, "--", "--fixture=base.json")[0] == 0
     # A gate that suspects everything asks for a rerun these calm trials never made.
     monkeypatch.setattr(confirm, "is_suspect", lambda _verdict: True)
+    run_dir = next((tmp_path / "t" / "aa-2").glob("*/results.json")).parent
+    (run_dir / "confirm-1.json").write_text("{")  # a recorded rerun, damaged since
     code, out, err = cli(*trials, "--replay", "--", "--fixture=base.json")
     assert code == 2
     assert ("not replayed: aa 1 (the gate asked for confirm-1.json, which the trial did not "
-            "record); aa 2 (") in out
+            "record); aa 2 (the trial's confirm-1.json is unreadable: ") in out
     assert "no trial in %s could be replayed" % (tmp_path / "t") in err
     with pytest.raises(SystemExit):
         cli(*trials, "--replay", "--resume")

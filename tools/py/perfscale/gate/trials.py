@@ -297,21 +297,23 @@ def _replay_trial(nightly_args, base_runs, options, floors, folder):
         first = results_io.load_results(os.path.join(run_dir, "results.json"))
     except results_io.ResultsError as err:
         return str(err)
-    unrecorded = []
+    missing = []  # why a rerun the gate asked for cannot be served
 
     def recorded_rerun(_names, out_path):
+        name = os.path.basename(out_path)
         if not os.path.exists(out_path):
-            unrecorded.append(os.path.basename(out_path))
-            raise confirm.RerunError("%s was not recorded" % os.path.basename(out_path))
+            missing.append("the gate asked for %s, which the trial did not record" % name)
+            raise confirm.RerunError("%s was not recorded" % name)
         try:
             return results_io.load_results(out_path)
-        except results_io.ResultsError as err:
+        except results_io.ResultsError as err:  # the trial read it; this copy is damaged
+            missing.append("the trial's %s is unreadable: %s" % (name, err))
             raise confirm.RerunError(str(err)) from None
 
     verdicts = nightly.judge(nightly_args, base_runs, first.entries, options, floors,
                              run_dir, recorded_rerun)
-    if unrecorded:
-        return "the gate asked for %s, which the trial did not record" % unrecorded[0]
+    if missing:
+        return missing[0]
     return results_stats.gate_status(verdicts)[0], [v.name for v in verdicts if v.regression]
 
 
