@@ -277,9 +277,7 @@ def replay(args, run_args, config, lineage, calibration, base_runs):
         print("trials: the injected trials recorded no injector cost (trials before "
               "injector_ns was kept): no true sizes")
     if per_ns and measured:
-        cost = statistics.median(measured)
-        print("trials: true sizes at the injected trials' median cost, %.0f ns per syscall"
-              % cost)
+        cost = _injector_cost(measured, None)
         sizes = {name: fraction * cost for name, fraction in per_ns.items()}
     print("replayed: the runs the trials recorded, judged by this checkout's gate; nothing ran")
     print(format_tables(outcomes, calibration, sizes, args, aa_spread(args, args.aa),
