@@ -423,8 +423,12 @@ def boot(vmlinuz, initrd, cpus, mem_mib, accel, timeout_s, scratch, echo=None,
                                                       _tail(text) or "  | (nothing)"))
             if elapsed > timeout_s:
                 stuck = " (%s)" % lockup[1] if lockup else ""
-                raise VmError("the guest did not finish in %d s (--timeout)%s; last console "
-                              "lines:\n%s" % (timeout_s, stuck, _tail(text)))
+                # The kernel boots quiet, so a guest stopped before /init often printed
+                # nothing: say that, rather than an empty list that looks like a lost console.
+                booting = "" if started >= 0 else "; its kernel had not reached /init yet"
+                raise VmError("the guest did not finish in %d s (--timeout)%s%s; last console "
+                              "lines:\n%s" % (timeout_s, stuck, booting,
+                                              _tail(text) or "  | (nothing)"))
     except VmError as err:
         guest.stop()
         if keep_console:
