@@ -500,7 +500,7 @@ def test_the_a_a_spread_skips_a_trial_without_usable_results(tmp_path, capsys):
             (run / "results.json").write_text("{not json")
         else:
             sh.copyfile(data("base.json"), run / "results.json")
-    spread = trials.aa_spread(argparse.Namespace(out_dir=str(tmp_path)), 5, {})
+    spread = trials.aa_spread(argparse.Namespace(out_dir=str(tmp_path)), 5)
     assert spread and all(sigma == 0 for sigma in spread.values())  # 4 identical runs
     assert "A/A trial 3 left no usable results" in capsys.readouterr().out
 

@@ -196,14 +196,6 @@ def _pct(value):
     return "%+.1f%%" % (100 * value) if value is not None and math.isfinite(value) else "-"
 
 
-def _speed(calibration):
-    """'x2.9 (8.1%)': how much of BM_MachineSpeed's draw is taken out, and the spread
-    without that; '-' for a benchmark judged unadjusted."""
-    if not calibration.speed_beta:
-        return "-"
-    return "x%.1f (%.1f%%)" % (calibration.speed_beta, 100 * calibration.raw_sigma)
-
-
 def add_calibration_section(page, conn, host, cpus):
     """What the gate can tell apart on this host: every calibrated config's floors."""
     page.heading("Gate calibration (noise floor, minimum detectable change)")
@@ -222,30 +214,21 @@ def add_calibration_section(page, conn, host, cpus):
                   "below its MDC may pass unseen; an A/A change below its floor never "
                   "fails the gate." % (config, rows[0].calibrated_at if rows else "?",
                                        max((c.runs for c in rows), default=0)))
-        page.table(["benchmark", "sigma between runs", "speed adjustment (unadjusted sigma)",
-                    "noise floor", "MDC", "injected slowdown"],
-                   [[results_names.display_name(c.name), "%.1f%%" % (100 * c.sigma),
-                     _speed(c), _pct(c.noise_floor), _pct(c.mdc), _pct(c.injected_change)]
-                    for c in rows])
+        page.table(["benchmark", "sigma between runs", "noise floor", "MDC",
+                    "injected slowdown"],
+                   [[results_names.display_name(c.name), "%.1f%%" % (100 * c.sigma), _pct(c.noise_floor),
+                     _pct(c.mdc), _pct(c.injected_change)] for c in rows])
 
 
 def format_table(calibrations, injector=""):
     """The calibration as a text table: what the gate can tell apart, per benchmark."""
     rows = sorted((c for (_n, m), c in calibrations.items() if m == results_stats.REAL_TIME),
                   key=lambda c: c.mdc)
-    lines = ["%-100s %8s %14s %9s %9s %9s" % ("benchmark", "sigma", "speed (raw)", "floor",
-                                              "MDC", "injected")]
+    lines = ["%-100s %8s %9s %9s %9s" % ("benchmark", "sigma", "floor", "MDC", "injected")]
     for c in rows:
         label = results_names.display_name(c.name)
-        lines.append("%-100s %7.1f%% %14s %9s %9s %9s" % (
-            label, 100 * c.sigma, _speed(c), _pct(c.noise_floor), _pct(c.mdc),
-            _pct(c.injected_change)))
-    adjusted = sum(1 for c in rows if c.speed_beta)
-    if adjusted:
-        lines.append("%d of %d benchmarks judged adjusted for the machine's speed (x: how far "
-                     "each follows BM_MachineSpeed; raw: its sigma unadjusted)"
-                     % (adjusted, len(rows)))
-    rows = [c for c in rows if not results_stats.is_speed_reference(c.name)]
+        lines.append("%-100s %7.1f%% %9s %9s %9s" % (label, 100 * c.sigma, _pct(c.noise_floor),
+                                                     _pct(c.mdc), _pct(c.injected_change)))
     detectable = sum(1 for c in rows if c.mdc <= 0.10)
     lines.append("%d of %d benchmarks can detect a 10%% slowdown (MDC <= 10%%)%s"
                  % (detectable, len(rows), "; injector: " + injector if injector else ""))

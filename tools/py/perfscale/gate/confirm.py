@@ -73,9 +73,7 @@ def confirm_suspects(rerun, run_dir, base_runs, first_entries, verdicts, options
                         err, "the suspect stands" if verdict.regression else "not a regression "
                         "on the first run")
             return final
-        # The speed reference stays: it is what lets a rerun be judged speed-adjusted.
-        rerun_entries = {n: e for n, e in run.entries.items()
-                         if n in open_names or results_stats.is_speed_reference(n)}
+        rerun_entries = {n: e for n, e in run.entries.items() if n in open_names}
         reruns.append(rerun_entries)
         if uncalibrated_persist:
             alone = {v.name: v for v in results_stats.compare_runs(

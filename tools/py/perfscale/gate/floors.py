@@ -33,9 +33,6 @@ MIN_RUNS = 4  # fewer runs say too little about the spread between runs
 HISTORY_RUNS = 10
 BASELINE_RUNS = 8  # the nightly's baseline: the mean of the lineage's last passing runs
 CONFIRM_RUNS = 1 + confirm.DEFAULT_ROUNDS
-# Benchmarks here followed the speed reference 1-4.5 times over; a fitted slope beyond
-# this is the fit's noise, not the machine.
-MAX_SPEED_BETA = 6.0
 
 
 def z_suite(alpha, tests):
@@ -71,68 +68,34 @@ def counter_floor(relative_sigma, alpha, tests):
     return math.expm1(z_suite(alpha, tests) * math.sqrt(2) * relative_sigma)
 
 
-def speed_fit(logs, speeds):
-    """(beta, sigma) of log(median) once beta times the run's speed index is taken out:
-    least squares over runs with no change. (0, None) where taking it out would not narrow
-    the spread, or there are too few runs to fit a slope and still know the spread.
-
-    The sigma counts the fit's two parameters and the slope's own error on a new run, so
-    that a slope learned from 8 runs does not promise more than it keeps: on 20 runs here,
-    slopes learned on 10 and applied to the other 10 narrowed the spread by a third."""
-    runs = len(logs)
-    if runs < MIN_RUNS + 1:
-        return 0.0, None
-    mean_speed, mean_log = statistics.mean(speeds), statistics.mean(logs)
-    spread = sum((s - mean_speed) ** 2 for s in speeds)
-    if spread <= 0:
-        return 0.0, None
-    beta = sum((s - mean_speed) * (v - mean_log) for s, v in zip(speeds, logs)) / spread
-    beta = min(beta, MAX_SPEED_BETA)
-    if beta <= 0:
-        return 0.0, None
-    residual = sum((v - mean_log - beta * (s - mean_speed)) ** 2 for s, v in zip(speeds, logs))
-    sigma = math.sqrt(residual / (runs - 2) * (1 + 1 / (runs - 1)))
-    return (beta, sigma) if sigma < statistics.stdev(logs) else (0.0, None)
-
-
 def learn(runs, alpha=results_stats.DEFAULT_ALPHA):
     """{(name, metric): history.Calibration} from a list of runs ({name: Entry}) taken
-    with no change between them. A time's sigma is the one the gate judges with: speed-
-    adjusted (speed_fit) where every run timed the speed reference and that narrows it."""
-    by_metric, speeds = {}, {}
+    with no change between them."""
+    by_metric = {}
     for entries in runs:
-        speed = results_stats.speed_index(entries)
         for name, entry in entries.items():
             times = [v for v in entry.real_ns if math.isfinite(v) and v > 0]
             if times:
                 by_metric.setdefault((name, results_stats.REAL_TIME), []).append(
                     math.log(statistics.median(times)))
-                speeds.setdefault(name, []).append(speed)
             for counter, values in entry.counters.items():
                 if results_stats.counter_kind(counter) and values:
                     by_metric.setdefault((name, counter), []).append(statistics.median(values))
-    tests = len({name for name, metric in by_metric if metric == results_stats.REAL_TIME
-                 and not results_stats.is_speed_reference(name)})
+    tests = len({name for name, metric in by_metric if metric == results_stats.REAL_TIME})
     learned = {}
     for (name, metric), values in by_metric.items():
         if len(values) < MIN_RUNS:
             continue
-        beta = 0.0
         if metric == results_stats.REAL_TIME:
-            sigma = raw_sigma = statistics.stdev(values)
-            if (not results_stats.is_speed_reference(name)
-                    and None not in speeds[name]):
-                beta, adjusted = speed_fit(values, speeds[name])
-                sigma = adjusted if beta else sigma
+            sigma = statistics.stdev(values)
             floor, mdc = floor_and_mdc(sigma, alpha, tests, min(len(values), BASELINE_RUNS))
         else:  # relative spread of a count; a constant count has none
             mean = statistics.mean(values)
-            sigma = raw_sigma = statistics.stdev(values) / abs(mean) if mean else 0.0
+            sigma = statistics.stdev(values) / abs(mean) if mean else 0.0
             floor = counter_floor(sigma, alpha, tests)
             mdc = floor
         learned[(name, metric)] = history.Calibration(name, metric, floor, mdc, sigma,
-                                                      len(values), speed_beta=beta,
-                                                      raw_sigma=raw_sigma)
+                                                      len(values))
     return learned
 
 

@@ -58,7 +58,6 @@ ATTRIBUTED = results_io.ATTRIBUTED_COUNTERS
 # of a synthesis benchmark triple, 0.025 -> 0.079, with no change).
 GATED_COUNTS = ("ipis_sent", "ipi_mask_calls", "xcalls", "lock_contended", "ctx_switches")
 REAL_TIME = "real_time"  # the metric name of a benchmark's time in the calibration
-SPEED_REFERENCE = "BM_MachineSpeed/"  # the rows no kernel change moves (speed_index)
 NOISY_VARIANT = results_names.NOISY_VARIANT
 
 
@@ -95,7 +94,6 @@ class Verdict:
     counters: list = dataclasses.field(default_factory=list)  # (name, base, new) that moved
     counter_regressions: list = dataclasses.field(default_factory=list)
     confirmation: str = ""  # what the confirmation rerun said, when there was one
-    speed_note: str = ""  # how much of the change the machine's speed explained
     baseline_valid: bool = True  # False: the baseline could not be judged on this one
 
     @property
@@ -132,7 +130,7 @@ class Verdict:
                                            else "not calibrated"))
         figures.append("repetitions %d vs %d" % self.repetitions)
         text = "%s: %s (%s)" % (label, self.verdict, ", ".join(figures))
-        for extra in (self.moved(), self.note, self.speed_note, self.confirmation):
+        for extra in (self.moved(), self.note, self.confirmation):
             if extra:
                 text += "; " + extra
         return text
@@ -272,37 +270,15 @@ def pool(runs):
     return pooled
 
 
-def _log_median(entry):
-    times = [v for v in entry.real_ns if math.isfinite(v) and v > 0] if entry else []
-    return math.log(statistics.median(times)) if times else None
-
-
-def is_speed_reference(name):
-    return name.startswith(SPEED_REFERENCE)
-
-
-def speed_index(entries):
-    """The run's draw of the machine's speed: the mean log(median) of its BM_MachineSpeed
-    rows (benchmarks/machine_speed); None when the run timed none of them."""
-    logs = [_log_median(e) for n, e in entries.items() if is_speed_reference(n)]
-    logs = [v for v in logs if v is not None]
-    return statistics.mean(logs) if logs else None
-
-
-def log_medians(runs, name, speed_beta=0.0):
-    """log(median real time) of each run that timed `name`; with speed_beta, less that
-    multiple of the run's speed index (every run must then have one: speed_adjustable)."""
+def log_medians(runs, name):
+    """log(median real time) of each run that timed `name`."""
     logs = []
     for entries in runs:
-        value = _log_median(entries.get(name))
-        if value is not None:
-            logs.append(value - speed_beta * speed_index(entries) if speed_beta else value)
+        entry = entries.get(name)
+        times = [v for v in entry.real_ns if math.isfinite(v) and v > 0] if entry else []
+        if times:
+            logs.append(math.log(statistics.median(times)))
     return logs
-
-
-def speed_adjustable(runs):
-    """True when every run timed the speed reference, so its draw can be taken out."""
-    return bool(runs) and all(speed_index(entries) is not None for entries in runs)
 
 
 # Variance of the median of n normal values, in units of sigma^2 / n (n <= 2: the mean).
@@ -333,29 +309,16 @@ def compare_runs(base_runs, new_runs, options=Options(), floors=None):
     floors = floors or {}
     base_entries, new_entries = pool(base_runs), pool(new_runs)
     verdicts = _per_benchmark(base_entries, new_entries, options)
-    adjustable = speed_adjustable(base_runs) and speed_adjustable(new_runs)
     tested = []
     for verdict in verdicts:
         if verdict.verdict not in JUDGED or not math.isfinite(verdict.pvalue):
-            continue
-        if is_speed_reference(verdict.name):
-            # The ruler, not a kernel path: a slower machine is no regression.
-            verdict.verdict, verdict.note = SAME, "the speed reference: shown, never gated"
             continue
         verdict.runs = (len(log_medians(base_runs, verdict.name)),
                         len(log_medians(new_runs, verdict.name)))
         calibrated = floors.get((verdict.name, REAL_TIME))
         if calibrated is not None and getattr(calibrated, "sigma", 0) > 0:
-            beta = getattr(calibrated, "speed_beta", 0.0) or 0.0
-            if beta and not adjustable:
-                # A side without the reference: judged on the spread it has unadjusted.
-                beta, sigma = 0.0, calibrated.raw_sigma
-            else:
-                sigma = calibrated.sigma
-            _between_runs(verdict, sigma, log_medians(base_runs, verdict.name, beta),
-                          log_medians(new_runs, verdict.name, beta))
-            if beta:
-                verdict.speed_note = _speed_note(verdict.name, beta, base_runs, new_runs)
+            _between_runs(verdict, calibrated.sigma, log_medians(base_runs, verdict.name),
+                          log_medians(new_runs, verdict.name))
         tested.append(verdict)
     pvalues = [v.screen_p if math.isfinite(v.screen_p) else v.pvalue for v in tested]
     z_suite = float(norm.ppf(1 - options.alpha / max(1, len(tested))))
@@ -378,26 +341,13 @@ def compare_runs(base_runs, new_runs, options=Options(), floors=None):
     return verdicts
 
 
-def _centre_shift(base_logs, new_logs):
-    return statistics.median(new_logs) - statistics.mean(base_logs)
-
-
-def _speed_note(name, beta, base_runs, new_runs):
-    """What the adjustment took out, so that a reader can undo it."""
-    speed = _centre_shift([speed_index(r) for r in base_runs],
-                          [speed_index(r) for r in new_runs])
-    raw = _centre_shift(log_medians(base_runs, name), log_medians(new_runs, name))
-    return ("adjusted for the machine's speed (%.1f x BM_MachineSpeed's %+.1f%%; "
-            "unadjusted %+.1f%%)" % (beta, 100 * math.expm1(speed), 100 * math.expm1(raw)))
-
-
 def _between_runs(verdict, sigma, base_logs, new_logs):
     """The runs' view: change of the centres, its interval and one-sided p (slower)."""
     if not base_logs or not new_logs:
         return
     verdict.sigma, verdict.runs = sigma, (len(base_logs), len(new_logs))
     spread = between_runs_spread(sigma, len(base_logs), len(new_logs))
-    shift = _centre_shift(base_logs, new_logs)
+    shift = statistics.median(new_logs) - statistics.mean(base_logs)
     verdict.change = math.expm1(shift)
     half = float(norm.ppf(0.5 + CONFIDENCE / 2)) * spread
     verdict.ci = (math.expm1(shift - half), math.expm1(shift + half))

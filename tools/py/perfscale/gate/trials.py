@@ -172,7 +172,7 @@ def main(argv):
     cost = _injector_cost(costs, added_ns)
     sizes = {name: fraction * cost for name, fraction in per_ns.items()}
     print(format_tables(outcomes, calibration, sizes, args,
-                        aa_spread(args, len(outcomes["aa"]), calibration)))
+                        aa_spread(args, len(outcomes["aa"]))))
     return exit_status(outcomes, calibration, sizes)
 
 
@@ -280,7 +280,7 @@ def replay(args, run_args, config, lineage, calibration, base_runs):
         cost = _injector_cost(measured, None)
         sizes = {name: fraction * cost for name, fraction in per_ns.items()}
     print("replayed: the runs the trials recorded, judged by this checkout's gate; nothing ran")
-    print(format_tables(outcomes, calibration, sizes, args, aa_spread(args, args.aa, calibration),
+    print(format_tables(outcomes, calibration, sizes, args, aa_spread(args, args.aa),
                         numbers))
     return exit_status(outcomes, calibration, sizes)
 
@@ -348,29 +348,26 @@ def _kept_trial(args, config, digest, kind, index):
     return status, flagged, cost
 
 
-def aa_spread(args, trials, calibration):
+def aa_spread(args, trials):
     """{name: sigma of log(median) over the A/A trials' first runs}: the spread between
-    runs the calibration's sigma claims, seen over the hours the trials took (speed-
-    adjusted as the calibration says, where every first run timed the speed reference)."""
-    runs = []
+    runs the calibration's sigma claims, seen over the hours the trials took."""
+    logs = {}
     for index in range(1, trials + 1):
         for root, _dirs, files in os.walk(_trial_folder(args, "aa", index)):
             if "results.json" not in files:
                 continue
             try:
-                runs.append(results_io.load_results(os.path.join(root, "results.json")).entries)
+                entries = results_io.load_results(os.path.join(root, "results.json")).entries
             except results_io.ResultsError as err:
                 print("trials: A/A trial %d left no usable results (%s): not in the spread"
                       % (index, err))
-    adjustable = results_stats.speed_adjustable(runs)
-    spread = {}
-    for name in {n for entries in runs for n in entries}:
-        calibrated = calibration.get((name, results_stats.REAL_TIME))
-        beta = calibrated.speed_beta if calibrated is not None and adjustable else 0.0
-        logs = results_stats.log_medians(runs, name, beta)
-        if len(logs) >= gate_floors.MIN_RUNS:
-            spread[name] = statistics.stdev(logs)
-    return spread
+                continue
+            for name, entry in entries.items():
+                times = [v for v in entry.real_ns if math.isfinite(v) and v > 0]
+                if times:
+                    logs.setdefault(name, []).append(math.log(statistics.median(times)))
+    return {name: statistics.stdev(values) for name, values in logs.items()
+            if len(values) >= gate_floors.MIN_RUNS}
 
 
 def _trial(args, run_args, config, digest, kind, index):
@@ -434,7 +431,7 @@ def _scope(name, calibration, sizes):
     calibrated = calibration.get((name, results_stats.REAL_TIME))
     size = sizes.get(name)
     return (calibrated is not None and calibrated.mdc <= DETECTABLE and size is not None
-            and size >= DETECTABLE and not results_stats.is_speed_reference(name))
+            and size >= DETECTABLE)
 
 
 def exit_status(outcomes, calibration, sizes):

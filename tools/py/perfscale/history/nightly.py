@@ -365,7 +365,7 @@ def _write_report(conn, args, run_dir, run_id, info, results, baseline, verdicts
                      "%s (%s)" % (_p(v.screen_p if v.screen_p == v.screen_p else v.pvalue),
                                   _p(v.p_adjusted)), _pct(v.noise_floor),
                      "%d vs %d (%d vs %d)" % (v.runs + v.repetitions), v.moved(),
-                     "; ".join(x for x in (v.note, v.speed_note, v.confirmation) if x)]
+                     "; ".join(x for x in (v.note, v.confirmation) if x)]
                     for v in sorted(verdicts, key=lambda v: order.get(v.verdict, 3))])
         baseline_json = _baseline_file(conn, baseline, run_dir)
         page.heading("compare.py")

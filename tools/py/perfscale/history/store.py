@@ -19,7 +19,7 @@ import statistics
 
 from perfscale.results import io as results_io, names as results_names
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 2
 
 _RUNS_SCHEMA = """
 CREATE TABLE runs (
@@ -79,15 +79,9 @@ CREATE TABLE calibration (
 );
 """
 
-# Version 3: the speed adjustment. sigma (and the floor, the MDC) is then the spread once
-# speed_beta times the run's speed index is taken out; raw_sigma the spread without, for a
-# run that lacks the speed reference.
-_SPEED_COLUMNS = ("ALTER TABLE calibration ADD COLUMN speed_beta REAL NOT NULL DEFAULT 0;"
-                  "ALTER TABLE calibration ADD COLUMN raw_sigma REAL;")
-_SCHEMA = _RUNS_SCHEMA + _CALIBRATION_SCHEMA + _SPEED_COLUMNS
+_SCHEMA = _RUNS_SCHEMA + _CALIBRATION_SCHEMA
 _MIGRATE_1_TO_2 = ("ALTER TABLE runs ADD COLUMN complete INTEGER NOT NULL DEFAULT 1;"
                    + _CALIBRATION_SCHEMA)  # runs of version 1 were recorded whole
-_MIGRATE_2_TO_3 = _SPEED_COLUMNS  # calibrations of version 2 were never adjusted
 
 # How long to wait for another writer (a second nightly on the same file) before failing.
 _LOCK_TIMEOUT_S = 60
@@ -153,8 +147,8 @@ def _create_or_check(conn, path):
         if version == 0 and not tables:
             _script(conn, _SCHEMA)
             conn.execute("PRAGMA user_version = %d" % SCHEMA_VERSION)
-        elif version in (1, 2) and "runs" in tables:
-            _script(conn, (_MIGRATE_1_TO_2 if version == 1 else "") + _MIGRATE_2_TO_3)
+        elif version == 1 and "runs" in tables:
+            _script(conn, _MIGRATE_1_TO_2)
             conn.execute("PRAGMA user_version = %d" % SCHEMA_VERSION)
         elif version > SCHEMA_VERSION:
             raise HistoryError("%s: written by a newer perfscale (schema %d, this one knows "
@@ -270,12 +264,6 @@ class Calibration:
     runs: int
     injected_change: float = None
     calibrated_at: str = ""
-    speed_beta: float = 0.0  # 0: judged unadjusted (sigma is then the raw spread)
-    raw_sigma: float = None  # the spread without the speed adjustment
-
-    def __post_init__(self):
-        if self.raw_sigma is None:
-            self.raw_sigma = self.sigma
 
 
 def store_calibration(conn, host, cpus, config, calibrations):
@@ -286,11 +274,9 @@ def store_calibration(conn, host, cpus, config, calibrations):
                      (host, cpus, config))
         conn.executemany(
             "INSERT INTO calibration (host, cpus, config, name, metric, noise_floor, mdc, "
-            "sigma, runs, injected_change, calibrated_at, speed_beta, raw_sigma) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "sigma, runs, injected_change, calibrated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             [(host, cpus, config, c.name, c.metric, c.noise_floor, c.mdc, c.sigma, c.runs,
-              _finite(c.injected_change), now, c.speed_beta, c.raw_sigma)
-             for c in calibrations])
+              _finite(c.injected_change), now) for c in calibrations])
 
 
 def load_calibration(conn, host, cpus, config):
@@ -299,8 +285,7 @@ def load_calibration(conn, host, cpus, config):
                         (host, cpus, config))
     return {(r["name"], r["metric"]): Calibration(
         r["name"], r["metric"], r["noise_floor"], r["mdc"], r["sigma"], r["runs"],
-        r["injected_change"], r["calibrated_at"], r["speed_beta"], r["raw_sigma"])
-        for r in rows}
+        r["injected_change"], r["calibrated_at"]) for r in rows}
 
 
 def as_results_document(conn, run_id):
