@@ -336,7 +336,10 @@ def _read(path):
 
 
 def _tail(text, lines=15):
-    return "\n".join("  | " + line for line in text.rstrip().splitlines()[-lines:])
+    """The console's last lines, quoted; '(nothing)' where the guest printed none, which
+    is common: the kernel boots quiet until /init."""
+    return "\n".join("  | " + line for line in text.rstrip().splitlines()[-lines:]) or (
+        "  | (nothing)")
 
 
 def lockup_report(text):
@@ -420,15 +423,13 @@ def boot(vmlinuz, initrd, cpus, mem_mib, accel, timeout_s, scratch, echo=None,
             if started < 0 and elapsed > boot_timeout_s:
                 raise VmError("the kernel did not reach /init in %d s (%s, %d vCPUs); last "
                               "console lines:\n%s" % (boot_timeout_s, accel, cpus,
-                                                      _tail(text) or "  | (nothing)"))
+                                                      _tail(text)))
             if elapsed > timeout_s:
                 stuck = " (%s)" % lockup[1] if lockup else ""
-                # The kernel boots quiet, so a guest stopped before /init often printed
-                # nothing: say that, rather than an empty list that looks like a lost console.
                 booting = "" if started >= 0 else "; its kernel had not reached /init yet"
                 raise VmError("the guest did not finish in %d s (--timeout)%s%s; last console "
                               "lines:\n%s" % (timeout_s, stuck, booting,
-                                              _tail(text) or "  | (nothing)"))
+                                              _tail(text)))
     except VmError as err:
         guest.stop()
         if keep_console:
