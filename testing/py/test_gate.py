@@ -161,6 +161,24 @@ def test_a_single_outlier_repetition_of_a_count_is_not_a_regression():
     assert not verdict.regression
 
 
+def test_a_count_mostly_zero_is_judged_by_its_spread_not_by_its_zero_median():
+    # As an A/A trial met it: BreakpointEnable passive:8 other_cpus, a context switch
+    # now and then (1 in ~30 ops), 0 per op at the median of 3 of its 4 counting runs.
+    name = "BM_B/passive:8/placement:other_cpus/real_time"
+    runs = [{name: entry(name, [1000] * 10, ctx_switches_per_op=[median])}
+            for median in (0.0, 0.0, 0.032, 0.0)]
+    learned = floors.learn(runs)
+    assert learned[(name, "ctx_switches/op")].sigma > 1  # relative to a mean of 0.008
+
+    def judged(values):
+        new = {name: entry(name, [1000] * 10, ctx_switches_per_op=values)}
+        return results_stats.compare_runs(runs, [new], floors=learned)[0]
+    assert not judged([0.069, 0.069, 0.069, 0.034, 0.034, 0.103, 0.034, 0, 0, 0.069]).regression
+    # A path that now sleeps once per operation is still a regression, named.
+    verdict = judged([1.0] * 10)
+    assert verdict.regression and verdict.counter_regressions == ["ctx_switches/op"]
+
+
 def test_unpinned_rows_are_labelled_the_noisy_variant_wherever_they_are_shown(cli, tmp_path):
     name = "BM_B/passive:8/placement:unpinned/real_time"
     (verdict,) = results_stats.compare_entries({name: entry(name, [1.0] * 10)},

@@ -235,13 +235,19 @@ def _counter_moves(old, entry, floors, options):
         before, after = statistics.median(old.counters[name]), statistics.median(values)
         delta = after - before
         calibrated = floors.get((entry.name, name))
-        margin = max(options.counter_threshold_pct / 100,
-                     calibrated.noise_floor if calibrated else 0.0)
-        if abs(delta) < COUNTER_MIN_DELTA or abs(delta) <= margin * abs(before):
+        # The count's own noise, in its units: the calibrated floor is z * sqrt(2) times
+        # its relative spread (floors.counter_floor), and relative to the baseline's mean,
+        # not its median. A count that is mostly 0 with a context switch now and then
+        # (0, 0, 0.032, 0 per op over 4 runs) has a median of 0, and a floor relative to
+        # that let 0.07 pass for a rise in an A/A nightly.
+        scale = max(abs(before), abs(statistics.mean(old.counters[name])))
+        noise = math.log1p(calibrated.noise_floor) * scale if calibrated else 0.0
+        margin = max(options.counter_threshold_pct / 100 * abs(before), noise)
+        if abs(delta) < COUNTER_MIN_DELTA or abs(delta) <= margin:
             continue
         moved.append((name, before, after))
         # Most repetitions on the far side: one outlier repetition is not a regression.
-        beyond = sum(1 for v in values if v > before * (1 + margin) + COUNTER_MIN_DELTA / 2)
+        beyond = sum(1 for v in values if v > before + margin + COUNTER_MIN_DELTA / 2)
         if (kind in GATED_COUNTS and delta > 0 and len(values) >= options.min_repetitions
                 and beyond >= 0.75 * len(values)):
             regressions.append(name)
