@@ -409,15 +409,14 @@ def _need_the_injector():
         pytest.skip("the injector needs system-wide tracepoint events: %s" % err)
 
 
-def _calibrated_fake_suite(cli, tmp_path, monkeypatch, *config, out_dir="cal",
-                           run_args=("--fixture=base.json",)):
+def _calibrated_fake_suite(cli, tmp_path, monkeypatch, *config, out_dir="cal"):
     """The fake suite as trials run it, calibrated in tmp_path/h.sqlite; returns its path."""
     _need_the_injector()
     monkeypatch.setenv("PERFSCALE_RUN_CMD", FAKE_RUN)
     monkeypatch.setenv("PERFSCALE_COMPARE_PY", str(tmp_path / "none.py"))
     db = tmp_path / "h.sqlite"
     assert cli("calibrate", "--runs", "4", "--no-inject", "--history", db, "--out-dir",
-               tmp_path / out_dir, *config, "--", *run_args)[0] == 0
+               tmp_path / out_dir, *config, "--", "--fixture=base.json")[0] == 0
     return db
 
 
@@ -566,23 +565,6 @@ def test_trials_replay_judges_the_recorded_runs_again_and_runs_nothing(cli, tmp_
     table = ran[ran.index("A/A nightlies"):]
     assert out[out.index("A/A nightlies"):] == table  # the same tables as the trials printed
     assert sorted(str(p) for p in (tmp_path / "t").rglob("*")) == before
-
-
-def test_trials_replay_judges_the_counts_of_the_trials_counting_runs(cli, tmp_path,
-                                                                      monkeypatch):
-    # The timed runs carry no attributed counts; a replay must take them from the counting
-    # run beside the trial's first run, as its nightly did.
-    db = _calibrated_fake_suite(cli, tmp_path, monkeypatch, "--config", "ci",
-                                run_args=("--fixture=base.json", "--xcalls=16"))
-    trials = ["trials", "--aa", "1", "--power", "0", "--history", db, "--out-dir",
-              tmp_path / "t", "--config", "ci", "--", "--fixture=base.json", "--xcalls=32"]
-    code, ran, _ = cli(*trials)
-    assert code == 1 and "A/A nightlies (no change): 1 of 1 exited 1" in ran
-    assert next((tmp_path / "t" / "aa-1").glob("*/results.counts.json"))
-    code, out, _ = cli(*trials[:-3], "--replay", *trials[-3:])
-    assert code == 1, out
-    assert re.search(r"replay of aa 1: exit 1 \(recorded 1\), flagged (\d+) \(recorded \1\)",
-                     out), out
 
 
 def test_trials_replay_leaves_out_a_trial_that_needs_an_unrecorded_rerun(cli, tmp_path,
