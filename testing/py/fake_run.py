@@ -14,8 +14,6 @@ Its own flags (after run's --) choose what happens instead of benchmarks:
                      (their results file is confirm-N.json)
   --count_syscalls=true  (the binary's own flag, as trials give it) every repetition
                      also says it made no syscalls (syscalls/op 0)
-  --xcalls=V         every repetition also counts V xcalls/op, an attributed counter,
-                     unless --attribution=false (the binary's own flag) turns them off
 """
 
 import argparse
@@ -40,8 +38,6 @@ def main(argv):
     parser.add_argument("--hang")
     parser.add_argument("--confirm-fixture")
     parser.add_argument("--count_syscalls")
-    parser.add_argument("--xcalls", type=float)
-    parser.add_argument("--attribution")
     args, _ = parser.parse_known_args([a for a in argv if a != "--"])
     if args.hang:
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
@@ -62,12 +58,6 @@ def main(argv):
         for item in document["benchmarks"]:
             if item.get("run_type") == "iteration":
                 item["syscalls/op"] = 0.0
-        text = json.dumps(document, indent=2)
-    if args.xcalls is not None and args.attribution != "false":
-        document = json.loads(text)
-        for item in document["benchmarks"]:
-            if item.get("run_type") == "iteration":
-                item["xcalls/op"] = args.xcalls
         text = json.dumps(document, indent=2)
     if args.host or args.cpus:
         document = json.loads(text)

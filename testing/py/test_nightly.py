@@ -75,54 +75,8 @@ def test_config_defaults_to_the_run_arguments(nightly):
     # Other run arguments are another config: no baseline, even on the same host.
     code, out, _ = nightly("--fixture=slow.json")
     assert code == 0 and "no baseline yet" in out
-    assert [r[3] for r in runs(nightly.db)] == [
-        "-- --fixture=base.json (timed without counters)",
-        "-- --fixture=slow.json (timed without counters)"]
-
-
-def test_the_timed_runs_leave_the_counters_off_and_a_counting_run_gives_the_counts(nightly):
-    import json
-    options = ("--config", "ci", "--no-plots")
-    assert nightly("--fixture=base.json", "--xcalls=16", options=options)[0] == 0
-    folder = max(nightly.report_dir.iterdir())
-    timed = json.loads((folder / "results.json").read_text())
-    counted = json.loads((folder / "results.counts.json").read_text())
-    assert not any("xcalls/op" in item for item in timed["benchmarks"])
-    assert all(item["xcalls/op"] == 16 for item in counted["benchmarks"]
-               if item.get("run_type") == "iteration")
-    conn = sqlite3.connect(nightly.db)
-    stored = [json.loads(row[0]) for row in conn.execute("SELECT counters FROM benchmarks")]
-    conn.close()
-    # (a benchmark that errored in the fixture has no counters at all)
-    assert {counters.get("xcalls/op") for counters in stored} == {16.0, None}
-    # The counts are gated as before: the counting run's, beside the timed run's times.
-    code, out, _ = nightly("--fixture=clean.json", "--xcalls=32", options=options)
-    assert code == 1 and "counts up" in out and "xcalls/op 16 -> 32" in out
-
-
-def test_counts_in_timed_runs_is_one_run_of_its_own_lineage(nightly):
-    import json
-    options = ("--no-plots", "--counts-in-timed-runs")
-    assert nightly("--fixture=base.json", "--xcalls=16", options=options)[0] == 0
-    folder = max(nightly.report_dir.iterdir())
-    assert not (folder / "results.counts.json").exists()
-    assert all(item["xcalls/op"] == 16 for item in json.loads(
-        (folder / "results.json").read_text())["benchmarks"] if item.get("run_type") == "iteration")
-    assert [r[3] for r in runs(nightly.db)] == ["-- --fixture=base.json --xcalls=16"]
-
-
-def test_a_failed_counting_run_fails_the_nightly_and_records_nothing(nightly, monkeypatch):
-    from perfscale.history import nightly as module
-    real = module.run_suite
-
-    def counting_fails(command, repetitions, out_path, run_args):
-        if out_path.endswith(".counts.json"):
-            return 1, out_path
-        return real(command, repetitions, out_path, run_args)
-    monkeypatch.setattr(module, "run_suite", counting_fails)
-    code, _, err = nightly("--fixture=base.json", options=("--config", "ci", "--no-plots"))
-    assert code == 2 and "the counting run failed with exit status 1" in err
-    assert runs(nightly.db) == []
+    assert [r[3] for r in runs(nightly.db)] == ["-- --fixture=base.json",
+                                                "-- --fixture=slow.json"]
 
 
 @pytest.mark.parametrize("failure,message", [("--fail", "the run failed with exit status 1"),

@@ -3,9 +3,8 @@
     tools/perfscale calibrate [--runs K] [--repetitions N] [--inject-events E | --no-inject]
                               [--over S] [--history DB] [--config NAME] [-- RUN_ARGS...]
 
-Runs the nightly's suite K times with no change (consecutive runs are A/A pairs; timed
-as the nightly times them, the first four with a counting run beside: see
-perfscale.history.nightly.measure), then once with the injector on (perfscale.gate.inject: real kernel work added to every
+Runs the nightly's suite K times with no change (consecutive runs are A/A pairs), then
+once with the injector on (perfscale.gate.inject: real kernel work added to every
 syscall, its size measured first with a bare loop), and stores per benchmark, in the
 history, for the lineage (host, CPUs, config as nightly names it):
 
@@ -14,7 +13,7 @@ history, for the lineage (host, CPUs, config as nightly names it):
   injected     the change the injected slowdown made, for comparison with the MDC
 
 and the same for each attributed counter. The MDC is the nightly's: judged against the
-mean of up to 16 baseline runs, a suspect confirmed on the median of its first run and
+mean of up to 8 baseline runs, a suspect confirmed on the median of its first run and
 the reruns (perfscale.gate.floors). The runs with no change are recorded in the history
 as the lineage's baseline. `nightly` judges against these floors and `report` prints
 them. Exit 2 when the runs fail (nothing stored).
@@ -30,17 +29,18 @@ import argparse
 import datetime
 import math
 import os
+import shlex
 import statistics
 import sys
 import time
 
 from perfscale.gate import stats as results_stats
 from perfscale.history import store as history, nightly
-from perfscale.results import names as results_names
+from perfscale.results import io as results_io, names as results_names
 from perfscale.gate import floors as gate_floors
 from perfscale.gate import inject
 
-DEFAULT_RUNS = 16  # timed runs; a quick one takes about 20 s here
+DEFAULT_RUNS = 8
 
 
 def parse_args(argv):
@@ -103,13 +103,15 @@ def _wait_for_turn(args, index, started):
         time.sleep(wait)
 
 
-def _run(args, run_args, folder, label, counted):
-    """A timed run (counted: with a counting run beside it) as nightly's."""
+def _run(args, run_args, folder, label):
+    status, path = nightly.run_suite(nightly.runner_command(args), args.repetitions,
+                                     os.path.join(folder, label + ".json"), run_args)
+    if status != 0:
+        raise RuntimeError("run %s failed with exit status %d" % (label, status))
     try:
-        return nightly.measure(args, args.repetitions, os.path.join(folder, label + ".json"),
-                               run_args, counted)[0]
-    except nightly.RunFailed as err:
-        raise RuntimeError("run %s: %s" % (label, err)) from None
+        return results_io.load_results(path)
+    except results_io.ResultsError as err:
+        raise RuntimeError("run %s: unusable results: %s" % (label, err)) from None
 
 
 def _median_change(base_runs, run, name):
@@ -123,7 +125,7 @@ def _median_change(base_runs, run, name):
 
 def main(argv):
     args, run_args = parse_args(argv)
-    config = args.config if args.config is not None else nightly.default_config(args, run_args)
+    config = args.config if args.config is not None else shlex.join(run_args)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     folder = os.path.join(os.path.abspath(args.out_dir), stamp)
     try:
@@ -162,13 +164,11 @@ def _calibrate(args, run_args, config, folder, conn):
     started = time.monotonic()
     for index in range(args.runs):
         _wait_for_turn(args, index, started)
-        # The counts hardly move between runs: a few counting runs give their spread.
-        runs.append(_run(args, run_args, folder, "aa-%d" % (index + 1),
-                         counted=index < gate_floors.MIN_RUNS))
+        runs.append(_run(args, run_args, folder, "aa-%d" % (index + 1)))
         if index == args.runs // 2 - 1 and not args.no_inject:
             # In the middle, so that drift over the calibration falls on both sides.
             with inject.Injector(args.inject_events):
-                injected = _run(args, run_args, folder, "injected", counted=False)
+                injected = _run(args, run_args, folder, "injected")
     if args.over:
         print("calibrate: the runs spanned %s" % _clock(time.monotonic() - started), flush=True)
     first = runs[0]

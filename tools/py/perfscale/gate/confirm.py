@@ -21,7 +21,7 @@ import time
 
 from perfscale.gate import stats as results_stats
 
-DEFAULT_ROUNDS = 9  # a quick timed run takes about 20 s here
+DEFAULT_ROUNDS = 4
 DEFAULT_BUDGET_S = 300.0
 DEFAULT_CI_TARGET = 0.05  # half-width of the ratio's interval, as a fraction
 

@@ -31,7 +31,7 @@ from perfscale.history import store as history
 POWER = 0.9
 MIN_RUNS = 4  # fewer runs say too little about the spread between runs
 HISTORY_RUNS = 10
-BASELINE_RUNS = 16  # the nightly's baseline: the mean of the lineage's last passing runs
+BASELINE_RUNS = 8  # the nightly's baseline: the mean of the lineage's last passing runs
 CONFIRM_RUNS = 1 + confirm.DEFAULT_ROUNDS
 
 

@@ -46,6 +46,7 @@ import hashlib
 import json
 import math
 import os
+import shlex
 import shutil
 import statistics
 import sys
@@ -104,7 +105,7 @@ def parse_args(argv):
 
 def main(argv):
     args, run_args = parse_args(argv)
-    config = args.config if args.config is not None else nightly.default_config(args, run_args)
+    config = args.config if args.config is not None else shlex.join(run_args)
     try:
         conn = history.open_history(args.history)
     except history.HistoryError as err:
@@ -229,10 +230,8 @@ TRIAL_RECORD = "trial.json"
 
 def replay(args, run_args, config, lineage, calibration, base_runs):
     """`--replay`: the recorded trials judged again by this checkout's gate; nothing runs."""
-    nightly_args, _ = nightly.parse_args(
-        ["--config=" + config, "--no-plots"]
-        + (["--counts-in-timed-runs"] if args.counts_in_timed_runs else []) + ["--"]
-        + list(run_args))
+    nightly_args, _ = nightly.parse_args(["--config=" + config, "--no-plots", "--"]
+                                         + list(run_args))
     options = compare.gate_options(nightly_args)
     conn = history.open_history(args.history)
     try:
@@ -292,13 +291,8 @@ def _replay_trial(nightly_args, base_runs, options, floors, folder):
     if not run_dirs:
         return "its nightly recorded no run"
     run_dir = run_dirs[0]
-    first_path = os.path.join(run_dir, "results.json")
-    counting = None
     try:
-        first = results_io.load_results(first_path)
-        if os.path.exists(nightly.counts_path(first_path)):
-            counting = results_io.load_results(nightly.counts_path(first_path))
-            first = nightly.with_counts(first, counting)
+        first = results_io.load_results(os.path.join(run_dir, "results.json"))
     except results_io.ResultsError as err:
         return str(err)
     missing = []  # why a rerun the gate asked for cannot be served
@@ -309,8 +303,7 @@ def _replay_trial(nightly_args, base_runs, options, floors, folder):
             missing.append("the gate asked for %s, which the trial did not record" % name)
             raise confirm.RerunError("%s was not recorded" % name)
         try:
-            rerun = results_io.load_results(out_path)
-            return nightly.with_counts(rerun, counting) if counting is not None else rerun
+            return results_io.load_results(out_path)
         except results_io.ResultsError as err:  # the trial read it; this copy is damaged
             missing.append("the trial's %s is unreadable: %s" % (name, err))
             raise confirm.RerunError(str(err)) from None
@@ -390,8 +383,6 @@ def _trial(args, run_args, config, digest, kind, index):
     argv = ["--history", copy, "--report-dir", folder, "--config=" + config, "--no-plots"]
     if args.run_cmd:
         argv += ["--run-cmd", args.run_cmd]
-    if args.counts_in_timed_runs:
-        argv.append("--counts-in-timed-runs")
     argv += ["--"] + list(run_args)
     costs = []
     with _output_to(os.path.join(folder, "nightly.log")):

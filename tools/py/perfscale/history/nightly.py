@@ -5,15 +5,13 @@
                             [--alpha A] [--threshold PCT] [--min-repetitions N]
                             [-- RUN_ARGS...]
 
-Runs the suite as `tools/perfscale run --repetitions N RUN_ARGS -- --attribution=false`
-would (perfscale.run, interleaved repetitions, into DIR/<UTC time>/results.json), and once
-more with the counters on for the counts (results.counts.json; --counts-in-timed-runs:
-one run, timed with them on, as before), compares the result with the baseline, which is
-the last runs (up to 16) of the same lineage (host, online CPUs, config) that passed, or the run named by --baseline, records the run in the history, and writes
+Runs the suite as `tools/perfscale run --repetitions N RUN_ARGS` would (perfscale.run,
+interleaved repetitions, into DIR/<UTC time>/results.json), compares the result with the
+baseline, which is the last runs (up to 8) of the same lineage (host, online CPUs, config)
+that passed, or the run named by --baseline, records the run in the history, and writes
 DIR/<UTC time>/nightly.md (+ .html, the plots).
 
-The config is RUN_ARGS (and "(timed without counters)" unless --counts-in-timed-runs)
-unless --config names it: runs with another config, host or CPU
+The config is RUN_ARGS unless --config names it: runs with another config, host or CPU
 count are never compared. --config lets a deliberate change of RUN_ARGS (say, more
 breakpoints) be judged against the usual runs.
 
@@ -53,13 +51,6 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
 # Enough for the U test to call a 20% change significant; see DEFAULT_MIN_REPETITIONS.
 DEFAULT_REPETITIONS = 10
 _RESULTS_LINE = "results: "  # the last line `tools/perfscale run` prints
-# The timed runs leave the attributed counters off, and one counting run beside them gives
-# the counts. The counters are perf events on the benchmark's own tasks: kernel work on the
-# very path it times, and most of a quick run's time (opened and closed per repetition).
-# On this 2-CPU VM the quick suite's runs spread 6.8% between runs without them, 10.3%
-# with them (median over its benchmarks), and took 18 s instead of 97 s.
-UNCOUNTED = "--attribution=false"
-APART = "(timed without counters)"  # ends the default config of such a lineage
 
 
 def split_run_args(argv):
@@ -77,77 +68,6 @@ def add_lineage_options(parser, config_help, run_cmd_help,
                         help=history_help)
     parser.add_argument("--config", metavar="NAME", help=config_help)
     parser.add_argument("--run-cmd", metavar="CMD", help=run_cmd_help)
-    parser.add_argument("--counts-in-timed-runs", action="store_true",
-                        help="time the runs with the attributed counters on, as before "
-                        "(default: timed runs without them, and one counting run beside)")
-
-
-def default_config(args, run_args):
-    """The lineage's name unless --config gives one: the run arguments, and whether the
-    counters were on while timing, so that such runs never meet runs timed without."""
-    config = shlex.join(run_args)
-    if args.counts_in_timed_runs:
-        return config
-    return "%s %s" % (config, APART) if config else APART
-
-
-def timed_args(args, run_args):
-    """The run arguments of a timed run: the counters off unless they ride along."""
-    if args.counts_in_timed_runs:
-        return list(run_args)
-    return list(run_args) + ([] if "--" in run_args else ["--"]) + [UNCOUNTED]
-
-
-def counts_path(timed_path):
-    """Where the counting run beside the timed run at timed_path keeps its results."""
-    return (timed_path[:-len(".json")] if timed_path.endswith(".json") else timed_path) \
-        + ".counts.json"
-
-
-def with_counts(timed, counting):
-    """The timed run's timings with the counting run's counters: the counters a
-    benchmark's entry carries, and where they came from (context.counter_sources). A
-    benchmark the counting run could not count keeps its timings and says why."""
-    entries = {}
-    for name, entry in timed.entries.items():
-        counted = counting.entries.get(name)
-        merged = dataclasses.replace(entry, counters={}, errors=list(entry.errors))
-        if counted is not None:
-            merged.counters = {k: list(v) for k, v in counted.counters.items()}
-            if entry.real_ns:  # an entry without timings already says why
-                merged.errors += ["counting run: %s" % e for e in counted.errors]
-        entries[name] = merged
-    context = dict(timed.context)
-    if "counter_sources" in counting.context:
-        context["counter_sources"] = counting.context["counter_sources"]
-    return results_io.ResultSet(timed.source, context, entries)
-
-
-class RunFailed(Exception):
-    """A run of the suite failed or left unusable results; the message says which."""
-
-
-def measure(args, repetitions, out_path, run_args, counted=True):
-    """(results, counting run) of one timed run into out_path and, where counted and the
-    counts do not ride in the timed runs, a counting run beside it (counts_path) whose
-    counters the results carry; counting run None where there is none. Raises RunFailed."""
-    timed = _load_run(run_suite(runner_command(args), repetitions, out_path,
-                                timed_args(args, run_args)), "the run")
-    if args.counts_in_timed_runs or not counted:
-        return timed, None
-    counting = _load_run(run_suite(runner_command(args), repetitions, counts_path(out_path),
-                                   run_args), "the counting run")
-    return with_counts(timed, counting), counting
-
-
-def _load_run(outcome, what):
-    status, path = outcome
-    if status != 0:
-        raise RunFailed("%s failed with exit status %d" % (what, status))
-    try:
-        return results_io.load_results(path)
-    except results_io.ResultsError as err:
-        raise RunFailed("unusable results of %s: %s" % (what, err)) from None
 
 
 def parse_args(argv):
@@ -270,7 +190,7 @@ def new_run_dir(report_dir):
 def main(argv):
     args, run_args = parse_args(argv)
     options = compare.gate_options(args)
-    config = args.config if args.config is not None else default_config(args, run_args)
+    config = args.config if args.config is not None else shlex.join(run_args)
     if args.repetitions < options.min_repetitions:
         print("nightly: warning: %d repetitions are too few for the U test (need >= %d); "
               "nothing can be called a regression" % (args.repetitions, options.min_repetitions))
@@ -313,11 +233,14 @@ def _nightly(args, run_args, options, config, conn):
         print("nightly: cannot create a folder under %s: %s" % (args.report_dir, err),
               file=sys.stderr)
         return 2
+    status, results_path = run_suite(runner_command(args), args.repetitions,
+                                     os.path.join(run_dir, "results.json"), run_args)
+    if status != 0:
+        return _failed(run_dir, "the run failed with exit status %d" % status)
     try:
-        results, counting = measure(args, args.repetitions,
-                                    os.path.join(run_dir, "results.json"), run_args)
-    except RunFailed as err:
-        return _failed(run_dir, str(err))
+        results = results_io.load_results(results_path)
+    except results_io.ResultsError as err:
+        return _failed(run_dir, "unusable results: %s" % err)
 
     info = history.RunInfo.from_results(results, config, run_args, args.repetitions)
     baseline = named or history.find_baseline(conn, info.host, info.cpus, info.config)
@@ -343,7 +266,7 @@ def _nightly(args, run_args, options, config, conn):
         print("nightly: baseline: %s" % ("run %d" % baseline["id"] if len(base_rows) == 1 else
                                          "runs %s" % ", ".join(str(r["id"]) for r in base_rows)))
         verdicts = judge(args, base_runs, results.entries, options, floors, run_dir,
-                         lambda names, path: _rerun(args, run_args, counting, path))
+                         lambda names, path: _rerun(args, run_args, names, path))
         status, reason = results_stats.gate_status(verdicts)
         if status == 2:
             for verdict in verdicts:
@@ -378,22 +301,22 @@ def judge(args, base_runs, entries, options, floors, run_dir, rerun):
                                     budget_s=args.confirm_budget, target=args.ci_target / 100)
 
 
-def _rerun(args, run_args, counting, out_path):
+def _rerun(args, run_args, _names, out_path):
     """Reruns the whole suite, as the baseline runs were; confirm.confirm_suspects judges
-    only the suspects on it. Returns the results, with the counts of the nightly's counting
-    run (None: the counts rode in the timed runs), or raises confirm.RerunError.
-
-    Timed only: the counts hardly move between runs, and a rerun exists to narrow the time.
+    only the suspects on it. Returns the results or raises confirm.RerunError.
 
     Not only the suspects: what ran around a benchmark is part of what it measures. In an
     A/A trial on this VM, three reruns of 11 suspects timed EventOpen event_major 1.4-2.4x
     slower than the full runs a minute before and after (a rerun of 12 that also held
     PipePingPong did not), and the gate confirmed that as a regression."""
+    extra = list(run_args) + ([] if "--" in run_args else ["--"])
+    status, path = run_suite(runner_command(args), args.repetitions, out_path, extra)
+    if status != 0:
+        raise confirm.RerunError("the confirmation run failed with exit status %d" % status)
     try:
-        rerun, _ = measure(args, args.repetitions, out_path, run_args, counted=False)
-    except RunFailed as err:
-        raise confirm.RerunError("confirmation: %s" % err) from None
-    return with_counts(rerun, counting) if counting is not None else rerun
+        return results_io.load_results(path)
+    except results_io.ResultsError as err:
+        raise confirm.RerunError("unusable confirmation results: %s" % err) from None
 
 
 def _failed(run_dir, reason):
