@@ -54,7 +54,7 @@ def _alive(pid):
     try:
         with open("/proc/%d/stat" % pid, encoding="ascii", errors="replace") as f:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone before the open, or the read
         return False
 
 
