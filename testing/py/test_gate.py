@@ -163,7 +163,7 @@ def test_a_single_outlier_repetition_of_a_count_is_not_a_regression():
 
 def test_a_count_mostly_zero_is_judged_by_its_spread_not_by_its_zero_median():
     # As an A/A trial met it: BreakpointEnable passive:8 other_cpus, a context switch
-    # now and then (1 in ~30 ops), 0 per op at the median of 3 of its 4 counting runs.
+    # now and then (1 in ~30 ops), 0 per op at the median of 3 of the 4 baseline runs.
     name = "BM_B/passive:8/placement:other_cpus/real_time"
     runs = [{name: entry(name, [1000] * 10, ctx_switches_per_op=[median])}
             for median in (0.0, 0.0, 0.032, 0.0)]
