@@ -170,6 +170,16 @@ def test_a_lockup_under_multi_threaded_tcg_names_the_way_out():
     assert vm.lockup_hint(SOFT_LOCKUP_CONSOLE, "kvm", "multi", 4) == ""
 
 
+def test_the_instruction_clock_reaches_qemu():
+    command = vm.qemu_command("vmlinuz", "initrd", 2, 1024, "tcg", "c", "r",
+                              clock="instructions")
+    assert command[command.index("-icount") + 1] == "shift=0,sleep=off,align=off"
+    assert command[command.index("-cpu") + 1] == "max,-cx16"  # QEMU's cmpxchg16b: vm.ICOUNT_CPU
+    assert command[command.index("-accel") + 1] == "tcg,thread=single"
+    real = vm.qemu_command("vmlinuz", "initrd", 2, 1024, "tcg", "c", "r")
+    assert "-icount" not in real and real[real.index("-cpu") + 1] == "max"
+
+
 def test_kernel_arguments_and_tcg_threads_reach_qemu():
     command = vm.qemu_command("vmlinuz", "initrd", 4, 1024, "tcg", "c", "r",
                               append="nowatchdog idle=poll", tcg_threads="single")
@@ -208,6 +218,44 @@ def test_tcg_and_oversubscribed_guests_are_labelled():
     assert wide["timings_comparable"] == "no" and "16 vCPUs" in wide["timings_note"]
     fair = comparability.vm_context(kernel="k", vcpus=2, mem_mib=1, accel="kvm", host_cpus=2)
     assert fair["timings_comparable"] == "yes"
+
+
+INSTRUCTIONS = dict(TCG, clock="instructions", guest_host_name="vm-on-vm")
+
+
+def test_instruction_clock_runs_are_labelled_and_named_after_their_clock():
+    context = comparability.vm_context(**INSTRUCTIONS)
+    assert context["vm_clock"] == "instructions" and context["timings_comparable"] == "no"
+    assert "1 ns per guest instruction" in context["timings_note"]
+    # The lineage's machine is the clock, not the host: a nightly never mixes the two.
+    assert context["host_name"] == comparability.INSTRUCTION_CLOCK_HOST
+    assert context["vm_guest_host_name"] == "vm-on-vm"
+    wide = comparability.vm_context(**dict(INSTRUCTIONS, vcpus=16))
+    assert "time-sliced" not in wide["timings_note"]  # one host thread runs them all anyway
+    assert comparability.vm_context(**TCG)["vm_clock"] == "real"
+    assert "host_name" not in comparability.vm_context(**TCG)
+
+
+def test_compare_judges_instruction_clock_runs_on_their_timings_and_only_those(tmp_path,
+                                                                              cli):
+    def guest(name, scale, **vm_args):
+        with open(data("base.json")) as f:
+            document = json.load(f)
+        document["context"].update(comparability.vm_context(**vm_args))
+        for bench in document["benchmarks"]:
+            if "BM_BreakpointEnable" in bench["name"] and bench.get("real_time"):
+                bench["real_time"] *= scale
+        path = tmp_path / name
+        path.write_text(json.dumps(document))
+        return path
+    base = guest("a.json", 1.0, **INSTRUCTIONS)
+    code, out, _ = cli("compare", base, guest("b.json", 1.5, **INSTRUCTIONS))
+    assert code == 1 and "instruction clock" in out and "judged against each other" in out
+    assert "slower" in out and "timings not judged" not in out
+    code, out, _ = cli("compare", base, guest("c.json", 1.0, **TCG))
+    assert code == 2 and "refusing to compare timings" in out and "instruction clock" in out
+    code, out, _ = cli("compare", labelled(tmp_path, "bare.json"), base)
+    assert code == 2 and "refusing to compare timings" in out
 
 
 def test_compare_refuses_a_tcg_run_against_bare_metal(tmp_path, cli):
@@ -376,6 +424,12 @@ def test_usage_errors_name_the_flag(tmp_path):
     assert result.returncode == 2 and "--kernel is required" in result.stderr
     result = perfscale_vm(tmp_path, "--kernel", "debian:6.1", "--cpus", "2", timeout=60)
     assert result.returncode == 2 and "-- run" in result.stderr
+    result = perfscale_vm(tmp_path, "--kernel", "debian:6.1", "--cpus", "2", "--clock", "tsc",
+                          "--", "run", timeout=60)
+    assert result.returncode == 2 and "--clock must be real or instructions" in result.stderr
+    result = perfscale_vm(tmp_path, "--kernel", "debian:6.1", "--cpus", "2", "--clock",
+                          "instructions", "--tcg-threads", "multi", "--", "run", timeout=60)
+    assert result.returncode == 2 and "needs --tcg-threads single" in result.stderr
 
 
 def test_a_hung_guest_times_out_and_leaves_no_qemu(tmp_path):
@@ -426,7 +480,7 @@ def test_a_killed_vm_takes_its_guest_with_it(tmp_path):
     assert qemu_processes_under(tmp_path) == []
 
 
-def quick_suite_in_guest(tmp_path, kernel, cpus):
+def quick_suite_in_guest(tmp_path, kernel, cpus, clock="real"):
     """Runs the quick suite in a guest; returns its results after the checks every guest
     passes: its kernel, its vCPUs, each family present, each row measured or saying why.
 
@@ -442,8 +496,8 @@ def quick_suite_in_guest(tmp_path, kernel, cpus):
     hangs = []
     for _ in range(2):
         result = perfscale_vm(tmp_path, "--kernel", kernel, "--cpus", str(cpus),
-                              "--timeout", "400", "--", "run", "--quick", "--out", str(out),
-                              timeout=600)
+                              "--clock", clock, "--timeout", "400", "--", "run", "--quick",
+                              "--out", str(out), timeout=600)
         assert qemu_processes_under(tmp_path) == []
         hung = "did not finish in" in result.stderr or "locked up" in result.stderr
         if result.returncode == 0 or not hung:
@@ -470,10 +524,14 @@ def quick_suite_in_guest(tmp_path, kernel, cpus):
 
 
 def test_debian_guest_runs_quick_suite_with_attribution(tmp_path):
-    """4 vCPUs, Debian 6.12: the quick suite with the attributed counters on."""
-    results = quick_suite_in_guest(tmp_path, "debian:6.12-cloud", 4)
+    """4 vCPUs, Debian 6.12, on the instruction clock the noisy-host nightly uses: the
+    quick suite with the attributed counters on."""
+    results = quick_suite_in_guest(tmp_path, "debian:6.12-cloud", 4, clock="instructions")
     context = results.context
     assert context["kernel_release"].startswith("6.12.")
+    assert context["vm_clock"] == "instructions" and context["vm_accelerator"] == "tcg"
+    assert results.host == comparability.INSTRUCTION_CLOCK_HOST
+    assert context["vm_guest_host_name"]  # the guest's own name, kept beside
     # 6.12 has ipi:ipi_send_cpu and csd:csd_queue_cpu (6.4+) and cpumask filters (6.6+).
     sources = json.loads(context["counter_sources"])
     assert "ipi:ipi_send_cpumask" in sources["ipis_sent"], sources["ipis_sent"]

@@ -5,6 +5,13 @@ with more vCPUs than the host has CPUs time-slices them: neither run's timings m
 anything next to bare metal. What the kernel did (IPIs sent, cross-CPU calls, lock
 contentions, context switches per operation) is counted, not timed, and stays
 meaningful, so two such runs (two kernels in the same VM set-up) are judged on those.
+
+A guest on the instruction clock (`vm --clock instructions`, QEMU's -icount) is timed in
+guest instructions, 1 ns each: not a real machine's time either, but the same path takes
+the same time on any host, busy or idle, so two such runs are judged on their timings
+against each other, and never against real time. Such runs name their machine after the
+clock (host_name INSTRUCTION_CLOCK_HOST), so a nightly history never mixes them with real
+time runs, and one host's instruction-clock history holds for another's.
 `vm` labels its results with vm_context(); `compare` calls judge() before it judges
 timings.
 """
@@ -22,18 +29,36 @@ COUNT_PREFIXES = ("ipis_sent/", "xcalls/", "lock_contended/", "ctx_switches/",
 SYSTEM_WIDE = ("ipis_system/op", "ipis_system/fd", "ipis/op", "ipis/fd")
 
 
-def vm_context(kernel, vcpus, mem_mib, accel, host_cpus):
+CLOCKS = ("real", "instructions")
+INSTRUCTION_CLOCK_HOST = "qemu-instruction-clock"
+INSTRUCTION_CLOCK_NOTE = ("QEMU's instruction clock (-icount shift=0): 1 ns per guest "
+                          "instruction, idle time skipped; comparable with other "
+                          "instruction-clock runs only")
+
+
+def vm_context(kernel, vcpus, mem_mib, accel, host_cpus, clock="real", guest_host_name=""):
     """The JSON context keys `vm` adds to a guest's results (all strings, as Google
     Benchmark's context is)."""
     reasons = []
-    if accel != "kvm":
+    if clock == "instructions":
+        reasons.append(INSTRUCTION_CLOCK_NOTE)
+    elif accel != "kvm":
         reasons.append("emulated by QEMU TCG, not run on the CPU")
-    if vcpus > host_cpus:
+    if vcpus > host_cpus and clock != "instructions":
         reasons.append("%d vCPUs time-sliced on %d host CPUs" % (vcpus, host_cpus))
-    return {"vm_kernel": kernel, "vm_vcpus": str(vcpus), "vm_memory_mib": str(mem_mib),
-            "vm_accelerator": accel, "vm_host_cpus": str(host_cpus),
-            "timings_comparable": "no" if reasons else "yes",
-            "timings_note": "; ".join(reasons) or "KVM guest within the host's CPUs"}
+    context = {"vm_kernel": kernel, "vm_vcpus": str(vcpus), "vm_memory_mib": str(mem_mib),
+               "vm_accelerator": accel, "vm_host_cpus": str(host_cpus), "vm_clock": clock,
+               "timings_comparable": "no" if reasons else "yes",
+               "timings_note": "; ".join(reasons) or "KVM guest within the host's CPUs"}
+    if clock == "instructions":
+        context.update({"host_name": INSTRUCTION_CLOCK_HOST,
+                        "vm_guest_host_name": guest_host_name})
+    return context
+
+
+def clock(context):
+    """'instructions' for a run timed on QEMU's instruction clock, else 'real'."""
+    return "instructions" if context.get("vm_clock") == "instructions" else "real"
 
 
 def timings_comparable(context):
@@ -46,9 +71,10 @@ def timings_comparable(context):
 def describe(result):
     if "vm_kernel" not in result.context:
         return "%s (%s)" % (result.source, "bare metal or a host run")
-    return "%s (guest %s, %s vCPUs, %s)" % (
+    return "%s (guest %s, %s vCPUs, %s%s)" % (
         result.source, result.context.get("kernel_release", result.context["vm_kernel"]),
-        result.context.get("vm_vcpus"), result.context.get("vm_accelerator"))
+        result.context.get("vm_vcpus"), result.context.get("vm_accelerator"),
+        ", instruction clock" if clock(result.context) == "instructions" else "")
 
 
 def is_count(counter):
@@ -88,6 +114,16 @@ def judge(base, new, out, options):
     """None when both runs' timings are comparable (compare goes on as usual), else the
     exit code: 2 when a non-comparable run meets a comparable one, otherwise 0/1 from
     the counts alone (results_stats' counts gate), whose changes are printed to `out`."""
+    if clock(base.context) != clock(new.context):
+        print("perfscale compare: refusing to compare timings of %s with %s: one is timed "
+              "on QEMU's instruction clock, the other in real time. Compare two runs made "
+              "alike." % (describe(base), describe(new)), file=out)
+        return 2
+    if clock(new.context) == "instructions":
+        print("timings on %s: judged against each other" % INSTRUCTION_CLOCK_NOTE, file=out)
+        if base.cpus != new.cpus:
+            print("note: %d vCPUs against %d" % (base.cpus, new.cpus), file=out)
+        return None
     base_ok, base_why = timings_comparable(base.context)
     new_ok, new_why = timings_comparable(new.context)
     if base_ok and new_ok:

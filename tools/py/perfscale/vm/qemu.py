@@ -282,13 +282,33 @@ def build_initramfs(binary, argv, env):
 
 # --- QEMU ----------------------------------------------------------------------------
 
+# The instruction clock: QEMU counts the guest's instructions and the guest's clocks read
+# that count, 2^0 ns per instruction (shift=0); sleep=off jumps an idle guest to its next
+# timer instead of waiting for the host's time, and align=off never slows the guest to
+# the host's pace. A guest timed so runs the same path in the same time whatever the host
+# does: on this project's 2-CPU VM, where host timings of the quick suite spread 5-15%
+# between runs, most rows spread 0.05-1% (README, "A clock the host cannot move").
+ICOUNT = "shift=0,sleep=off,align=off"
+# Under -icount, QEMU 7.2's emulation of an unlocked `cmpxchg16b %gs:(...)` (the kernel's
+# this_cpu_cmpxchg128 in the slab allocator) corrupted the guest's RFLAGS now and then:
+# a double fault in kmem_cache_alloc_noprof or __kmalloc_node_noprof, EFLAGS 0x07138f62,
+# in 2 of 7 quick-suite runs of a Debian 6.12 guest, and in none of 14 with CX16 hidden.
+# Without CX16 the kernel takes its own interrupts-off fallback (this_cpu_cmpxchg16b_emu).
+ICOUNT_CPU = "max,-cx16"
+
+
 def qemu_command(vmlinuz, initrd, cpus, mem_mib, accel, console, results, append="",
-                 tcg_threads="single"):
-    cpu = "host" if accel == "kvm" else "max"
+                 tcg_threads="single", clock="real"):
+    if clock == "instructions":
+        timing = ["-icount", ICOUNT]
+        cpu = ICOUNT_CPU
+    else:
+        timing = []
+        cpu = "host" if accel == "kvm" else "max"
     # loglevel=5: warnings and what the kernel prints at its default level (a soft
     # lockup's registers and call trace) reach the console file; boot chatter does not.
     return ["qemu-system-x86_64",
-            "-accel", accel if accel == "kvm" else "tcg,thread=" + tcg_threads,
+            "-accel", accel if accel == "kvm" else "tcg,thread=" + tcg_threads] + timing + [
             "-cpu", cpu, "-smp", str(cpus), "-m", str(mem_mib), "-kernel", vmlinuz,
             "-initrd", initrd, "-nodefaults", "-display", "none", "-no-reboot",
             "-chardev", "file,id=console,path=" + console, "-serial", "chardev:console",
@@ -386,7 +406,8 @@ def lockup_hint(text, accel, tcg_threads, cpus):
 
 
 def boot(vmlinuz, initrd, cpus, mem_mib, accel, timeout_s, scratch, echo=None,
-         boot_timeout_s=BOOT_TIMEOUT_S, append="", tcg_threads="single", keep_console=None):
+         boot_timeout_s=BOOT_TIMEOUT_S, append="", tcg_threads="single", keep_console=None,
+         clock="real"):
     """Runs the guest to its end; returns (console text, results text).
 
     `echo` receives console text after /init started, as it arrives. Raises VmError on a
@@ -397,7 +418,7 @@ def boot(vmlinuz, initrd, cpus, mem_mib, accel, timeout_s, scratch, echo=None,
     for path in (console, results):
         open(path, "w").close()
     guest = Guest(qemu_command(vmlinuz, initrd, cpus, mem_mib, accel, console, results,
-                               append, tcg_threads))
+                               append, tcg_threads, clock))
     start, shown, started = time.monotonic(), 0, -1
     try:
         while guest.running():
@@ -557,7 +578,10 @@ def _split_out_flags(flags):
 
 def run_guest(args):
     vmlinuz, label = resolve_kernel(args.kernel)
-    accel, why = choose_accelerator(vmlinuz)
+    if args.clock == "instructions":
+        accel, why = "tcg", "the instruction clock is QEMU's emulator's: -icount " + ICOUNT
+    else:
+        accel, why = choose_accelerator(vmlinuz)
     host_cpus = os.cpu_count() or 1
     threads = "" if accel == "kvm" else ", %s-threaded" % args.tcg_threads
     print("perfscale vm: %s, %d vCPUs, %d MiB, %s%s (%s)%s"
@@ -581,7 +605,7 @@ def run_guest(args):
 
         _, results = boot(vmlinuz, initrd, args.cpus, args.mem, accel, args.timeout, scratch,
                           echo=echo, append=args.append, tcg_threads=args.tcg_threads,
-                          keep_console=keep_console)
+                          keep_console=keep_console, clock=args.clock)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     code, files = decode_results(results)
@@ -598,7 +622,8 @@ def run_guest(args):
             parsed = json.loads(data)
             parsed.setdefault("context", {}).update(comparability.vm_context(
                 kernel=label, vcpus=args.cpus, mem_mib=args.mem, accel=accel,
-                host_cpus=host_cpus))
+                host_cpus=host_cpus, clock=args.clock,
+                guest_host_name=parsed.get("context", {}).get("host_name", "")))
             data = (results_io.dumps(parsed, indent=2) + "\n").encode()
         with open(host_path, "wb") as f:
             f.write(data)
@@ -626,6 +651,10 @@ def main(argv):
                        help="under TCG: one host thread for all vCPUs (single, the default) "
                        "or one each (multi: faster on an idle host, but guests lock up "
                        "when the kernel patches its text: README)")
+    guest.add_argument("--clock", choices=comparability.CLOCKS, default="real",
+                       help="what the guest's clocks count: real time (the default), or "
+                       "instructions (QEMU's -icount: 1 ns per guest instruction; "
+                       "single-threaded TCG; figures the host cannot move)")
     guest.add_argument("command", nargs=argparse.REMAINDER)
     kernel = sub.add_parser("kernel", help="print the vmlinuz path of a --kernel value")
     kernel.add_argument("spec")
@@ -640,6 +669,9 @@ def main(argv):
             args.command = args.command[1:]
         if not args.command:
             parser.error("vm guest needs -- BINARY FLAGS...")
+        if args.clock == "instructions" and args.tcg_threads == "multi":
+            parser.error("--clock instructions counts every vCPU's instructions on one "
+                         "host thread: it needs --tcg-threads single")
         return run_guest(args)
     except VmError as err:
         print("perfscale vm: %s" % err, file=sys.stderr)
