@@ -1,7 +1,9 @@
 // The main of every perfscale benchmark binary: Google Benchmark's flags first, then
 // perfscale's (perf-bench style parameters), then each linked family registers its
 // benchmarks, the plan fits the selection into --budget (benchmarks/harness/suite_plan.h), the
-// run's context is recorded, and the benchmarks run with progress on stderr.
+// run's context is recorded, the syscall injector is switched on when asked
+// (--inject_syscall_events, benchmarks/harness/syscall_injection.h), and the benchmarks run
+// with progress on stderr.
 #include <unistd.h>
 
 #include <cstdio>
@@ -21,6 +23,7 @@
 #include "benchmarks/harness/result_file.h"
 #include "benchmarks/harness/run_context.h"
 #include "benchmarks/harness/suite_plan.h"
+#include "benchmarks/harness/syscall_injection.h"
 #include "lib/flags.h"
 #include "lib/interrupt_cleanup.h"
 
@@ -96,6 +99,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: %s\n", argv[0], std::string(parsed.message()).c_str());
     return 2;
   }
+  if (absl::Status injection = perfscale::CheckSyscallInjectionFlags(); !injection.ok()) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], std::string(injection.message()).c_str());
+    return 2;
+  }
   perfscale::SetRunSelection(benchmark::GetBenchmarkFilter(), list_only);
   if (absl::Status profiling = perfscale::SetUpProfiling(args); !profiling.ok()) {
     std::fprintf(stderr, "%s: %s\n", argv[0], std::string(profiling.message()).c_str());
@@ -121,6 +128,19 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext(key, value);
   }
   benchmark::AddCustomContext("counter_sources", perfscale::CounterSourcesJson());
+  // Measured and opened before any benchmark, held until the last one finished; a gate
+  // fails closed, so an injector that cannot be had stops the run here.
+  std::unique_ptr<perfscale::SyscallInjector> injector;
+  if (!list_only) {
+    absl::StatusOr<std::unique_ptr<perfscale::SyscallInjector>> started =
+        perfscale::StartSyscallInjection();
+    if (!started.ok()) {
+      std::fprintf(stderr, "%s: --inject_syscall_events: %s\n", argv[0],
+                   std::string(started.status().message()).c_str());
+      return 2;
+    }
+    injector = *std::move(started);
+  }
   std::unique_ptr<benchmark::BenchmarkReporter> display(benchmark::CreateDefaultDisplayReporter());
   // Progress on stderr; the forwarded names lose the plan's iterations:/min_time: segments.
   perfscale::Progress progress(plan->runs, stderr, isatty(STDERR_FILENO) == 1);
@@ -137,6 +157,7 @@ int main(int argc, char** argv) {
     perfscale::SetStartListener([&progress](const std::string& name) { progress.Started(name); });
   }
   size_t matched = benchmark::RunSpecifiedBenchmarks(&planned_display, planned_file.get());
+  injector.reset();  // the injected work stops with the benchmarks
   perfscale::SetStartListener(nullptr);
   benchmark::Shutdown();
   if (matched == 0) {

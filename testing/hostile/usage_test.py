@@ -137,7 +137,8 @@ class UsageErrors(unittest.TestCase):
                 ("--synthesize_comm=proc", "one of status, comm"),
                 ("--trace_overhead_ring_pages=3", "a power of two 1..524288"),
                 ("--event_open_load=9999", "integers 0..C (the CPUs the events are opened on)"),
-                ("--budget=soon", "seconds, or a duration")]:
+                ("--budget=soon", "seconds, or a duration"),
+                ("--inject_syscall_events=5000", "an integer 0..4096")]:
             with self.subTest(arg=arg):
                 self.assertUsageError(run(arg, "--benchmark_list_tests"), arg + ":",
                                       "(allowed: " + allowed)

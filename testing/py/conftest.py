@@ -6,6 +6,7 @@ Run with perfscale's interpreter (tools/py/python: Debian's, it has scipy and ma
 
 import os
 import sys
+import time
 
 import pytest
 
@@ -32,3 +33,22 @@ def cli(capsys):
         out, err = capsys.readouterr()
         return code, out, err
     return run
+
+
+def alive(pid):
+    """True while `pid` exists and is not a zombie."""
+    try:
+        with open("/proc/%d/stat" % pid, encoding="ascii", errors="replace") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):  # gone before the open, or the read
+        return False
+
+
+def wait_for(predicate, seconds):
+    """True once predicate() is, polling for at most `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()

@@ -14,6 +14,11 @@ Its own flags (after run's --) choose what happens instead of benchmarks:
                      (their results file is confirm-N.json)
   --count_syscalls=true  (the binary's own flag, as trials give it) every repetition
                      also says it made no syscalls (syscalls/op 0)
+  --inject_syscall_events=N  (the binary's own flag, as calibrate and trials give it) the
+                     context says what the injector's bare loop measured: +1000 ns per
+                     syscall (FAKE_INJECTOR), as the real binary records it
+  --refuse-injection  with --inject_syscall_events: fail as a binary whose kernel refuses
+                     the injector's events does (message, exit 2, no results)
 """
 
 import argparse
@@ -23,6 +28,10 @@ import subprocess
 import sys
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+FAKE_INJECTOR = {"injector_bare_ns": "150.0", "injector_ns": "1150.0",
+                 "injector_added_ns": "1000.0", "injector_events_per_cpu": "1",
+                 "injector": "1 counting events per CPU on raw_syscalls:sys_enter and "
+                             "raw_syscalls:sys_exit (fake)"}
 
 
 def main(argv):
@@ -38,7 +47,13 @@ def main(argv):
     parser.add_argument("--hang")
     parser.add_argument("--confirm-fixture")
     parser.add_argument("--count_syscalls")
+    parser.add_argument("--inject_syscall_events", type=int, default=0)
+    parser.add_argument("--refuse-injection", action="store_true")
     args, _ = parser.parse_known_args([a for a in argv if a != "--"])
+    if args.inject_syscall_events and args.refuse_injection:
+        print("fake_run: --inject_syscall_events: system-wide tracepoint events refused "
+              "(simulated)", file=sys.stderr)
+        return 2
     if args.hang:
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
         with open(args.hang + ".tmp", "w", encoding="ascii") as f:
@@ -58,6 +73,10 @@ def main(argv):
         for item in document["benchmarks"]:
             if item.get("run_type") == "iteration":
                 item["syscalls/op"] = 0.0
+        text = json.dumps(document, indent=2)
+    if args.inject_syscall_events:
+        document = json.loads(text)
+        document["context"].update(FAKE_INJECTOR)
         text = json.dumps(document, indent=2)
     if args.host or args.cpus:
         document = json.loads(text)

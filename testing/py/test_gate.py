@@ -395,18 +395,9 @@ def test_trials_refuse_an_uncalibrated_config(cli, tmp_path):
     assert code == 2 and "is not calibrated" in err and "tools/perfscale calibrate" in err
 
 
-def _need_the_injector():
-    """Trials size the injector first; it needs system-wide tracepoint events."""
-    from perfscale.gate import inject
-    try:
-        inject.close_events(inject.open_events(1))
-    except inject.InjectError as err:
-        pytest.skip("the injector needs system-wide tracepoint events: %s" % err)
-
-
 def _calibrated_fake_suite(cli, tmp_path, monkeypatch, *config, out_dir="cal"):
-    """The fake suite as trials run it, calibrated in tmp_path/h.sqlite; returns its path."""
-    _need_the_injector()
+    """The fake suite as trials run it, calibrated in tmp_path/h.sqlite; returns its path.
+    Its injected runs say what a real binary's injector measured (fake_run.FAKE_INJECTOR)."""
     monkeypatch.setenv("PERFSCALE_RUN_CMD", FAKE_RUN)
     monkeypatch.setenv("PERFSCALE_COMPARE_PY", str(tmp_path / "none.py"))
     db = tmp_path / "h.sqlite"
@@ -460,17 +451,17 @@ def test_trials_resume_keeps_finished_trials_of_the_same_history_only(cli, tmp_p
     assert "trials: aa 2: exit 0" in out and "trials: power 1: exit 0" in out
     assert "A/A nightlies (no change): 0 of 2 exited 1" in out
     assert (tmp_path / "t" / "aa-1" / "trial.json").read_text() == first  # not rerun
-    # The injector's cost is measured around each injected trial, and the sizes use it.
+    # Each injected run measured its injector's cost (its context), and the sizes use it.
     record_path = tmp_path / "t" / "power-1" / "trial.json"
     record = json.loads(record_path.read_text())
-    assert len(record["injector_ns"]) == 2 and all(c > 0 for c in record["injector_ns"])
-    assert "injector cost over the 1 injected trials: %.0f ns" % (
-        sum(record["injector_ns"]) / 2) in out
+    assert record["injector_ns"] and all(c == 1000.0 for c in record["injector_ns"])
+    assert "injector cost over the 1 injected trials: 1000 ns" in out
     del record["injector_ns"]  # as trials before the measurement per trial left them
     record_path.write_text(json.dumps(record))
     code, out, _ = cli(*trials, "--aa", "1", "--power", "1", "--resume", "--",
                        "--fixture=base.json")
-    assert code == 0 and "1 kept trials had no measurement of their own" in out
+    assert code == 2 and "the 1 injected trials recorded no injector cost" in out
+    assert "could not be checked without the true sizes" in out
     # A trial judged against another calibration is refused, not mixed in.
     _calibrated_fake_suite(cli, tmp_path, monkeypatch, "--config", "ci", out_dir="cal2")
     code, _out, err = cli(*trials, "--aa", "2", "--power", "1", "--resume", "--",
@@ -524,17 +515,41 @@ def test_the_a_a_spread_skips_a_trial_without_usable_results(tmp_path, capsys):
 
 
 def test_trials_end_cleanly_when_the_injector_fails_midway(cli, tmp_path, monkeypatch):
-    from perfscale.gate import inject
     db = _calibrated_fake_suite(cli, tmp_path, monkeypatch, "--config", "ci")
-
-    def refused(*_args, **_kwargs):
-        raise inject.InjectError("system-wide tracepoint events refused")
-    monkeypatch.setattr(inject.Injector, "__enter__", refused)
+    # The binary refuses the injector's events (say, the guest's kernel lacks them).
     code, _out, err = cli("trials", "--aa", "1", "--power", "1", "--inject-events", "1",
                           "--history", db, "--out-dir", tmp_path / "t", "--config", "ci",
-                          "--", "--fixture=base.json")
-    assert code == 2 and "power 1: the injector failed: system-wide" in err
+                          "--", "--fixture=base.json", "--refuse-injection")
+    assert code == 2 and "power 1: the injected nightly ran no injected run (exit 2" in err
     assert (tmp_path / "t" / "aa-1" / "trial.json").exists()
+    assert not (tmp_path / "t" / "power-1" / "trial.json").exists()  # runs again on --resume
+    log = (tmp_path / "t" / "power-1" / "nightly.log").read_text()
+    assert "--inject_syscall_events: system-wide tracepoint events refused" in log
+
+
+def test_injected_runs_carry_the_injector_flag_to_the_binary(cli, tmp_path, monkeypatch):
+    from perfscale.gate import inject
+    assert inject.injected_run_args(["--quick"], 40) == [
+        "--quick", "--", "--inject_syscall_events=40"]
+    assert inject.injected_run_args(["--quick", "--", "--attribution=false"], 2) == [
+        "--quick", "--", "--attribution=false", "--inject_syscall_events=2"]
+    monkeypatch.setenv("PERFSCALE_RUN_CMD", FAKE_RUN)
+    db = tmp_path / "h.sqlite"
+    code, out, _ = cli("calibrate", "--runs", "4", "--inject-events", "3", "--history", db,
+                       "--out-dir", tmp_path / "cal", "--config", "ci", "--",
+                       "--fixture=base.json")
+    assert code == 0, out
+    assert "calibrate: injector: 1 counting events per CPU on raw_syscalls:sys_enter" in out
+    assert "getppid() 150 -> 1150 ns, +1000 ns per syscall (bare loop)" in out
+    injected = results_io.load_results(str(next((tmp_path / "cal").glob("*/injected.json"))))
+    assert inject.run_cost(injected) == 1000.0
+    aa = results_io.load_results(str(next((tmp_path / "cal").glob("*/aa-1.json"))))
+    assert inject.run_cost(aa) is None  # no injector in the runs with no change
+    conn = history.open_history(str(db))
+    stored = history.load_calibration(conn, "perfscale-ci-1", 2, "ci")
+    conn.close()
+    assert all(c.injected_change is not None for (_n, m), c in stored.items()
+               if m == results_stats.REAL_TIME)
 
 
 def test_trials_replay_judges_the_recorded_runs_again_and_runs_nothing(cli, tmp_path,
@@ -551,7 +566,7 @@ def test_trials_replay_judges_the_recorded_runs_again_and_runs_nothing(cli, tmp_
 
     def no_injector(*_args, **_kwargs):
         raise AssertionError("a replay started the injector")
-    monkeypatch.setattr(inject, "measure", no_injector)
+    monkeypatch.setattr(inject, "refusal_here", no_injector)
     code, out, _ = cli(*trials, "--replay", "--", "--fixture=base.json")
     assert code == 0, out
     assert "trials: replay of aa 1: exit 0 (recorded 0), flagged 0 (recorded 0)" in out

@@ -11,11 +11,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
-from conftest import FAKE_RUN, REPO_ROOT, data
+from conftest import FAKE_RUN, REPO_ROOT, alive, data, wait_for
 from perfscale.history import store as history
 
 TOOLS_PY = os.path.join(REPO_ROOT, "tools", "py")
@@ -49,22 +48,8 @@ def test_nightlies_creating_a_new_history_at_once_all_get_it(tmp_path):
     assert failures == []
 
 
-def _alive(pid):
-    """True while `pid` exists and is not a zombie."""
-    try:
-        with open("/proc/%d/stat" % pid, encoding="ascii", errors="replace") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError):  # gone before the open, or the read
-        return False
 
 
-def _wait_for(predicate, seconds):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
 
 
 def _nightly_process(tmp_path, *run_args, prelude=""):
@@ -85,15 +70,15 @@ def test_killing_a_nightly_kills_its_runner_and_the_binary(tmp_path, sig):
     pid_file = tmp_path / "pids"
     nightly = _nightly_process(tmp_path, "--hang=%s" % pid_file)
     try:
-        assert _wait_for(pid_file.exists, 60), nightly.communicate(timeout=60)[0]
+        assert wait_for(pid_file.exists, 60), nightly.communicate(timeout=60)[0]
         runner, binary = map(int, pid_file.read_text().split())
-        assert _alive(runner) and _alive(binary)
+        assert alive(runner) and alive(binary)
         os.kill(nightly.pid, sig)
         nightly.wait(30)
         # Bounded wait for the kernel to deliver the signals, not a speed check.
-        assert _wait_for(lambda: not _alive(runner) and not _alive(binary), 20), (
+        assert wait_for(lambda: not alive(runner) and not alive(binary), 20), (
             "left running after the nightly died: %s" % [p for p in (runner, binary)
-                                                         if _alive(p)])
+                                                         if alive(p)])
     finally:
         if nightly.poll() is None:
             nightly.kill()

@@ -203,3 +203,40 @@ def test_run_arguments_are_checked_before_anything_runs(nightly, capsys, run_arg
         nightly.cli_raw(*run_args)
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_guest_nightly_runs_the_suite_in_the_kernel_on_its_instruction_clock(
+        cli, tmp_path, monkeypatch):
+    from perfscale.history import nightly as nightly_module
+    args, run_args = nightly_module.parse_args(["--guest", "debian:6.12-cloud",
+                                                "--guest-cpus", "4", "--", "--quick"])
+    command = nightly_module.runner_command(args)
+    assert command[1:] == ["vm", "--kernel", "debian:6.12-cloud", "--cpus", "4", "--clock",
+                           "instructions", "--", "run"]
+    assert command[0].endswith("tools/perfscale") and run_args == ["--quick"]
+    # The trials' nightlies get the same runner.
+    assert nightly_module.lineage_argv(args) == ["--guest", "debian:6.12-cloud",
+                                                 "--guest-cpus", "4"]
+    # PERFSCALE_RUN_CMD (a test's fake, a site's wrapper) does not replace a named guest.
+    monkeypatch.setenv("PERFSCALE_RUN_CMD", FAKE_RUN)
+    args, _ = nightly_module.parse_args(["--guest", "/boot/vmlinuz", "--", "--quick"])
+    assert nightly_module.runner_command(args)[2:4] == ["--kernel", "/boot/vmlinuz"]
+
+
+@pytest.mark.parametrize("options,message,commands", [
+    (["--guest", "debian:6.12-cloud", "--run-cmd", "x"], "give one of them", None),
+    (["--guest-cpus", "4"], "--guest-cpus sizes the --guest kernel's machine", None),
+    (["--guest", "debian:6.12-cloud", "--guest-cpus", "0"], "--guest-cpus must be in 1..255",
+     None),
+    (["--guest", " "], "--guest needs a kernel", None),
+    # trials leave the run arguments to the nightlies they start
+    (["--guest", "debian:6.12-cloud", "--", "--bogus"],
+     "after --: perfscale run: unknown option '--bogus'", ("nightly", "calibrate")),
+])
+def test_guest_options_are_checked_before_anything_runs(cli, capsys, options, message,
+                                                        commands):
+    for command in commands or ("nightly", "calibrate", "trials"):
+        with pytest.raises(SystemExit) as exit_info:
+            cli(command, *options)
+        assert exit_info.value.code == 2
+        assert message in capsys.readouterr().err, command

@@ -142,25 +142,38 @@ def binary_path(family: str) -> str:
     return os.path.join(path, family) if os.path.isdir(path) else path
 
 
+def bazel_bin(label: str) -> str:
+    """Where Bazel puts the output of LABEL: //pkg/sub:name -> bazel-bin/pkg/sub/name."""
+    package, _, name = label[len("//"):].partition(":")
+    return os.path.join(REPO_ROOT, "bazel-bin", package, name or os.path.basename(package))
+
+
 _built = set()
 
 
-def build(family: str, setup: Optional[str] = "run") -> str:
-    """Installs what `tools/setup SETUP` wants (None: nothing), builds //benchmarks:FAMILY
-    once per process; returns the binary's path. Raises BuildError."""
-    if family not in _built:
+def build_target(label: str, setup: Optional[str] = None) -> str:
+    """Installs what `tools/setup SETUP` wants (None: nothing), builds LABEL once per
+    process; returns bazel_bin(LABEL). Raises BuildError."""
+    if label not in _built:
         sys.stdout.flush()
         status = subprocess.call([os.path.join(REPO_ROOT, "tools", "setup"), setup]) \
             if setup else 0
         if status != 0:
             raise BuildError("tools/setup %s failed with exit status %d" % (setup, status),
                              status)
-        status = subprocess.call(["bazel", "build", "--noshow_progress",
-                                  "//benchmarks:" + family], cwd=REPO_ROOT)
+        status = subprocess.call(["bazel", "build", "--noshow_progress", label],
+                                 cwd=REPO_ROOT)
         if status != 0:
-            raise BuildError("bazel build //benchmarks:%s failed with exit status %d"
-                             % (family, status), status)
-        _built.add(family)
+            raise BuildError("bazel build %s failed with exit status %d" % (label, status),
+                             status)
+        _built.add(label)
+    return bazel_bin(label)
+
+
+def build(family: str, setup: Optional[str] = "run") -> str:
+    """Installs what `tools/setup SETUP` wants (None: nothing), builds //benchmarks:FAMILY
+    once per process; returns the binary's path. Raises BuildError."""
+    build_target("//benchmarks:" + family, setup)
     return binary_path(family)
 
 

@@ -1,12 +1,14 @@
 """`tools/perfscale calibrate`: learn what the nightly gate can tell apart on this host.
 
     tools/perfscale calibrate [--runs K] [--repetitions N] [--inject-events E | --no-inject]
-                              [--over S] [--history DB] [--config NAME] [-- RUN_ARGS...]
+                              [--over S] [--history DB] [--config NAME]
+                              [--run-cmd CMD | --guest KERNEL] [-- RUN_ARGS...]
 
 Runs the nightly's suite K times with no change (consecutive runs are A/A pairs), then
-once with the injector on (perfscale.gate.inject: real kernel work added to every
-syscall, its size measured first with a bare loop), and stores per benchmark, in the
-history, for the lineage (host, CPUs, config as nightly names it):
+once with the injector on (the binary's --inject_syscall_events: real kernel work added
+to every syscall of the kernel the suite runs on, its size measured first with a bare
+loop), and stores per benchmark, in the history, for the lineage (host, CPUs, config as
+nightly names it):
 
   noise floor  the A/A change the gate must not call a regression (perfscale.gate.floors)
   MDC          the smallest slowdown it flags 9 times in 10 at the nightly default
@@ -72,6 +74,7 @@ def parse_args(argv):
                         help="family-wise false-alarm rate the floors are set for "
                         "(default %(default)s)")
     args = parser.parse_args(ours)
+    nightly.check_lineage_options(parser, args)
     if args.runs < gate_floors.MIN_RUNS:
         parser.error("--runs must be at least %d" % gate_floors.MIN_RUNS)
     if args.repetitions < 2:
@@ -151,24 +154,24 @@ def main(argv):
 
 def _calibrate(args, run_args, config, folder, conn):
     injected, size = None, ""
-    if not args.no_inject:
-        try:
-            bare, slow, added = inject.measure(args.inject_events)
-        except inject.InjectError as err:
-            print("SKIPPED: the injected run: %s (use --no-inject)" % err)
+    if not args.no_inject and nightly.runner_command(args) is None:
+        refused = inject.refusal_here(args.inject_events)
+        if refused:
+            print("SKIPPED: the injected run: %s (use --no-inject)" % refused)
             return 2
-        size = ("%d events per CPU on each syscall tracepoint: getppid() %.0f -> %.0f ns, "
-                "+%.0f ns per syscall (bare loop)" % (args.inject_events, bare, slow, added))
-        print("calibrate: injector: " + size, flush=True)
     runs = []
     started = time.monotonic()
     for index in range(args.runs):
         _wait_for_turn(args, index, started)
         runs.append(_run(args, run_args, folder, "aa-%d" % (index + 1)))
         if index == args.runs // 2 - 1 and not args.no_inject:
-            # In the middle, so that drift over the calibration falls on both sides.
-            with inject.Injector(args.inject_events):
-                injected = _run(args, run_args, folder, "injected")
+            # In the middle, so that drift over the calibration falls on both sides. The
+            # binary holds the injector and sizes it with its bare loop first, where it
+            # runs: in a guest, the guest's kernel is the one slowed.
+            injected = _run(args, inject.injected_run_args(run_args, args.inject_events),
+                            folder, "injected")
+            size = inject.describe_cost(injected)
+            print("calibrate: injector: " + size, flush=True)
     if args.over:
         print("calibrate: the runs spanned %s" % _clock(time.monotonic() - started), flush=True)
     first = runs[0]

@@ -45,8 +45,9 @@ def _kill_group(pgid):
         pass
 
 
-def _children():
-    mine = str(os.getpid())
+def children_of(pid):
+    """The pids whose parent is `pid`, from /proc."""
+    mine = str(pid)
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -62,7 +63,7 @@ def _children():
 
 def _reap_orphans():
     """Kills and reaps what was reparented to us (it had left the command's group)."""
-    for pid in _children():
+    for pid in children_of(os.getpid()):
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:

@@ -13,180 +13,23 @@ being measured: the gate's own tests and `calibrate` use it as a known, real slo
 and without the events, interleaved, and prints the added nanoseconds per syscall.
 Needs what system-wide tracepoint events need: root, CAP_PERFMON or
 perf_event_paranoid <= 0, and tracefs. Otherwise it prints `SKIPPED: reason`, exit 2.
+
+The command is the C++ program //tools/inject:inject (lib/syscall_injector.h, the same
+injector the benchmark binaries switch on with --inject_syscall_events=N): main() builds
+it and runs it with the same arguments; its output and exit status are the command's.
+calibrate and trials switch the injector on through the binary instead (injected_run_args):
+so it slows the kernel the suite runs on, a --guest's too, and each injected run sizes it
+with its bare loop first, where it runs (run_cost).
 """
 
-import argparse
 import ctypes
-import errno
-import os
+import math
 import signal
-import statistics
+import subprocess
 import sys
-import time
 
-TRACEPOINTS = ("raw_syscalls/sys_enter", "raw_syscalls/sys_exit")
-_TRACEFS = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
-_PERF_TYPE_TRACEPOINT = 2
-_PERF_EVENT_IOC_SET_FILTER = 0x40082406  # _IOW('$', 6, char *)
-_SYS_PERF_EVENT_OPEN = {"x86_64": 298, "aarch64": 241}
 _PR_SET_PDEATHSIG = 1
-
-
-class _Attr(ctypes.Structure):
-    """struct perf_event_attr up to PERF_ATTR_SIZE_VER5 (112 bytes); the rest stays 0."""
-    _fields_ = [("type", ctypes.c_uint32), ("size", ctypes.c_uint32),
-                ("config", ctypes.c_uint64), ("sample_period", ctypes.c_uint64),
-                ("sample_type", ctypes.c_uint64), ("read_format", ctypes.c_uint64),
-                ("flags", ctypes.c_uint64), ("wakeup_events", ctypes.c_uint32),
-                ("bp_type", ctypes.c_uint32), ("config1", ctypes.c_uint64),
-                ("config2", ctypes.c_uint64), ("branch_sample_type", ctypes.c_uint64),
-                ("sample_regs_user", ctypes.c_uint64), ("sample_stack_user", ctypes.c_uint32),
-                ("clockid", ctypes.c_int32), ("sample_regs_intr", ctypes.c_uint64),
-                ("aux_watermark", ctypes.c_uint32), ("sample_max_stack", ctypes.c_uint16),
-                ("reserved_2", ctypes.c_uint16)]
-
-
-class InjectError(Exception):
-    """The environment does not allow the injection; the message says why."""
-
-
 _libc = ctypes.CDLL(None, use_errno=True)
-
-
-def _tracepoint_id(name):
-    for root in _TRACEFS:
-        path = os.path.join(root, "events", name, "id")
-        try:
-            with open(path, encoding="ascii") as f:
-                return int(f.read())
-        except FileNotFoundError:
-            continue
-        except OSError as err:
-            raise InjectError("cannot read %s: %s" % (path, os.strerror(err.errno))) from None
-    raise InjectError("tracepoint %s not found: tracefs is not mounted (as root: mount -t "
-                      "tracefs nodev /sys/kernel/tracing)" % name.replace("/", ":"))
-
-
-def _online_cpus():
-    return sorted(os.sched_getaffinity(0) | set(range(os.cpu_count() or 1)))
-
-
-def open_events(count, filter_expr=None):
-    """Opens `count` counting events per CPU on each syscall tracepoint; returns the fds.
-
-    The caller closes them (close_events) to switch the injection off."""
-    machine = os.uname().machine
-    if machine not in _SYS_PERF_EVENT_OPEN:
-        raise InjectError("perf_event_open syscall number unknown on %s" % machine)
-    ids = [_tracepoint_id(name) for name in TRACEPOINTS]
-    fds = []
-    try:
-        for tp_id in ids:
-            for cpu in _online_cpus():
-                for _ in range(count):
-                    attr = _Attr(type=_PERF_TYPE_TRACEPOINT, size=ctypes.sizeof(_Attr),
-                                 config=tp_id)
-                    fd = _libc.syscall(_SYS_PERF_EVENT_OPEN[machine], ctypes.byref(attr),
-                                       -1, cpu, -1, 0)
-                    if fd < 0:
-                        raise InjectError(_open_failure(ctypes.get_errno()))
-                    fds.append(fd)
-                    if filter_expr:
-                        text = ctypes.create_string_buffer(filter_expr.encode())
-                        if _libc.ioctl(fd, _PERF_EVENT_IOC_SET_FILTER, text) < 0:
-                            raise InjectError("filter '%s' refused: %s" % (
-                                filter_expr, os.strerror(ctypes.get_errno())))
-    except BaseException:
-        close_events(fds)
-        raise
-    return fds
-
-
-def _open_failure(err):
-    if err in (errno.EACCES, errno.EPERM):
-        try:
-            with open("/proc/sys/kernel/perf_event_paranoid", encoding="ascii") as f:
-                paranoid = f.read().strip()
-        except OSError:
-            paranoid = "?"
-        return ("system-wide tracepoint events refused (kernel.perf_event_paranoid is %s): "
-                "run as root, with CAP_PERFMON, or at perf_event_paranoid <= 0" % paranoid)
-    if err == errno.EMFILE:
-        return "too many open files: lower --events or raise ulimit -n"
-    return "perf_event_open failed: %s" % os.strerror(err)
-
-
-def close_events(fds):
-    for fd in fds:
-        os.close(fd)
-    del fds[:]
-
-
-def bare_loop_ns(calls):
-    """Nanoseconds per getppid() of a plain loop: a syscall with no work of its own."""
-    getppid = os.getppid
-    start = time.perf_counter_ns()
-    for _ in range(calls):
-        getppid()
-    return (time.perf_counter_ns() - start) / calls
-
-
-def measure(count, filter_expr=None, rounds=15, calls=100000):
-    """(ns per syscall without, with the injection, added ns): medians of interleaved
-    rounds, so that the machine's drift falls on both sides alike."""
-    without, with_ = [], []
-    for _ in range(rounds):
-        without.append(bare_loop_ns(calls))
-        fds = open_events(count, filter_expr)
-        try:
-            with_.append(bare_loop_ns(calls))
-        finally:
-            close_events(fds)
-    base, slow = statistics.median(without), statistics.median(with_)
-    return base, slow, slow - base
-
-
-class Injector:
-    """A child process holding the events: `with Injector(n):` is the slowdown switched
-    on. The child dies with us (PDEATHSIG), so a killed test never leaves it behind."""
-
-    def __init__(self, count, filter_expr=None):
-        self.count, self.filter_expr, self.pid = count, filter_expr, None
-
-    def __enter__(self):
-        read_end, write_end = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child: open, say so, hold until told to stop
-            os.close(read_end)
-            status = 0
-            try:
-                _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-                fds = open_events(self.count, self.filter_expr)
-                os.write(write_end, b"on\n")
-                signal.sigwait({signal.SIGTERM})
-                close_events(fds)
-            except InjectError as err:
-                os.write(write_end, ("SKIPPED: %s\n" % err).encode())
-                status = 2
-            finally:
-                os._exit(status)
-        os.close(write_end)
-        with os.fdopen(read_end, "rb") as reader:
-            answer = reader.readline().decode().strip()
-        self.pid = pid
-        if answer != "on":
-            self.__exit__(None, None, None)
-            raise InjectError(answer.replace("SKIPPED: ", "") or "the injector died")
-        return self
-
-    def __exit__(self, *_exc):
-        if self.pid is not None:
-            try:
-                os.kill(self.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-            os.waitpid(self.pid, 0)
-            self.pid = None
 
 
 MAX_EVENTS = 4096
@@ -204,41 +47,106 @@ def check_strength(parser, events, flag="--inject-events"):
         parser.error("%s must be in 1..%d" % (flag, MAX_EVENTS))
 
 
+INJECT_TARGET = "//tools/inject:inject"
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
 def main(argv):
-    parser = argparse.ArgumentParser(prog="tools/perfscale inject", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--events", type=int, default=8, metavar="N",
-                        help="events per CPU and tracepoint (default %(default)s)")
-    parser.add_argument("--filter", metavar="EXPR",
-                        help="tracepoint filter on each event, e.g. 'id >= 0' (more work)")
-    parser.add_argument("--seconds", type=float, metavar="S",
-                        help="switch off after S seconds (default: when killed)")
-    parser.add_argument("--measure", action="store_true",
-                        help="print the added nanoseconds per syscall, from a bare loop")
-    args = parser.parse_args(argv)
-    check_strength(parser, args.events, "--events")
-    if args.seconds is not None and not args.seconds > 0:
-        parser.error("--seconds must be positive")
-    # Signals end the wait below; the events close with the process either way.
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
+    """Builds //tools/inject:inject and runs it with `argv` (tools/perfscale ran
+    tools/setup): the program's output is ours, its exit status our return value (128 + N
+    when signal N killed it). SIGTERM, SIGINT and SIGHUP sent to this process are passed
+    on to it, so it switches off and says so; it dies with this process (PDEATHSIG)."""
+    from perfscale import run as suite
     try:
-        if args.measure:
-            base, slow, added = measure(args.events, args.filter)
-            print("inject: getppid() %.0f ns bare, %.0f ns with %d events per CPU on %s: "
-                  "+%.0f ns per syscall (+%.0f%%)" % (
-                      base, slow, args.events, ", ".join(t.replace("/", ":")
-                                                         for t in TRACEPOINTS),
-                      added, 100 * added / base))
-            return 0
-        fds = open_events(args.events, args.filter)
-    except InjectError as err:
-        print("SKIPPED: %s" % err)
-        return 2
-    print("inject: on: %d events (%d per CPU on each of %s); stop with SIGTERM or Ctrl-C"
-          % (len(fds), args.events, ", ".join(t.replace("/", ":") for t in TRACEPOINTS)),
-          flush=True)
-    signal.sigtimedwait({signal.SIGTERM, signal.SIGINT, signal.SIGHUP},
-                        args.seconds if args.seconds is not None else 10 ** 9)
-    close_events(fds)
-    print("inject: off")
-    return 0
+        binary = suite.build_target(INJECT_TARGET)
+    except suite.BuildError as err:
+        print("perfscale inject: %s" % err, file=sys.stderr)
+        return err.status
+    return _run_passing_signals([binary] + [str(arg) for arg in argv])
+
+
+def _run_passing_signals(command):
+    sys.stdout.flush()
+    sys.stderr.flush()
+    waited = _STOP_SIGNALS + (signal.SIGCHLD,)
+    # Blocked from before the start, so that none is lost; the program starts with the
+    # stop signals still blocked (it sets its own mask) and dies with us.
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, waited)
+
+    def in_child():
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
+        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+    try:
+        try:
+            child = subprocess.Popen(command, preexec_fn=in_child)
+        except OSError as err:
+            print("perfscale inject: cannot start %s: %s" % (command[0], err.strerror or err),
+                  file=sys.stderr)
+            return 127
+        while child.poll() is None:
+            got = signal.sigtimedwait(waited, 1.0)
+            if got is not None and got.si_signo != signal.SIGCHLD:
+                child.send_signal(got.si_signo)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+    return child.returncode if child.returncode >= 0 else 128 - child.returncode
+
+
+# --- the injector inside the suite's own runs --------------------------------------------
+# The binary (benchmarks/harness/syscall_injection.h) measures its bare loop before its
+# benchmarks and records the figures in the run's context under these keys.
+INJECTOR_FLAG = "--inject_syscall_events"
+_CONTEXT_BARE, _CONTEXT_SLOW = "injector_bare_ns", "injector_ns"
+_CONTEXT_ADDED = "injector_added_ns"
+
+
+def injected_run_args(run_args, events):
+    """RUN_ARGS with the binary's injector flag added among the flags after --."""
+    run_args = list(run_args)
+    if "--" not in run_args:
+        run_args.append("--")
+    return run_args + ["%s=%d" % (INJECTOR_FLAG, events)]
+
+
+def _context_ns(results, key):
+    try:
+        value = float(results.context.get(key, "nan"))
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def run_cost(results):
+    """ns the injector added per syscall in a run (its bare loop); None: not injected."""
+    return _context_ns(results, _CONTEXT_ADDED)
+
+
+def describe_cost(results):
+    """'<injector>: getppid() B -> I ns, +A ns per syscall (bare loop)' of an injected run."""
+    what = results.context.get("injector", "the injector")
+    bare, slow = _context_ns(results, _CONTEXT_BARE), _context_ns(results, _CONTEXT_SLOW)
+    if bare is None or slow is None:
+        return "%s: not measured (the run's context has no injector figures)" % what
+    return "%s: getppid() %.0f -> %.0f ns, %+.0f ns per syscall (bare loop)" % (
+        what, bare, slow, slow - bare)
+
+
+def refusal_here(events):
+    """Why this host refuses the injector's events (a sentence), or None. calibrate and
+    trials ask before their runs, so that a refusal is said at once, not at the injected
+    run an hour in. One `inject --measure`: a second here."""
+    from perfscale import run as suite
+    try:
+        binary = suite.build_target(INJECT_TARGET)
+    except suite.BuildError as err:
+        return str(err)
+    result = subprocess.run([binary, "--measure", "--events", str(events)],
+                            capture_output=True, text=True, errors="replace")
+    if result.returncode == 0:
+        return None
+    for line in (result.stdout + result.stderr).splitlines():
+        if line.startswith("SKIPPED: "):
+            return line[len("SKIPPED: "):]
+    return "inject --measure failed with exit status %d: %s" % (
+        result.returncode, (result.stderr or result.stdout).strip()[-500:])

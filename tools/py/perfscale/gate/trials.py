@@ -1,8 +1,8 @@
 """`tools/perfscale trials`: does the calibrated gate keep its promises on this machine?
 
     tools/perfscale trials [--aa N] [--power N] [--inject-events E] [--history DB]
-                           [--config NAME] [--out-dir DIR] [--run-cmd CMD] [--budget S]
-                           [--resume | --replay] [-- RUN_ARGS...]
+                           [--config NAME] [--out-dir DIR] [--run-cmd CMD | --guest KERNEL]
+                           [--budget S] [--resume | --replay] [-- RUN_ARGS...]
 
 After `tools/perfscale calibrate` has stored a lineage's floors and baseline runs, runs N
 nightlies with no change (A/A) and N with the injector on (perfscale.gate.inject: real
@@ -11,11 +11,14 @@ is a whole `tools/perfscale nightly` on its own copy of the calibrated history: 
 trial meets the same baseline and none becomes the next one's, and the history itself is
 left as it was.
 
-The injected slowdown's true size comes from outside Google Benchmark: the bare loop of
-`inject --measure`, run before and after each injected trial, gives the nanoseconds it
-adds per syscall (their median over the trials is used), and one untimed run with
-`--count_syscalls` gives each benchmark's syscalls per iteration; their product over the
-baseline's time per iteration is the slowdown the injector really causes there.
+The injector is the binary's own (--inject_syscall_events=E, lib/syscall_injector.h), so it
+slows the kernel the suite runs on, a --guest's too. The injected slowdown's true size
+comes from outside Google Benchmark: before its benchmarks each injected run times a bare
+getppid() loop without and with the events and records the nanoseconds added per
+syscall in its context (a trial's cost is the mean over its runs, and the median over the
+trials is used), and one untimed run with `--count_syscalls` gives each benchmark's
+syscalls per iteration; their product over the baseline's time per iteration is the
+slowdown the injector really causes there.
 
 Each trial leaves `trial.json` (its exit status, what it flagged, and a digest of the
 history it was judged against) in its folder. `--resume` keeps the trials an earlier,
@@ -92,6 +95,7 @@ def parse_args(argv):
                         help="run nothing: judge the runs the trials in --out-dir recorded "
                         "again with this checkout's gate, and print the tables")
     args = parser.parse_args(ours)
+    nightly.check_lineage_options(parser, args)
     if args.replay and args.resume:
         parser.error("--replay judges the recorded trials again and runs none; --resume "
                      "runs the missing ones: give one of them")
@@ -128,14 +132,11 @@ def main(argv):
     if args.replay:
         return replay(args, run_args, config, (host, cpus), calibration, base_runs)
     os.makedirs(args.out_dir, exist_ok=True)
-    try:
-        bare, slow, added_ns = inject.measure(args.inject_events)
-    except inject.InjectError as err:
-        print("SKIPPED: the injected trials: %s" % err)
-        return 2
-    print("trials: injector: %d events per CPU on each syscall tracepoint: getppid() %.0f -> "
-          "%.0f ns, +%.0f ns per syscall (bare loop)" % (args.inject_events, bare, slow,
-                                                         added_ns), flush=True)
+    if args.power and nightly.runner_command(args) is None:
+        refused = inject.refusal_here(args.inject_events)
+        if refused:
+            print("SKIPPED: the injected trials: %s" % refused)
+            return 2
     digest = _digest(args.history)
     per_ns = true_sizes(args, run_args, base_runs)
     outcomes = {"aa": [], "power": []}
@@ -157,11 +158,13 @@ def main(argv):
                   % (args.budget, counts["aa"], counts["power"]))
             break
         counts[kind] = index
-        try:
-            status, flagged, cost = kept or _trial(args, run_args, config, digest, kind, index)
-        except inject.InjectError as err:  # the injector worked at the start, then not
-            print("trials: %s %d: the injector failed: %s; the trials it left have their "
-                  "trial.json (--resume)" % (kind, index, err), file=sys.stderr)
+        status, flagged, cost = kept or _trial(args, run_args, config, digest, kind, index)
+        if kind == "power" and not kept and cost is None:
+            # The injected nightly never ran with the injector on: nothing to count.
+            print("trials: %s %d: the injected nightly ran no injected run (exit %d; see %s); "
+                  "the trials before it have their trial.json (--resume)"
+                  % (kind, index, status, os.path.join(_trial_folder(args, kind, index),
+                                                       "nightly.log")), file=sys.stderr)
             return 2
         outcomes[kind].append((status, flagged))
         if kind == "power":
@@ -169,27 +172,31 @@ def main(argv):
         print("trials: %s %d: %sexit %d, flagged %d: %s" % (
             kind, index, "kept from an earlier run: " if kept else "", status, len(flagged),
             ", ".join(flagged)), flush=True)
-    cost = _injector_cost(costs, added_ns)
-    sizes = {name: fraction * cost for name, fraction in per_ns.items()}
+    cost = _injector_cost(costs)
+    sizes = {name: fraction * cost for name, fraction in per_ns.items()} if cost else {}
     print(format_tables(outcomes, calibration, sizes, args,
                         aa_spread(args, len(outcomes["aa"]))))
     return exit_status(outcomes, calibration, sizes)
 
 
-def _injector_cost(costs, fallback):
+def _injector_cost(costs):
     """ns added per syscall to state the true sizes at: the median of the power trials' own
-    bare-loop measurements. The cost follows the machine's speed (here 745, 1104 and 1353
-    ns in three sessions), so one measurement at the start would misstate it."""
+    bare-loop measurements, each the mean over its runs (every injected run sizes the
+    injector where it runs, before its benchmarks). The cost follows a host's speed (here
+    745, 1104 and 1353 ns in three sessions), so one measurement would misstate it. None
+    without any: trials recorded before the cost was kept per trial."""
     measured = [c for c in costs if c is not None]
-    if not costs:
-        return fallback
+    if not measured:
+        if costs:
+            print("trials: the %d injected trials recorded no injector cost: no true sizes"
+                  % len(costs))
+        return None
     print("trials: injector cost over the %d injected trials: %s ns per syscall; true sizes "
-          "at their median%s" % (len(costs), ", ".join("%.0f" % c for c in measured) or "-",
+          "at their median%s" % (len(costs), ", ".join("%.0f" % c for c in measured),
                                  "" if len(measured) == len(costs) else
-                                 " (%d kept trials had no measurement of their own: %.0f ns "
-                                 "from this run's start stands in)"
-                                 % (len(costs) - len(measured), fallback)))
-    return statistics.median([c if c is not None else fallback for c in costs])
+                                 " (%d kept trials had no measurement of their own)"
+                                 % (len(costs) - len(measured))))
+    return statistics.median(measured)
 
 
 def true_sizes(args, run_args, base_runs):
@@ -277,7 +284,7 @@ def replay(args, run_args, config, lineage, calibration, base_runs):
         print("trials: the injected trials recorded no injector cost (trials before "
               "injector_ns was kept): no true sizes")
     if per_ns and measured:
-        cost = _injector_cost(measured, None)
+        cost = _injector_cost(measured)
         sizes = {name: fraction * cost for name, fraction in per_ns.items()}
     print("replayed: the runs the trials recorded, judged by this checkout's gate; nothing ran")
     print(format_tables(outcomes, calibration, sizes, args, aa_spread(args, args.aa),
@@ -372,7 +379,8 @@ def aa_spread(args, trials):
 
 def _trial(args, run_args, config, digest, kind, index):
     """(exit status, flagged benchmarks, injector cost) of one nightly on a copy of the
-    history; the cost (ns per syscall, None for A/A) is the bare loop's, before and after."""
+    history; the cost (ns per syscall, None for A/A or where no injected run finished) is
+    the mean of its runs' bare-loop measurements (perfscale.gate.inject.run_cost)."""
     folder = _trial_folder(args, kind, index)
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder)
@@ -381,23 +389,27 @@ def _trial(args, run_args, config, digest, kind, index):
     # --config=NAME: the default name is the run arguments ("--quick"), which argparse
     # would take for an option of its own after a separate "--config".
     argv = ["--history", copy, "--report-dir", folder, "--config=" + config, "--no-plots"]
-    if args.run_cmd:
-        argv += ["--run-cmd", args.run_cmd]
-    argv += ["--"] + list(run_args)
-    costs = []
+    argv += nightly.lineage_argv(args)
+    argv += ["--"] + (inject.injected_run_args(run_args, args.inject_events)
+                      if kind == "power" else list(run_args))
     with _output_to(os.path.join(folder, "nightly.log")):
-        if kind == "power":
-            costs.append(inject.measure(args.inject_events)[2])
-            with inject.Injector(args.inject_events):
-                status = nightly.main(argv)
-            costs.append(inject.measure(args.inject_events)[2])
-        else:
-            status = nightly.main(argv)
-    flagged = []
+        status = nightly.main(argv)
+    flagged, costs = [], []
     for root, _dirs, files in os.walk(folder):
         if "verdicts.json" in files:
             with open(os.path.join(root, "verdicts.json"), encoding="utf-8") as f:
                 flagged = json.load(f)["regressions"]
+        for name in sorted(files):
+            if kind == "power" and (name == "results.json" or (
+                    name.startswith("confirm-") and name.endswith(".json"))):
+                try:
+                    cost = inject.run_cost(results_io.load_results(os.path.join(root, name)))
+                except results_io.ResultsError:
+                    continue
+                if cost is not None:
+                    costs.append(cost)
+    if kind == "power" and not costs:
+        return status, flagged, None  # no record: no injected run, so no trial; runs again
     # Written last: a trial killed before this point has no record and runs again.
     with open(os.path.join(folder, TRIAL_RECORD), "w", encoding="utf-8") as f:
         json.dump({"kind": kind, "index": index, "status": status, "flagged": flagged,

@@ -3,6 +3,7 @@
     tools/perfscale nightly [--repetitions N] [--history DB] [--baseline RUN_ID]
                             [--report-dir DIR] [--config NAME] [--no-plots]
                             [--alpha A] [--threshold PCT] [--min-repetitions N]
+                            [--run-cmd CMD | --guest KERNEL [--guest-cpus N]]
                             [-- RUN_ARGS...]
 
 Runs the suite as `tools/perfscale run --repetitions N RUN_ARGS` would (perfscale.run,
@@ -25,7 +26,10 @@ or bad history/baseline. The binary runs under perfscale.gate.guard: killing nig
 kills it; a run killed before its report is never a baseline. --run-cmd runs the suite
 with another command instead (say `tools/perfscale vm --kernel K --cpus 4 -- run`): it
 gets run's options (--repetitions N --out FILE RUN_ARGS) and may print `results: FILE`
-last; PERFSCALE_BINARY stands in for the binary alone (see perfscale.run).
+last; PERFSCALE_BINARY stands in for the binary alone (see perfscale.run). --guest KERNEL
+runs it as `tools/perfscale vm --kernel KERNEL --clock instructions -- run` would: the
+kernel under test booted in QEMU and timed in guest instructions, which a noisy host
+cannot move (perfscale.vm.comparability); such runs are their own lineage.
 """
 
 import argparse
@@ -62,12 +66,32 @@ def split_run_args(argv):
 
 def add_lineage_options(parser, config_help, run_cmd_help,
                         history_help="history database (default results/history.sqlite)"):
-    """--history, --config and --run-cmd: what nightly, calibrate and trials share."""
+    """--history, --config, --run-cmd and --guest: what nightly, calibrate and trials
+    share (check_lineage_options checks them)."""
     parser.add_argument("--history", default=os.path.join(REPO_ROOT, "results",
                                                           "history.sqlite"), metavar="DB",
                         help=history_help)
     parser.add_argument("--config", metavar="NAME", help=config_help)
     parser.add_argument("--run-cmd", metavar="CMD", help=run_cmd_help)
+    parser.add_argument("--guest", metavar="KERNEL",
+                        help="run the suite in KERNEL (a vmlinuz path or debian:6.12-cloud, "
+                        "...; see `tools/perfscale vm`) booted in QEMU on its instruction "
+                        "clock: timed in guest instructions, which the host's load cannot "
+                        "move (README, 'A clock the host cannot move')")
+    parser.add_argument("--guest-cpus", type=int, metavar="N",
+                        help="the guest's vCPUs (default: this host's CPUs)")
+
+
+def check_lineage_options(parser, args):
+    if args.guest is not None and args.run_cmd:
+        parser.error("--guest runs the suite through `tools/perfscale vm`; --run-cmd names "
+                     "another runner: give one of them")
+    if args.guest is not None and not args.guest.strip():
+        parser.error("--guest needs a kernel: a vmlinuz path or debian:6.12-cloud, ...")
+    if args.guest_cpus is not None and args.guest is None:
+        parser.error("--guest-cpus sizes the --guest kernel's machine: it needs --guest")
+    if args.guest_cpus is not None and not 1 <= args.guest_cpus <= 255:
+        parser.error("--guest-cpus must be in 1..255, got %d" % args.guest_cpus)
 
 
 def parse_args(argv):
@@ -99,6 +123,7 @@ def parse_args(argv):
                         "narrow, half-width in percent (default %(default)s)")
     compare.add_gate_options(parser)
     args = parser.parse_args(ours)
+    check_lineage_options(parser, args)
     compare.check_gate_options(parser, args)
     if args.repetitions < 1:
         parser.error("--repetitions must be at least 1")
@@ -112,8 +137,8 @@ def parse_args(argv):
 
 def check_run_args(parser, args, run_args):
     """Refuses RUN_ARGS that `run` would refuse, or that are ours to set (unless an
-    external --run-cmd takes them)."""
-    if runner_command(args):
+    external --run-cmd takes them; --guest hands them to `run` in the guest)."""
+    if runner_command(args) and args.guest is None:
         return
     try:
         options = suite.parse_args(run_args)
@@ -129,8 +154,26 @@ def check_run_args(parser, args, run_args):
 
 def runner_command(args):
     """The external command replacing the suite runner, as a list; None: run it here."""
+    if args.guest is not None:
+        return guest_runner(args.guest, args.guest_cpus or os.cpu_count() or 1)
     command = args.run_cmd or os.environ.get("PERFSCALE_RUN_CMD")
     return shlex.split(command) if command else None
+
+
+def guest_runner(kernel, cpus):
+    """`run` inside `kernel` on QEMU's instruction clock, as --guest asks."""
+    return [os.path.join(REPO_ROOT, "tools", "perfscale"), "vm", "--kernel", kernel,
+            "--cpus", str(cpus), "--clock", "instructions", "--", "run"]
+
+
+def lineage_argv(args):
+    """The options that choose how the suite runs, for a nightly started on our behalf."""
+    argv = ["--run-cmd", args.run_cmd] if args.run_cmd else []
+    if args.guest is not None:
+        argv += ["--guest", args.guest]
+        if args.guest_cpus is not None:
+            argv += ["--guest-cpus", str(args.guest_cpus)]
+    return argv
 
 
 def run_suite(command, repetitions, out_path, run_args):
