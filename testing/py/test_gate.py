@@ -648,3 +648,26 @@ def test_calibrate_refuses_a_stretch_that_is_not_a_duration(cli, capsys, over):
         cli("calibrate", "--over", over)
     assert exit_info.value.code == 2
     assert "--over must be a positive number of seconds" in capsys.readouterr().err
+
+
+def test_true_sizes_count_every_op_of_an_iteration():
+    # BM_BreakpointThread's iteration is many thread create+joins, and its syscalls/op and
+    # usecs/op are per thread: the true size counts the iteration's ops from its times
+    # (it was taken as 1 op, which put a +16% slowdown at +0.1%).
+    from perfscale.gate import trials
+    from perfscale.results.io import Entry
+    from perfscale.results import names as names_module
+    thread = "BM_BreakpointThread/breakpoints:0/parallelism:2/threads:20/real_time"
+    fd = "BM_EventOpen/strategy:parallel/events:100/cpus:2/manual_time"
+
+    def entry(name, real_ns, **counters):
+        return Entry(name, names_module.parse_name(name), real_ns=list(real_ns),
+                     counters={k.replace("_per_", "/"): list(v) for k, v in counters.items()})
+    counted = results_io.ResultSet("count.json", {}, {
+        thread: entry(thread, [23.0e6, 23.2e6], syscalls_per_op=[13.0, 13.0],
+                      usecs_per_op=[115.0, 116.0]),
+        fd: entry(fd, [8.5e6], syscalls_per_fd=[1.1], fds=[200.0], usecs_per_fd=[42.5])})
+    base = [{thread: entry(thread, [20.0e6]), fd: entry(fd, [8.0e6])}]
+    sizes = trials.sizes_per_ns(counted, base)
+    assert sizes[thread] == pytest.approx(13 * 200 / 20.0e6)
+    assert sizes[fd] == pytest.approx(1.1 * 200 / 8.0e6)

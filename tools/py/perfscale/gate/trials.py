@@ -224,12 +224,27 @@ def sizes_per_ns(counted, base_runs):
         if not per_unit or base is None or not base.real_ns:
             continue
         counter, values = per_unit[0]
-        unit = counter.split("/", 1)[1]
-        per_iteration = statistics.median(values) * (
-            statistics.median(entry.counters[unit + "s"]) if entry.counters.get(unit + "s")
-            else 1.0)
+        per_iteration = statistics.median(values) * units_per_iteration(
+            entry, counter.split("/", 1)[1])
         sizes[name] = per_iteration / statistics.median(base.real_ns)
     return sizes
+
+
+def units_per_iteration(entry, unit):
+    """How many of a row's units (op, fd, record) one iteration holds: its count counter
+    (fds, records) where it has one, else its time per iteration over its time per unit
+    (an iteration of BM_BreakpointThread is --breakpoint_repeat batches of threads, and
+    its usecs/op and syscalls/op are per thread: 200 ops in the quick suite, not 1), else
+    1."""
+    if entry.counters.get(unit + "s"):
+        return statistics.median(entry.counters[unit + "s"])
+    per_unit_us = entry.counters.get("usecs/" + unit)
+    times = [t for t in entry.real_ns if math.isfinite(t) and t > 0]
+    if per_unit_us and times and statistics.median(per_unit_us) > 0:
+        # Both from the same repetitions: a ratio of counts, whatever the run's speed.
+        return statistics.median(t / (1000 * u) for t, u in zip(entry.real_ns, per_unit_us)
+                                 if math.isfinite(t) and t > 0 and u > 0)
+    return 1.0
 
 
 TRIAL_RECORD = "trial.json"
