@@ -240,3 +240,19 @@ def test_guest_options_are_checked_before_anything_runs(cli, capsys, options, me
             cli(command, *options)
         assert exit_info.value.code == 2
         assert message in capsys.readouterr().err, command
+
+
+def test_the_defaults_live_in_the_repositorys_results_folder():
+    # As the README says: results/history.sqlite, results/nightly, results/calibrate and
+    # results/trials of the checkout, and an external runner starts from its root (the
+    # subpackages' move put them one level too deep, under tools/, for a while).
+    from conftest import REPO_ROOT
+    from perfscale.gate import calibrate, trials
+    from perfscale.history import nightly as nightly_module
+    args, _ = nightly_module.parse_args([])
+    assert args.history == os.path.join(REPO_ROOT, "results", "history.sqlite")
+    assert args.report_dir == os.path.join(REPO_ROOT, "results", "nightly")
+    assert nightly_module.REPO_ROOT == REPO_ROOT
+    assert calibrate.parse_args([])[0].out_dir == os.path.join(REPO_ROOT, "results",
+                                                               "calibrate")
+    assert trials.parse_args([])[0].out_dir == os.path.join(REPO_ROOT, "results", "trials")

@@ -50,8 +50,7 @@ from perfscale.results import (comparepy as results_comparepy, io as results_io,
 from perfscale.gate import confirm, guard
 from perfscale.gate import floors as gate_floors
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.dirname(os.path.abspath(__file__)))))
+REPO_ROOT = suite.REPO_ROOT
 # Enough for the U test to call a 20% change significant; see DEFAULT_MIN_REPETITIONS.
 DEFAULT_REPETITIONS = 10
 _RESULTS_LINE = "results: "  # the last line `tools/perfscale run` prints
