@@ -671,3 +671,21 @@ def test_true_sizes_count_every_op_of_an_iteration():
     sizes = trials.sizes_per_ns(counted, base)
     assert sizes[thread] == pytest.approx(13 * 200 / 20.0e6)
     assert sizes[fd] == pytest.approx(1.1 * 200 / 8.0e6)
+
+
+def test_calibrate_names_the_families_the_host_hides_a_10_percent_slowdown_from():
+    from perfscale.gate import calibrate
+
+    def calibration(name, mdc):
+        return (name, results_stats.REAL_TIME), history.Calibration(
+            name, results_stats.REAL_TIME, mdc / 2, mdc, mdc / 3, 8)
+    learned = dict([calibration("BM_EventOpen/strategy:parallel/real_time", 0.064),
+                    calibration("BM_EventOpen/strategy:cpu_major/real_time", 0.20),
+                    calibration("BM_Synthesize/workers:1/real_time", 0.166),
+                    calibration("BM_BreakpointThread/breakpoints:0/real_time", 0.58)])
+    hint = calibrate.clock_hint(learned, "real")
+    assert hint.startswith("2 of 3 families have no benchmark that can detect a 10% slowdown "
+                           "on this host (BM_BreakpointThread, BM_Synthesize)")
+    assert "--guest KERNEL" in hint and "instruction clock" in hint
+    assert calibrate.clock_hint(learned, "instructions") == ""  # already there
+    assert calibrate.clock_hint(dict([calibration("BM_A/real_time", 0.05)]), "real") == ""

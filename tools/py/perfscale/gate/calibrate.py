@@ -41,6 +41,7 @@ from perfscale.history import store as history, nightly
 from perfscale.results import io as results_io, names as results_names
 from perfscale.gate import floors as gate_floors
 from perfscale.gate import inject
+from perfscale.vm import comparability
 
 DEFAULT_RUNS = 8
 
@@ -192,7 +193,29 @@ def _calibrate(args, run_args, config, folder, conn):
     print("calibrate: stored %d benchmarks' floors for host %s, %d CPUs, config '%s' in %s"
           % (sum(1 for _n, m in learned if m == results_stats.REAL_TIME), first.host,
              first.cpus, config, args.history))
+    hint = clock_hint(learned, comparability.clock(first.context))
+    if hint:
+        print("calibrate: " + hint)
     return 0
+
+
+def clock_hint(calibrations, clock):
+    """What to do when the host hides a 10% slowdown from whole families: the families
+    without a benchmark of MDC <= 10%, and the clock it cannot move; '' when none."""
+    if clock == "instructions":
+        return ""
+    families = {}
+    for (_name, metric), c in calibrations.items():
+        if metric == results_stats.REAL_TIME:
+            family = results_names.parse_name(c.name).family
+            families[family] = min(families.get(family, math.inf), c.mdc)
+    blind = sorted(f for f, mdc in families.items() if not mdc <= gate_floors.DETECTABLE)
+    if not blind:
+        return ""
+    return ("%d of %d families have no benchmark that can detect a 10%% slowdown on this "
+            "host (%s): its timings move more than that between runs. --guest KERNEL runs "
+            "the suite on QEMU's instruction clock, which the host cannot move (README, 'A "
+            "clock the host cannot move')" % (len(blind), len(families), ", ".join(blind)))
 
 
 def _pct(value):
@@ -232,7 +255,7 @@ def format_table(calibrations, injector=""):
         label = results_names.display_name(c.name)
         lines.append("%-100s %7.1f%% %9s %9s %9s" % (label, 100 * c.sigma, _pct(c.noise_floor),
                                                      _pct(c.mdc), _pct(c.injected_change)))
-    detectable = sum(1 for c in rows if c.mdc <= 0.10)
+    detectable = sum(1 for c in rows if c.mdc <= gate_floors.DETECTABLE)
     lines.append("%d of %d benchmarks can detect a 10%% slowdown (MDC <= 10%%)%s"
                  % (detectable, len(rows), "; injector: " + injector if injector else ""))
     best = {}

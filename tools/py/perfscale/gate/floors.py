@@ -29,6 +29,9 @@ from perfscale.gate import confirm, stats as results_stats
 from perfscale.history import store as history
 
 POWER = 0.9
+# The slowdown a nightly should see: a benchmark whose MDC is at most this can (calibrate
+# names the families without one; trials check the promise on those).
+DETECTABLE = 0.10
 MIN_RUNS = 4  # fewer runs say too little about the spread between runs
 HISTORY_RUNS = 10
 BASELINE_RUNS = 8  # the nightly's baseline: the mean of the lineage's last passing runs

@@ -61,7 +61,6 @@ from perfscale.history import nightly, store as history
 from perfscale.results import io as results_io, names as results_names
 
 DEFAULT_TRIALS = 10
-DETECTABLE = 0.10  # the size the promise is about: MDC <= 10%, slowdown >= 10%
 POWER_TRIALS_FLAGGED = 0.9
 
 
@@ -457,8 +456,8 @@ def _output_to(path):
 def _scope(name, calibration, sizes):
     calibrated = calibration.get((name, results_stats.REAL_TIME))
     size = sizes.get(name)
-    return (calibrated is not None and calibrated.mdc <= DETECTABLE and size is not None
-            and size >= DETECTABLE)
+    return (calibrated is not None and calibrated.mdc <= gate_floors.DETECTABLE
+            and size is not None and size >= gate_floors.DETECTABLE)
 
 
 def exit_status(outcomes, calibration, sizes):
