@@ -313,6 +313,11 @@ def test_report_says_a_tcg_runs_timings_are_not_comparable(tmp_path, cli):
     page = (tmp_path / "r" / "report.md").read_text()
     assert code == 0 and "Timings not comparable with bare metal** (emulated by QEMU TCG" in page
     assert "| vm_accelerator | tcg |" in page
+    code, _, _ = cli("report", labelled(tmp_path, "icount.json", **INSTRUCTIONS), "-o",
+                     tmp_path / "i", "--no-plots")
+    page = (tmp_path / "i" / "report.md").read_text()
+    assert code == 0 and "Timed on QEMU's instruction clock** (QEMU's instruction clock" in page
+    assert "| vm_clock | instructions |" in page and "not comparable with bare" not in page
 
 
 # --- plot --vs-cpus -----------------------------------------------------------------------

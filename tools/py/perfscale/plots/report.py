@@ -25,7 +25,8 @@ _CONTEXT_KEYS = ("host_name", "date", "num_online_cpus", "online_cpus", "num_cpu
                  "perf_event_paranoid", "hypervisor", "clocksource", "perfscale_revision",
                  "cpu_scaling_enabled", "load_avg", "library_build_type", "executable",
                  "vm_kernel", "vm_vcpus", "vm_memory_mib", "vm_accelerator", "vm_host_cpus",
-                 "timings_comparable", "timings_note")
+                 "vm_clock", "vm_guest_host_name", "timings_comparable", "timings_note",
+                 "injector", "injector_added_ns")
 _SHOWN_COUNTERS = 3  # per benchmark in the table; the JSON has them all
 
 
@@ -35,7 +36,12 @@ def add_results_sections(page, results, outdir, plots=True):
     page.table(["field", "value"], [[k, _text(results.context[k])] for k in _CONTEXT_KEYS
                           if k in results.context])
     comparable, why = comparability.timings_comparable(results.context)
-    if not comparable:
+    if comparability.clock(results.context) == "instructions":
+        page.text("**Timed on QEMU's instruction clock** (%s): every figure is a path length "
+                  "in guest instructions, exact whatever the host did, and comparable with "
+                  "other instruction-clock runs only; cache misses, memory and real "
+                  "parallelism cost nothing here." % why)
+    elif not comparable:
         page.text("**Timings not comparable with bare metal** (%s): read the counts (IPIs, "
                   "cross-CPU calls, contentions, context switches per operation), which say "
                   "what the kernel did; the times and speed-ups below are the guest's "
