@@ -559,3 +559,27 @@ def test_older_kernel_runs_or_skips_every_family(tmp_path):
     assert sources["ipis_sent"].startswith("unavailable: ")
     assert "ipi_send_cpu" in sources["ipis_sent"]
     assert any("ipis_system/op" in e.counters for e in results.entries.values())
+
+
+def test_a_guest_nightly_is_judged_on_the_instruction_clock(tmp_path):
+    """nightly --guest end to end, on one row: the first run is the baseline of the
+    instruction clock's own lineage, the second is judged on its timings against it."""
+    reason = qemu_missing()
+    if reason:
+        pytest.skip(reason)
+    db = tmp_path / "h.sqlite"
+    env = dict(os.environ, TMPDIR=str(tmp_path),
+               PERFSCALE_COMPARE_PY=str(tmp_path / "no-compare.py"))
+    nightly = [PERFSCALE, "nightly", "--guest", "debian:6.12-cloud", "--guest-cpus", "1",
+               "--history", str(db), "--report-dir", str(tmp_path / "n"), "--no-plots",
+               "--", "--quick", "--", "--benchmark_filter=BM_PipePingPong/set:none"]
+    first = subprocess.run(nightly, capture_output=True, text=True, env=env, timeout=600)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    assert "--clock instructions -- run --repetitions 10" in first.stdout
+    assert "no baseline yet for host qemu-instruction-clock, 1 CPUs" in first.stdout
+    second = subprocess.run(nightly, capture_output=True, text=True, env=env, timeout=600)
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    assert re.search(r"^BM_PipePingPong/set:none/\S*real_time: no significant change ",
+                     second.stdout, re.M), second.stdout[-3000:]
+    assert "nightly: no regression against run 1" in second.stdout
+    assert qemu_processes_under(tmp_path) == []
