@@ -486,8 +486,15 @@ def test_trials_say_where_the_a_a_trials_spread_more_than_calibrated():
                                 {steady: 0.025, drifting: 0.08})
     assert "| BM_A/placement:same_cpu/real_time | +6.0% | 2.0%, 2.5% | +12.0% | 1 of 1 | yes |" \
         in text
-    assert "| 2.0%, 8.0% (underestimated) | - | 0 of 1 | no |" in text
+    assert "| 2.0%, 8.0% (underestimated: MDC +21.7% at that spread) | - | 0 of 1 | no |" in text
     assert "spread more than 1.5x the calibrated sigma on 1 benchmark(s)" in text
+    # Twice a tiny sigma (the instruction clock's) promises the same MDC: not a warning.
+    exact = {(steady, results_stats.REAL_TIME): history.Calibration(
+        steady, results_stats.REAL_TIME, 0.0003, 0.05, 0.0001, 8)}
+    text = trials.format_tables(outcomes, exact, {}, argparse.Namespace(inject_events=1),
+                                {steady: 0.0002})
+    assert "| +5.0% | 0.01%, 0.02% | - | 1 of 1 | no |" in text
+    assert "underestimated" not in text and "calibrated sigma" not in text
     assert "calibrated sigma" not in trials.format_tables(
         outcomes, calibration, {}, argparse.Namespace(inject_events=1), {steady: 0.02})
     # A replay that left trials out numbers the rest as they were run.
