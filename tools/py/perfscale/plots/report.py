@@ -37,10 +37,10 @@ def add_results_sections(page, results, outdir, plots=True):
                           if k in results.context])
     comparable, why = comparability.timings_comparable(results.context)
     if comparability.clock(results.context) == "instructions":
-        page.text("**Timed on QEMU's instruction clock** (%s): every figure is a path length "
-                  "in guest instructions, exact whatever the host did, and comparable with "
-                  "other instruction-clock runs only; cache misses, memory and real "
-                  "parallelism cost nothing here." % why)
+        page.text("**Timed on QEMU's instruction clock**: every figure is a path length in "
+                  "guest instructions (1 ns each, idle time skipped), exact whatever the host "
+                  "did, and comparable with other instruction-clock runs only; cache misses, "
+                  "memory and real parallelism cost nothing here.")
     elif not comparable:
         page.text("**Timings not comparable with bare metal** (%s): read the counts (IPIs, "
                   "cross-CPU calls, contentions, context switches per operation), which say "
