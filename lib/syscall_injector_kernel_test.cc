@@ -1,5 +1,6 @@
 // The syscall injector on this kernel: while it is open every copy of its events counts
-// every syscall, closing it (or a refused open) leaves no fd behind, a filter the kernel
+// every syscall, closing it (or a refused open) leaves the process as it was (fds, the
+// soft fd limit it may raise: testing/common/process_state.h), a filter the kernel
 // refuses is said so, and the bare loop sees the added work. Skips, with the reason, where
 // system-wide tracepoint events are refused (no root/CAP_PERFMON, no tracefs).
 #include <sys/resource.h>
@@ -17,6 +18,7 @@
 #include "lib/cpu_set.h"
 #include "lib/errno_status.h"
 #include "lib/syscall_injector.h"
+#include "testing/common/process_state.h"
 
 namespace perfscale {
 namespace {
@@ -25,10 +27,10 @@ void Getppid(int calls) {
   for (int i = 0; i < calls; ++i) syscall(SYS_getppid);
 }
 
-int OpenFds() {
-  absl::StatusOr<int> fds = CountOpenFds();
-  EXPECT_TRUE(fds.ok()) << fds.status();
-  return fds.ok() ? *fds : -1;
+testing::ProcessState Capture() {
+  absl::StatusOr<testing::ProcessState> state = testing::CaptureProcessState();
+  EXPECT_TRUE(state.ok()) << state.status();
+  return state.ok() ? *state : testing::ProcessState{};
 }
 
 class SyscallInjectorKernelTest : public ::testing::Test {
@@ -68,25 +70,25 @@ TEST_F(SyscallInjectorKernelTest, EveryCopyCountsEverySyscall) {
 }
 
 TEST_F(SyscallInjectorKernelTest, ClosingItClosesEveryFd) {
-  const int before = OpenFds();
+  const testing::ProcessState before = Capture();
   {
     absl::StatusOr<SyscallInjector> injector = SyscallInjector::Open(4);
     ASSERT_TRUE(injector.ok()) << injector.status();
-    EXPECT_EQ(OpenFds(), before + static_cast<int>(injector->events()));
+    EXPECT_EQ(Capture().open_fds, before.open_fds + static_cast<int>(injector->events()));
     SyscallInjector moved = *std::move(injector);  // the events move, none is duplicated
-    EXPECT_EQ(OpenFds(), before + static_cast<int>(moved.events()));
+    EXPECT_EQ(Capture().open_fds, before.open_fds + static_cast<int>(moved.events()));
   }
-  EXPECT_EQ(OpenFds(), before);
+  EXPECT_EQ(Capture(), before);
 }
 
 TEST_F(SyscallInjectorKernelTest, AFilterTheKernelRefusesIsSaidAndLeavesNothingOpen) {
-  const int before = OpenFds();
+  const testing::ProcessState before = Capture();
   absl::StatusOr<SyscallInjector> injector = SyscallInjector::Open(2, "no_such_field == 1");
   ASSERT_FALSE(injector.ok());
   EXPECT_NE(injector.status().message().find("tracepoint filter 'no_such_field == 1' refused"),
             absl::string_view::npos)
       << injector.status();
-  EXPECT_EQ(OpenFds(), before);
+  EXPECT_EQ(Capture(), before);
 }
 
 TEST_F(SyscallInjectorKernelTest, AFilterSelectsWhatIsCounted) {
@@ -150,7 +152,7 @@ TEST_F(SyscallInjectorKernelTest, TooFewFileDescriptorsSaysWhatToDo) {
 }
 
 TEST_F(SyscallInjectorKernelTest, TheBareLoopSeesTheAddedWork) {
-  const int before = OpenFds();
+  const testing::ProcessState before = Capture();
   absl::StatusOr<InjectorCost> cost = MeasureInjectorCost(8);
   ASSERT_TRUE(cost.ok()) << cost.status();
   EXPECT_GT(cost->bare_ns, 0);
@@ -161,7 +163,7 @@ TEST_F(SyscallInjectorKernelTest, TheBareLoopSeesTheAddedWork) {
   // a timing goal (no bound on how much).
   EXPECT_GT(cost->injected_ns, cost->bare_ns) << cost->bare_ns << " ns bare";
   EXPECT_GT(cost->added_ns(), 0);
-  EXPECT_EQ(OpenFds(), before);
+  EXPECT_EQ(Capture(), before);
 }
 
 }  // namespace
