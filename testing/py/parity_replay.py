@@ -32,7 +32,7 @@ ARGS = {
 
 def _module(family):
     import importlib
-    return importlib.import_module("perfscale.parity." + family)
+    return importlib.import_module("perfscale.commands.parity." + family)
 
 
 def _normal(cmd, binary):
@@ -109,7 +109,7 @@ def record(family, binary):
                       "stdout": stdout, "stderr": result.stderr or ""})
         return result
 
-    from perfscale.parity import event_open
+    from perfscale.commands.parity import event_open
     facts = {"cpus": event_open.online_cpus(), "cpu": min(os.sched_getaffinity(0))}
     code, table, rows = _run_main(family, ARGS[family], recording_run, binary, facts)
     return {"family": family, "argv": ARGS[family], "facts": facts, "calls": calls,

@@ -283,7 +283,7 @@ def test_nightly_raises_no_alarm_when_the_confirmation_run_is_clean(cli, tmp_pat
 def test_the_confirmation_reruns_the_whole_suite(tmp_path, monkeypatch):
     # A benchmark's neighbours are part of what it measures, so the rerun is the suite the
     # baseline runs were; only the suspects are judged on it (confirm_suspects).
-    from perfscale.history import nightly
+    from perfscale.suite import nightly
     asked = []
 
     def run_suite(command, repetitions, out_path, run_args):
@@ -475,7 +475,7 @@ def test_trials_resume_keeps_finished_trials_of_the_same_history_only(cli, tmp_p
 
 def test_trials_say_where_the_a_a_trials_spread_more_than_calibrated():
     import argparse
-    from perfscale.gate import trials
+    from perfscale.commands import trials
     steady = "BM_A/placement:same_cpu/real_time"
     drifting = "BM_B/placement:same_cpu/real_time"
     calibration = {(n, results_stats.REAL_TIME): history.Calibration(
@@ -508,7 +508,7 @@ def test_the_a_a_spread_skips_a_trial_without_usable_results(tmp_path, capsys):
     import argparse
     import shutil as sh
     from conftest import data
-    from perfscale.gate import trials
+    from perfscale.commands import trials
     for index in range(1, 6):
         run = tmp_path / ("aa-%d" % index) / "20261201T000000Z"
         run.mkdir(parents=True)
@@ -535,7 +535,7 @@ def test_trials_end_cleanly_when_the_injector_fails_midway(cli, tmp_path, monkey
 
 
 def test_injected_runs_carry_the_injector_flag_to_the_binary(cli, tmp_path, monkeypatch):
-    from perfscale.gate import inject
+    from perfscale.suite import inject
     assert inject.injected_run_args(["--quick"], 40) == [
         "--quick", "--", "--inject_syscall_events=40"]
     assert inject.injected_run_args(["--quick", "--", "--attribution=false"], 2) == [
@@ -569,7 +569,7 @@ def test_trials_replay_judges_the_recorded_runs_again_and_runs_nothing(cli, tmp_
     before = sorted(str(p) for p in (tmp_path / "t").rglob("*"))
     # Nothing may run: a runner that would fail, and no injector.
     monkeypatch.setenv("PERFSCALE_RUN_CMD", "false")
-    from perfscale.gate import inject
+    from perfscale.suite import inject
 
     def no_injector(*_args, **_kwargs):
         raise AssertionError("a replay started the injector")
@@ -604,7 +604,7 @@ def test_trials_replay_leaves_out_a_trial_that_needs_an_unrecorded_rerun(cli, tm
 
 
 def test_trials_without_true_sizes_cannot_call_the_power_promise_kept(capsys):
-    from perfscale.gate import trials
+    from perfscale.commands import trials
     steady = "BM_A/placement:same_cpu/real_time"
     calibration = {(steady, results_stats.REAL_TIME): history.Calibration(
         steady, results_stats.REAL_TIME, 0.05, 0.06, 0.02, 8)}
@@ -618,7 +618,7 @@ def test_trials_without_true_sizes_cannot_call_the_power_promise_kept(capsys):
 def test_calibrate_over_a_stretch_spaces_the_runs_and_can_be_interrupted(cli, tmp_path,
                                                                          monkeypatch):
     import time as real_time
-    from perfscale.gate import calibrate
+    from perfscale.commands import calibrate
     monkeypatch.setenv("PERFSCALE_BINARY", FAKE_RUN)
     starts, slept = [], []
     running = calibrate._run
@@ -661,7 +661,7 @@ def test_true_sizes_count_every_op_of_an_iteration():
     # BM_BreakpointThread's iteration is many thread create+joins, and its syscalls/op and
     # usecs/op are per thread: the true size counts the iteration's ops from its times
     # (it was taken as 1 op, which put a +16% slowdown at +0.1%).
-    from perfscale.gate import trials
+    from perfscale.commands import trials
     from perfscale.results.io import Entry
     from perfscale.results import names as names_module
     thread = "BM_BreakpointThread/breakpoints:0/parallelism:2/threads:20/real_time"
@@ -681,7 +681,7 @@ def test_true_sizes_count_every_op_of_an_iteration():
 
 
 def test_calibrate_names_the_families_the_host_hides_a_10_percent_slowdown_from():
-    from perfscale.gate import calibrate
+    from perfscale.commands import calibrate
 
     def calibration(name, mdc):
         return (name, results_stats.REAL_TIME), history.Calibration(

@@ -91,7 +91,7 @@ def test_a_nightly_killed_before_its_report_never_becomes_the_baseline(tmp_path)
     # A passing run that dies the way SIGKILL does, right after recording: no report.
     killed = _nightly_process(
         tmp_path, "--fixture=clean.json", prelude=(
-            "import os, signal\nfrom perfscale.history import nightly\n"
+            "import os, signal\nfrom perfscale.suite import nightly\n"
             "nightly._write_report = lambda *a: os.kill(os.getpid(), signal.SIGKILL)"))
     assert killed.wait(120) == -signal.SIGKILL
     third = _nightly_process(tmp_path, "--fixture=base.json")

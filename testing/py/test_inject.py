@@ -18,7 +18,7 @@ import subprocess
 import pytest
 
 from conftest import REPO_ROOT, alive, wait_for
-from perfscale.gate import guard, inject
+from perfscale.suite import guard, inject
 
 FRONT_DOOR = os.path.join(REPO_ROOT, "tools", "perfscale")
 needs_bazel = pytest.mark.skipif(shutil.which("bazel") is None,
@@ -155,7 +155,7 @@ def test_a_filter_the_kernel_refuses_is_skipped_with_the_reason():
 
 
 def test_calibrate_and_trials_hear_the_hosts_refusal_before_they_run(monkeypatch, tmp_path):
-    from perfscale import run as suite
+    from perfscale.suite import runner as suite
     refusing = tmp_path / "inject"
     refusing.write_text("#!/bin/sh\necho 'SKIPPED: tracefs is not mounted, and mounting it "
                         "needs CAP_SYS_ADMIN'\nexit 2\n")

@@ -207,7 +207,7 @@ def test_run_arguments_are_checked_before_anything_runs(nightly, capsys, run_arg
 
 def test_a_guest_nightly_runs_the_suite_in_the_kernel_on_its_instruction_clock(
         cli, tmp_path, monkeypatch):
-    from perfscale.history import nightly as nightly_module
+    from perfscale.suite import nightly as nightly_module
     args, run_args = nightly_module.parse_args(["--guest", "debian:6.12-cloud",
                                                 "--guest-cpus", "4", "--", "--quick"])
     command = nightly_module.runner_command(args)
@@ -247,8 +247,8 @@ def test_the_defaults_live_in_the_repositorys_results_folder():
     # results/trials of the checkout, and an external runner starts from its root (the
     # subpackages' move put them one level too deep, under tools/, for a while).
     from conftest import REPO_ROOT
-    from perfscale.gate import calibrate, trials
-    from perfscale.history import nightly as nightly_module
+    from perfscale.commands import calibrate, trials
+    from perfscale.suite import nightly as nightly_module
     args, _ = nightly_module.parse_args([])
     assert args.history == os.path.join(REPO_ROOT, "results", "history.sqlite")
     assert args.report_dir == os.path.join(REPO_ROOT, "results", "nightly")

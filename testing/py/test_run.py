@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from conftest import FAKE_RUN, HERE
-from perfscale import run as suite
+from perfscale.suite import runner as suite
 
 
 @pytest.fixture

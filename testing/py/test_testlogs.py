@@ -3,7 +3,7 @@ result file it reads, just before the closing "N passed, N failed, N skipped" li
 
 import json
 
-from perfscale import testlogs
+from perfscale.commands import testlogs
 
 GTEST_XML = """<?xml version="1.0" encoding="UTF-8"?>
 <testsuites tests="3" failures="1" disabled="0" errors="0" name="AllTests">

@@ -21,7 +21,9 @@ import pytest
 from conftest import REPO_ROOT, data
 from perfscale.plots import cpus as plot_cpus
 from perfscale.results import io as results_io
-from perfscale.vm import comparability, bisect, qemu as vm
+from perfscale.commands import bisect
+from perfscale.gate import comparability
+from perfscale.vm import qemu as vm
 
 PERFSCALE = os.path.join(REPO_ROOT, "tools", "perfscale")
 

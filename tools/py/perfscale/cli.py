@@ -1,7 +1,7 @@
 """Dispatches `tools/perfscale <command>` to the Python module that implements it.
 
 Each command lives in a module exposing `main(argv) -> int`, in the subpackage of its
-job (MODULES below); `parity FAMILY` maps to `perfscale.parity.<family>`.
+job (MODULES below); `parity FAMILY` maps to `perfscale.commands.parity.<family>`.
 """
 
 import importlib
@@ -11,16 +11,16 @@ import sys
 COMMANDS = ("run", "parity", "compare", "nightly", "plot", "report", "vm", "bisect",
             "calibrate", "trials", "inject")
 MODULES = {
-    "run": "perfscale.run",
-    "compare": "perfscale.gate.compare",
-    "calibrate": "perfscale.gate.calibrate",
-    "trials": "perfscale.gate.trials",
-    "inject": "perfscale.gate.inject",
-    "nightly": "perfscale.history.nightly",
+    "run": "perfscale.suite.runner",
+    "compare": "perfscale.commands.compare",
+    "calibrate": "perfscale.commands.calibrate",
+    "trials": "perfscale.commands.trials",
+    "inject": "perfscale.suite.inject",
+    "nightly": "perfscale.suite.nightly",
     "plot": "perfscale.plots.plot",
     "report": "perfscale.plots.report",
     "vm": "perfscale.vm.qemu",
-    "bisect": "perfscale.vm.bisect",
+    "bisect": "perfscale.commands.bisect",
 }
 PARITY_FAMILIES = ("breakpoint", "event_open", "synthesize", "trace_overhead")
 
@@ -44,7 +44,7 @@ def main(argv):
             print("usage: tools/perfscale parity FAMILY [options]  (FAMILY: %s)"
                   % ", ".join(PARITY_FAMILIES), file=sys.stderr)
             return 2
-        module_name = "perfscale.parity." + rest[0]
+        module_name = "perfscale.commands.parity." + rest[0]
         rest = rest[1:]
     try:
         module = importlib.import_module(module_name)

@@ -18,7 +18,7 @@ import subprocess
 import sys
 from typing import Callable, List, Optional
 
-from perfscale import run as suite
+from perfscale.suite import runner as suite
 
 
 class ParityError(Exception):

@@ -15,7 +15,7 @@ import statistics
 
 from perfscale.plots import plot
 from perfscale.results import names as results_names
-from perfscale.vm import comparability
+from perfscale.gate import comparability
 
 
 def run_cpus(results):

@@ -17,7 +17,7 @@ from perfscale.history import store as history
 from perfscale.plots import page as results_page
 from perfscale.results import (headlines as results_headlines, io as results_io,
                                names as results_names, profile as results_profile)
-from perfscale.vm import comparability
+from perfscale.gate import comparability
 
 # Context keys worth a line on the page, in reading order (Google Benchmark's and ours).
 _CONTEXT_KEYS = ("host_name", "date", "num_online_cpus", "online_cpus", "num_cpus",
@@ -108,7 +108,7 @@ def write_report(results, outdir, plots=True, history_path=None):
     page.text("From %s." % results.source)
     add_results_sections(page, results, outdir, plots)
     if history_path:
-        from perfscale.gate import calibrate  # the gate's section, only when asked for
+        from perfscale.commands import calibrate  # the gate's section, only when asked for
         conn = history.open_history(history_path)
         try:
             calibrate.add_calibration_section(page, conn, results.host, results.cpus)

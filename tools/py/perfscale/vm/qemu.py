@@ -34,7 +34,7 @@ import tempfile
 import time
 
 from perfscale.results import io as results_io
-from perfscale.vm import comparability
+from perfscale.gate import comparability
 
 CACHE = os.path.join(os.path.expanduser("~"), ".cache", "perfscale")
 # Debian 12's kernel series: how a package of each is named (group 1: the version that

@@ -55,9 +55,10 @@ import statistics
 import sys
 import time
 
-from perfscale.gate import (compare, confirm, floors as gate_floors, inject,
-                            stats as results_stats)
-from perfscale.history import nightly, store as history
+from perfscale.commands import compare
+from perfscale.gate import confirm, floors as gate_floors, stats as results_stats
+from perfscale.history import store as history
+from perfscale.suite import inject, nightly
 from perfscale.results import io as results_io, names as results_names
 
 DEFAULT_TRIALS = 10

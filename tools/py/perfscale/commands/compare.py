@@ -14,7 +14,7 @@ import sys
 
 from perfscale.gate import stats as results_stats
 from perfscale.results import comparepy as results_comparepy, io as results_io
-from perfscale.vm import comparability
+from perfscale.gate import comparability
 
 
 def add_gate_options(parser):

@@ -1,6 +1,6 @@
 """Runs a command so that it, and everything it starts, dies with the process that asked.
 
-    python3 -m perfscale.gate.guard PARENT_PID -- COMMAND...
+    python3 -m perfscale.suite.guard PARENT_PID -- COMMAND...
 
 nightly starts its runner through this guard. The guard gets SIGTERM when nightly dies
 however it dies (PR_SET_PDEATHSIG, set by `popen` below before exec; SIGKILL included)
@@ -26,7 +26,8 @@ _libc = ctypes.CDLL(None, use_errno=True)
 def popen(command, **kwargs):
     """subprocess.Popen of `command` under a guard tied to this process."""
     parent = os.getpid()
-    tools_py = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    tools_py = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))))
     env = dict(kwargs.pop("env", None) or os.environ)
     env["PYTHONPATH"] = tools_py + (os.pathsep + env["PYTHONPATH"]
                                     if env.get("PYTHONPATH") else "")
@@ -34,7 +35,7 @@ def popen(command, **kwargs):
     def die_with_parent():
         _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
-    return subprocess.Popen([sys.executable, "-m", "perfscale.gate.guard", str(parent), "--"]
+    return subprocess.Popen([sys.executable, "-m", "perfscale.suite.guard", str(parent), "--"]
                             + list(command), preexec_fn=die_with_parent, env=env, **kwargs)
 
 
@@ -77,7 +78,7 @@ def _reap_orphans():
 
 def main(argv):
     if len(argv) < 3 or argv[1] != "--" or not argv[0].isdigit():
-        print("usage: python3 -m perfscale.gate.guard PARENT_PID -- COMMAND...",
+        print("usage: python3 -m perfscale.suite.guard PARENT_PID -- COMMAND...",
               file=sys.stderr)
         return 2
     parent, command = int(argv[0]), argv[2:]

@@ -56,7 +56,7 @@ def main(argv):
     tools/setup): the program's output is ours, its exit status our return value (128 + N
     when signal N killed it). SIGTERM, SIGINT and SIGHUP sent to this process are passed
     on to it, so it switches off and says so; it dies with this process (PDEATHSIG)."""
-    from perfscale import run as suite
+    from perfscale.suite import runner as suite
     try:
         binary = suite.build_target(INJECT_TARGET)
     except suite.BuildError as err:
@@ -136,7 +136,7 @@ def refusal_here(events):
     """Why this host refuses the injector's events (a sentence), or None. calibrate and
     trials ask before their runs, so that a refusal is said at once, not at the injected
     run an hour in. One `inject --measure`: a second here."""
-    from perfscale import run as suite
+    from perfscale.suite import runner as suite
     try:
         binary = suite.build_target(INJECT_TARGET)
     except suite.BuildError as err:

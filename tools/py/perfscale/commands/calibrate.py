@@ -37,11 +37,12 @@ import sys
 import time
 
 from perfscale.gate import stats as results_stats
-from perfscale.history import store as history, nightly
+from perfscale.history import store as history
+from perfscale.suite import nightly
 from perfscale.results import io as results_io, names as results_names
 from perfscale.gate import floors as gate_floors
-from perfscale.gate import inject
-from perfscale.vm import comparability
+from perfscale.suite import inject
+from perfscale.gate import comparability
 
 DEFAULT_RUNS = 8
 

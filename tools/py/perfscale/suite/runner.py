@@ -30,8 +30,8 @@ import subprocess
 import sys
 from typing import List, Optional, Sequence
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))))
 MAX_REPETITIONS = 1000
 STAND_IN_ENV = "PERFSCALE_BINARY"
 
@@ -246,7 +246,7 @@ def run_suite(options: Options, runner: Sequence[str] = (), tag: str = "",
     sys.stderr.flush()
     try:
         if guarded:
-            from perfscale.gate import guard  # only the nightly's runs need it
+            from perfscale.suite import guard  # only the nightly's runs need it
             status = guard.popen(command, env=env).wait()
         else:
             status = subprocess.call(command, env=env)

@@ -41,13 +41,15 @@ import sqlite3
 import subprocess
 import sys
 
-from perfscale import run as suite
-from perfscale.gate import compare, stats as results_stats
+from perfscale.suite import runner as suite
+from perfscale.commands import compare
+from perfscale.gate import stats as results_stats
 from perfscale.history import store as history
 from perfscale.plots import page as results_page
 from perfscale.results import (comparepy as results_comparepy, io as results_io,
                                names as results_names)
-from perfscale.gate import confirm, guard
+from perfscale.gate import confirm
+from perfscale.suite import guard
 from perfscale.gate import floors as gate_floors
 
 REPO_ROOT = suite.REPO_ROOT
@@ -422,7 +424,7 @@ def _write_report(conn, args, run_dir, run_id, info, results, baseline, verdicts
         page.text("To accept this run as the new baseline: tools/perfscale nightly "
                   "--baseline %d ..." % run_id)
     report.add_results_sections(page, results, run_dir, plots=not args.no_plots)
-    from perfscale.gate import calibrate  # imports nightly: only here, not at module load
+    from perfscale.commands import calibrate  # imports nightly: only here, not at module load
     calibrate.add_calibration_section(page, conn, info.host, info.cpus)
     with open(os.path.join(run_dir, "verdicts.json"), "w", encoding="utf-8") as f:
         f.write(results_io.dumps({"run_id": run_id, "baseline_id": baseline["id"]

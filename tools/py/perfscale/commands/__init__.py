@@ -1,0 +1,1 @@
+"""The commands of tools/perfscale, one module each with main(argv) -> int."""

@@ -1,0 +1,1 @@
+"""`tools/perfscale parity FAMILY`: one module per family."""

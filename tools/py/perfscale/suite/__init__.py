@@ -1,0 +1,1 @@
+"""The suite runner: building and running the benchmarks, lineages, the injector."""
