@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 
-from perfscale.results import io as results_io
+from perfscale.results import io
 
 # A and B must differ by at least this much, relative to the larger, to be worth bisecting.
 MIN_SEPARATION = 0.10
@@ -97,7 +97,7 @@ def vm_measure(args, perfscale):
                 raise BisectError("the run on kernel %s failed (command: %s):\n%s"
                                   % (kernel, " ".join(command),
                                      "\n".join(run.stderr.splitlines()[-10:])))
-            return counter_median(results_io.load_results(out), args.benchmark, args.counter)
+            return counter_median(io.load_results(out), args.benchmark, args.counter)
     return measure
 
 
@@ -143,7 +143,7 @@ def main(argv):
     try:
         index, _ = first_bad(kernels, kernels.index(args.good), kernels.index(args.bad),
                              vm_measure(args, perfscale), log)
-    except (BisectError, results_io.ResultsError) as err:
+    except (BisectError, io.ResultsError) as err:
         print("perfscale bisect: %s" % err, file=sys.stderr)
         return 2 if isinstance(err, BisectError) else 1
     print("first bad kernel: %s" % kernels[index])

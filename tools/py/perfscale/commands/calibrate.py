@@ -36,11 +36,11 @@ import statistics
 import sys
 import time
 
-from perfscale.gate import stats as results_stats
-from perfscale.history import store as history
+from perfscale.gate import stats
+from perfscale.history import store
 from perfscale.suite import nightly
-from perfscale.results import io as results_io, names as results_names
-from perfscale.gate import floors as gate_floors
+from perfscale.results import io, names
+from perfscale.gate import floors
 from perfscale.suite import inject
 from perfscale.gate import comparability
 
@@ -55,7 +55,7 @@ def parse_args(argv):
                     "change on this host; store them in the history for nightly.")
     parser.add_argument("--runs", type=int, default=DEFAULT_RUNS, metavar="K",
                         help="runs with no change (default %%(default)s; at least %d)"
-                        % gate_floors.MIN_RUNS)
+                        % floors.MIN_RUNS)
     parser.add_argument("--repetitions", type=int, default=nightly.DEFAULT_REPETITIONS,
                         metavar="N", help="repetitions per run, as nightly "
                         "(default %(default)s)")
@@ -72,13 +72,13 @@ def parse_args(argv):
     parser.add_argument("--out-dir", default=os.path.join(nightly.REPO_ROOT, "results",
                                                           "calibrate"), metavar="DIR",
                         help="where the runs' results go (default results/calibrate)")
-    parser.add_argument("--alpha", type=float, default=results_stats.DEFAULT_ALPHA,
+    parser.add_argument("--alpha", type=float, default=stats.DEFAULT_ALPHA,
                         help="family-wise false-alarm rate the floors are set for "
                         "(default %(default)s)")
     args = parser.parse_args(ours)
     nightly.check_lineage_options(parser, args)
-    if args.runs < gate_floors.MIN_RUNS:
-        parser.error("--runs must be at least %d" % gate_floors.MIN_RUNS)
+    if args.runs < floors.MIN_RUNS:
+        parser.error("--runs must be at least %d" % floors.MIN_RUNS)
     if args.repetitions < 2:
         parser.error("--repetitions must be at least 2")
     if args.over is not None and not (args.over > 0 and math.isfinite(args.over)):
@@ -114,8 +114,8 @@ def _run(args, run_args, folder, label):
     if status != 0:
         raise RuntimeError("run %s failed with exit status %d" % (label, status))
     try:
-        return results_io.load_results(path)
-    except results_io.ResultsError as err:
+        return io.load_results(path)
+    except io.ResultsError as err:
         raise RuntimeError("run %s: unusable results: %s" % (label, err)) from None
 
 
@@ -125,7 +125,7 @@ def _median_change(base_runs, run, name):
     entry = run.entries.get(name)
     if not medians or entry is None or not entry.real_ns:
         return None
-    return results_stats.change(statistics.median(medians), statistics.median(entry.real_ns))
+    return stats.change(statistics.median(medians), statistics.median(entry.real_ns))
 
 
 def main(argv):
@@ -135,11 +135,11 @@ def main(argv):
     folder = os.path.join(os.path.abspath(args.out_dir), stamp)
     try:
         os.makedirs(folder, exist_ok=True)
-        conn = history.open_history(args.history)
+        conn = store.open_history(args.history)
     except OSError as err:
         print("calibrate: cannot create %s: %s" % (folder, err.strerror), file=sys.stderr)
         return 2
-    except history.HistoryError as err:
+    except store.HistoryError as err:
         print("calibrate: %s" % err, file=sys.stderr)
         return 2
     try:
@@ -179,20 +179,20 @@ def _calibrate(args, run_args, config, folder, conn):
     first = runs[0]
     if (first.host, first.cpus) != (runs[-1].host, runs[-1].cpus):
         raise RuntimeError("the runs were on different machines")
-    learned = gate_floors.learn([r.entries for r in runs], args.alpha)
+    learned = floors.learn([r.entries for r in runs], args.alpha)
     for (name, metric), calibration in learned.items():
-        if injected is not None and metric == results_stats.REAL_TIME:
+        if injected is not None and metric == stats.REAL_TIME:
             calibration.injected_change = _median_change(runs, injected, name)
-    history.store_calibration(conn, first.host, first.cpus, config, learned.values())
+    store.store_calibration(conn, first.host, first.cpus, config, learned.values())
     # The runs with no change are also the lineage's first baseline: the nightly judges
     # against the mean of its last passing runs, and these are as good as any.
     for results in runs:
-        run_id = history.record_run(conn, history.RunInfo.from_results(
+        run_id = store.record_run(conn, store.RunInfo.from_results(
             results, config, run_args, args.repetitions), results, [], None)
-        history.mark_complete(conn, run_id)
+        store.mark_complete(conn, run_id)
     print(format_table(learned, size))
     print("calibrate: stored %d benchmarks' floors for host %s, %d CPUs, config '%s' in %s"
-          % (sum(1 for _n, m in learned if m == results_stats.REAL_TIME), first.host,
+          % (sum(1 for _n, m in learned if m == stats.REAL_TIME), first.host,
              first.cpus, config, args.history))
     hint = clock_hint(learned, comparability.clock(first.context))
     if hint:
@@ -207,10 +207,10 @@ def clock_hint(calibrations, clock):
         return ""
     families = {}
     for (_name, metric), c in calibrations.items():
-        if metric == results_stats.REAL_TIME:
-            family = results_names.parse_name(c.name).family
+        if metric == stats.REAL_TIME:
+            family = names.parse_name(c.name).family
             families[family] = min(families.get(family, math.inf), c.mdc)
-    blind = sorted(f for f, mdc in families.items() if not mdc <= gate_floors.DETECTABLE)
+    blind = sorted(f for f, mdc in families.items() if not mdc <= floors.DETECTABLE)
     if not blind:
         return ""
     return ("%d of %d families have no benchmark that can detect a 10%% slowdown on this "
@@ -234,8 +234,8 @@ def add_calibration_section(page, conn, host, cpus):
                   "RUN_ARGS` (nightly then judges each benchmark against its own noise)."
                   % (host, cpus))
     for config in configs:
-        rows = sorted((c for (_n, m), c in history.load_calibration(
-            conn, host, cpus, config).items() if m == results_stats.REAL_TIME),
+        rows = sorted((c for (_n, m), c in store.load_calibration(
+            conn, host, cpus, config).items() if m == stats.REAL_TIME),
             key=lambda c: c.mdc)
         page.text("Config '%s', calibrated %s from %d runs with no change. A slowdown "
                   "below its MDC may pass unseen; an A/A change below its floor never "
@@ -243,25 +243,25 @@ def add_calibration_section(page, conn, host, cpus):
                                        max((c.runs for c in rows), default=0)))
         page.table(["benchmark", "sigma between runs", "noise floor", "MDC",
                     "injected slowdown"],
-                   [[results_names.display_name(c.name), "%.1f%%" % (100 * c.sigma), _pct(c.noise_floor),
+                   [[names.display_name(c.name), "%.1f%%" % (100 * c.sigma), _pct(c.noise_floor),
                      _pct(c.mdc), _pct(c.injected_change)] for c in rows])
 
 
 def format_table(calibrations, injector=""):
     """The calibration as a text table: what the gate can tell apart, per benchmark."""
-    rows = sorted((c for (_n, m), c in calibrations.items() if m == results_stats.REAL_TIME),
+    rows = sorted((c for (_n, m), c in calibrations.items() if m == stats.REAL_TIME),
                   key=lambda c: c.mdc)
     lines = ["%-100s %8s %9s %9s %9s" % ("benchmark", "sigma", "floor", "MDC", "injected")]
     for c in rows:
-        label = results_names.display_name(c.name)
+        label = names.display_name(c.name)
         lines.append("%-100s %7.1f%% %9s %9s %9s" % (label, 100 * c.sigma, _pct(c.noise_floor),
                                                      _pct(c.mdc), _pct(c.injected_change)))
-    detectable = sum(1 for c in rows if c.mdc <= gate_floors.DETECTABLE)
+    detectable = sum(1 for c in rows if c.mdc <= floors.DETECTABLE)
     lines.append("%d of %d benchmarks can detect a 10%% slowdown (MDC <= 10%%)%s"
                  % (detectable, len(rows), "; injector: " + injector if injector else ""))
     best = {}
     for c in rows:  # sorted by MDC: the first of each family is its most sensitive
-        best.setdefault(results_names.parse_name(c.name).family, c)
+        best.setdefault(names.parse_name(c.name).family, c)
     for family, c in sorted(best.items()):
         lines.append("%s: smallest MDC %s (%s)" % (family, _pct(c.mdc), c.name))
     return "\n".join(lines)

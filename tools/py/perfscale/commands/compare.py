@@ -12,26 +12,26 @@ repetitions): a gate never passes what it could not judge.
 import argparse
 import sys
 
-from perfscale.gate import stats as results_stats
-from perfscale.results import comparepy as results_comparepy, io as results_io
+from perfscale.gate import stats
+from perfscale.results import comparepy, io
 from perfscale.gate import comparability
 
 
 def add_gate_options(parser):
     """The options that define a regression; nightly takes the same ones."""
-    parser.add_argument("--alpha", type=float, default=results_stats.DEFAULT_ALPHA,
+    parser.add_argument("--alpha", type=float, default=stats.DEFAULT_ALPHA,
                         help="significance level of the U test (default %(default)s)")
-    parser.add_argument("--threshold", type=float, default=results_stats.DEFAULT_THRESHOLD_PCT,
+    parser.add_argument("--threshold", type=float, default=stats.DEFAULT_THRESHOLD_PCT,
                         metavar="PCT", help="smallest slowdown of the median real time "
                         "that counts, in percent (default %(default)s)")
     parser.add_argument("--min-repetitions", type=int,
-                        default=results_stats.DEFAULT_MIN_REPETITIONS, metavar="N",
+                        default=stats.DEFAULT_MIN_REPETITIONS, metavar="N",
                         help="fewest repetitions on each side for the U test "
                         "(default %(default)s, as compare.py recommends)")
 
 
 def gate_options(args):
-    return results_stats.Options(alpha=args.alpha, threshold_pct=args.threshold,
+    return stats.Options(alpha=args.alpha, threshold_pct=args.threshold,
                                  min_repetitions=args.min_repetitions)
 
 
@@ -47,14 +47,14 @@ def check_gate_options(parser, args):
 def summary(verdicts, options):
     """The closing lines: what failed the gate, and what could not be judged."""
     lines = []
-    too_few = [v.name for v in verdicts if v.verdict == results_stats.TOO_FEW]
+    too_few = [v.name for v in verdicts if v.verdict == stats.TOO_FEW]
     if too_few:
         lines.append("%d benchmark(s) had too few repetitions to judge; run with "
                      "--repetitions %d or more" % (len(too_few), options.min_repetitions))
-    errors = [v.name for v in verdicts if v.verdict == results_stats.ERROR]
+    errors = [v.name for v in verdicts if v.verdict == stats.ERROR]
     if errors:
         lines.append("error in the new run (not judged): " + ", ".join(errors))
-    lines.append(results_stats.gate_status(verdicts)[1])
+    lines.append(stats.gate_status(verdicts)[1])
     return lines
 
 
@@ -73,26 +73,26 @@ def main(argv):
     args = parser.parse_args(argv)
     check_gate_options(parser, args)
     try:
-        base = results_io.load_results(args.base)
-        new = results_io.load_results(args.new)
-    except results_io.ResultsError as err:
+        base = io.load_results(args.base)
+        new = io.load_results(args.new)
+    except io.ResultsError as err:
         print("perfscale compare: %s" % err, file=sys.stderr)
         return 2
     judged = comparability.judge(base, new, sys.stdout, gate_options(args))
     if judged is not None:
         return judged
     if not args.no_table:
-        sys.stdout.write(results_comparepy.table(
-            args.base, args.new, args.alpha, results_comparepy.stdout_wants_color(),
+        sys.stdout.write(comparepy.table(
+            args.base, args.new, args.alpha, comparepy.stdout_wants_color(),
             args.all_repetitions))
         print()
     if (base.host, base.cpus) != (new.host, new.cpus):
         print("note: comparing results from different machines (%s, %d CPUs vs %s, %d CPUs)"
               % (base.host, base.cpus, new.host, new.cpus))
     options = gate_options(args)
-    verdicts = results_stats.compare_entries(base.entries, new.entries, options)
+    verdicts = stats.compare_entries(base.entries, new.entries, options)
     for verdict in verdicts:
         print(verdict.line())
     for line in summary(verdicts, options):
         print(line)
-    return results_stats.gate_status(verdicts)[0]
+    return stats.gate_status(verdicts)[0]

@@ -56,10 +56,11 @@ import sys
 import time
 
 from perfscale.commands import compare
-from perfscale.gate import confirm, floors as gate_floors, stats as results_stats
-from perfscale.history import store as history
+from perfscale.gate import confirm, stats
+from perfscale.gate.floors import BASELINE_RUNS, DETECTABLE, MIN_RUNS, floor_and_mdc, for_lineage
+from perfscale.history import store
 from perfscale.suite import inject, nightly
-from perfscale.results import io as results_io, names as results_names
+from perfscale.results import io, names
 
 DEFAULT_TRIALS = 10
 POWER_TRIALS_FLAGGED = 0.9
@@ -80,7 +81,7 @@ def parse_args(argv):
                                 "arguments)", "a command that runs the suite instead, as "
                                 "nightly's --run-cmd (default: $PERFSCALE_RUN_CMD, else the "
                                 "suite runs here)", "the calibrated history (default "
-                                "results/history.sqlite); read, never changed")
+                                "results/store.sqlite); read, never changed")
     parser.add_argument("--out-dir", default=os.path.join(nightly.REPO_ROOT, "results",
                                                           "trials"), metavar="DIR",
                         help="where the trials' histories, reports and logs go "
@@ -111,8 +112,8 @@ def main(argv):
     args, run_args = parse_args(argv)
     config = args.config if args.config is not None else shlex.join(run_args)
     try:
-        conn = history.open_history(args.history)
-    except history.HistoryError as err:
+        conn = store.open_history(args.history)
+    except store.HistoryError as err:
         print("trials: %s" % err, file=sys.stderr)
         return 2
     try:
@@ -124,9 +125,9 @@ def main(argv):
                   file=sys.stderr)
             return 2
         host, cpus = lineages[0]["host"], lineages[0]["cpus"]
-        calibration = history.load_calibration(conn, host, cpus, config)
-        base_rows = history.find_baselines(conn, host, cpus, config, gate_floors.BASELINE_RUNS)
-        base_runs = [history.load_entries(conn, row["id"]) for row in base_rows]
+        calibration = store.load_calibration(conn, host, cpus, config)
+        base_rows = store.find_baselines(conn, host, cpus, config, BASELINE_RUNS)
+        base_runs = [store.load_entries(conn, row["id"]) for row in base_rows]
     finally:
         conn.close()
     if args.replay:
@@ -211,12 +212,12 @@ def true_sizes(args, run_args, base_runs):
     if status != 0:
         print("trials: the syscall count run failed (exit %d): no true sizes" % status)
         return {}
-    return sizes_per_ns(results_io.load_results(path), base_runs)
+    return sizes_per_ns(io.load_results(path), base_runs)
 
 
 def sizes_per_ns(counted, base_runs):
     """true_sizes from the count run's results."""
-    pooled = results_stats.pool(base_runs)
+    pooled = stats.pool(base_runs)
     sizes = {}
     for name, entry in counted.entries.items():
         per_unit = [(c, v) for c, v in entry.counters.items() if c.startswith("syscalls/")]
@@ -255,9 +256,9 @@ def replay(args, run_args, config, lineage, calibration, base_runs):
     nightly_args, _ = nightly.parse_args(["--config=" + config, "--no-plots", "--"]
                                          + list(run_args))
     options = compare.gate_options(nightly_args)
-    conn = history.open_history(args.history)
+    conn = store.open_history(args.history)
     try:
-        floors, _source = gate_floors.for_lineage(conn, *lineage, config, options.alpha)
+        floors, _source = for_lineage(conn, *lineage, config, options.alpha)
     finally:
         conn.close()
     digest = _digest(args.history)
@@ -291,8 +292,8 @@ def replay(args, run_args, config, lineage, calibration, base_runs):
     measured = [c for c in costs if c is not None]
     counted = os.path.join(os.path.abspath(args.out_dir), "syscalls.json")
     try:
-        per_ns = sizes_per_ns(results_io.load_results(counted), base_runs)
-    except results_io.ResultsError as err:
+        per_ns = sizes_per_ns(io.load_results(counted), base_runs)
+    except io.ResultsError as err:
         print("trials: no true sizes: the trials' syscall count: %s" % err)
         per_ns = {}
     if outcomes["power"] and not measured:
@@ -314,8 +315,8 @@ def _replay_trial(nightly_args, base_runs, options, floors, folder):
         return "its nightly recorded no run"
     run_dir = run_dirs[0]
     try:
-        first = results_io.load_results(os.path.join(run_dir, "results.json"))
-    except results_io.ResultsError as err:
+        first = io.load_results(os.path.join(run_dir, "results.json"))
+    except io.ResultsError as err:
         return str(err)
     missing = []  # why a rerun the gate asked for cannot be served
 
@@ -325,8 +326,8 @@ def _replay_trial(nightly_args, base_runs, options, floors, folder):
             missing.append("the gate asked for %s, which the trial did not record" % name)
             raise confirm.RerunError("%s was not recorded" % name)
         try:
-            return results_io.load_results(out_path)
-        except results_io.ResultsError as err:  # the trial read it; this copy is damaged
+            return io.load_results(out_path)
+        except io.ResultsError as err:  # the trial read it; this copy is damaged
             missing.append("the trial's %s is unreadable: %s" % (name, err))
             raise confirm.RerunError(str(err)) from None
 
@@ -334,7 +335,7 @@ def _replay_trial(nightly_args, base_runs, options, floors, folder):
                              run_dir, recorded_rerun)
     if missing:
         return missing[0]
-    return results_stats.gate_status(verdicts)[0], [v.name for v in verdicts if v.regression]
+    return stats.gate_status(verdicts)[0], [v.name for v in verdicts if v.regression]
 
 
 def _digest(path):
@@ -379,8 +380,8 @@ def aa_spread(args, trials):
             if "results.json" not in files:
                 continue
             try:
-                entries = results_io.load_results(os.path.join(root, "results.json")).entries
-            except results_io.ResultsError as err:
+                entries = io.load_results(os.path.join(root, "results.json")).entries
+            except io.ResultsError as err:
                 print("trials: A/A trial %d left no usable results (%s): not in the spread"
                       % (index, err))
                 continue
@@ -389,7 +390,7 @@ def aa_spread(args, trials):
                 if times:
                     logs.setdefault(name, []).append(math.log(statistics.median(times)))
     return {name: statistics.stdev(values) for name, values in logs.items()
-            if len(values) >= gate_floors.MIN_RUNS}
+            if len(values) >= MIN_RUNS}
 
 
 def _trial(args, run_args, config, digest, kind, index):
@@ -399,7 +400,7 @@ def _trial(args, run_args, config, digest, kind, index):
     folder = _trial_folder(args, kind, index)
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder)
-    copy = os.path.join(folder, "history.sqlite")
+    copy = os.path.join(folder, "store.sqlite")
     shutil.copyfile(args.history, copy)
     # --config=NAME: the default name is the run arguments ("--quick"), which argparse
     # would take for an option of its own after a separate "--config".
@@ -418,8 +419,8 @@ def _trial(args, run_args, config, digest, kind, index):
             if kind == "power" and (name == "results.json" or (
                     name.startswith("confirm-") and name.endswith(".json"))):
                 try:
-                    cost = inject.run_cost(results_io.load_results(os.path.join(root, name)))
-                except results_io.ResultsError:
+                    cost = inject.run_cost(io.load_results(os.path.join(root, name)))
+                except io.ResultsError:
                     continue
                 if cost is not None:
                     costs.append(cost)
@@ -455,10 +456,10 @@ def _output_to(path):
 
 
 def _scope(name, calibration, sizes):
-    calibrated = calibration.get((name, results_stats.REAL_TIME))
+    calibrated = calibration.get((name, stats.REAL_TIME))
     size = sizes.get(name)
-    return (calibrated is not None and calibrated.mdc <= gate_floors.DETECTABLE
-            and size is not None and size >= gate_floors.DETECTABLE)
+    return (calibrated is not None and calibrated.mdc <= DETECTABLE
+            and size is not None and size >= DETECTABLE)
 
 
 def exit_status(outcomes, calibration, sizes):
@@ -478,7 +479,7 @@ def promise_kept(outcomes, calibration, sizes):
     if aa and sum(1 for status, _f in aa if status == 1) > 0.1 * len(aa):
         return False
     power = outcomes["power"]
-    for name in {n for (n, m) in calibration if m == results_stats.REAL_TIME}:
+    for name in {n for (n, m) in calibration if m == stats.REAL_TIME}:
         if power and _scope(name, calibration, sizes):
             hits = sum(1 for _s, flagged in power if name in flagged)
             if hits < POWER_TRIALS_FLAGGED * len(power):
@@ -508,8 +509,8 @@ def underestimated(calibrated, seen, tests):
     else None."""
     if seen is None or not seen > UNDERESTIMATED * calibrated.sigma:
         return None
-    mdc = gate_floors.floor_and_mdc(seen, results_stats.DEFAULT_ALPHA, tests,
-                                    min(calibrated.runs, gate_floors.BASELINE_RUNS))[1]
+    mdc = floor_and_mdc(seen, stats.DEFAULT_ALPHA, tests,
+                                    min(calibrated.runs, BASELINE_RUNS))[1]
     return mdc if mdc > calibrated.mdc + MDC_SLACK else None
 
 
@@ -534,7 +535,7 @@ def format_tables(outcomes, calibration, sizes, args, spread=None, numbers=None)
     lines.append("| benchmark | MDC | sigma: calibrated, A/A trials | injected slowdown (true "
                  "size) | flagged | in scope |")
     lines.append("|---|---|---|---|---|---|")
-    rows = sorted((c for (_n, m), c in calibration.items() if m == results_stats.REAL_TIME),
+    rows = sorted((c for (_n, m), c in calibration.items() if m == stats.REAL_TIME),
                   key=lambda c: c.mdc)
     under = 0
     for c in rows:
@@ -543,7 +544,7 @@ def format_tables(outcomes, calibration, sizes, args, spread=None, numbers=None)
         wider = underestimated(c, seen, len(rows))
         under += wider is not None
         lines.append("| %s | %s | %.*f%%, %s%s | %s | %d of %d | %s |" % (
-            results_names.display_name(c.name), _pct(c.mdc), _digits(c.sigma), 100 * c.sigma,
+            names.display_name(c.name), _pct(c.mdc), _digits(c.sigma), 100 * c.sigma,
             "%.*f%%" % (_digits(seen), 100 * seen) if seen is not None else "-",
             " (underestimated: MDC %s at that spread)" % _pct(wider) if wider else "",
             _pct(sizes.get(c.name)), hits, len(power),

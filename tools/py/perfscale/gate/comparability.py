@@ -18,7 +18,7 @@ timings.
 
 import statistics
 
-from perfscale.gate import stats as results_stats
+from perfscale.gate import stats
 
 # Counters that count kernel events rather than time (what plot --vs-cpus draws);
 # everything else (usecs/op, sys_us/op, lock_wait_us/op) is a duration and shares the
@@ -91,9 +91,9 @@ def count_rows(base, new, options):
         old = base.entries.get(name)
         if old is None:
             continue
-        moved, regressions = results_stats._counter_moves(old, entry, {}, options)
+        moved, regressions = stats._counter_moves(old, entry, {}, options)
         for counter, before, after in moved:
-            if results_stats.counter_kind(counter) in results_stats.GATED_COUNTS:
+            if stats.counter_kind(counter) in stats.GATED_COUNTS:
                 rows.append((name, counter, before, after, counter in regressions))
         for counter in SYSTEM_WIDE:
             if old.counters.get(counter) and entry.counters.get(counter):
@@ -106,7 +106,7 @@ def _fewest_counted(base, new, names):
     """The fewest repetitions behind a gated count in either run; None without any."""
     counts = [len(values) for name in names for run in (base, new)
               for counter, values in run.entries[name].counters.items()
-              if results_stats.counter_kind(counter) in results_stats.GATED_COUNTS and values]
+              if stats.counter_kind(counter) in stats.GATED_COUNTS and values]
     return min(counts) if counts else None
 
 

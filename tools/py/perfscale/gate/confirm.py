@@ -19,7 +19,7 @@ import math
 import os
 import time
 
-from perfscale.gate import stats as results_stats
+from perfscale.gate import stats
 
 DEFAULT_ROUNDS = 4
 DEFAULT_BUDGET_S = 300.0
@@ -33,7 +33,7 @@ class RerunError(Exception):
 def is_suspect(verdict):
     """Worth a rerun before the verdict: slower, counts up, or (calibrated) likely slower."""
     return verdict.regression or (math.isfinite(verdict.screen_p)
-                                  and verdict.screen_p < results_stats.SCREEN_P)
+                                  and verdict.screen_p < stats.SCREEN_P)
 
 
 def _half_width(verdict):
@@ -43,10 +43,10 @@ def _half_width(verdict):
 
 def _persists(verdict):
     """An uncalibrated rerun alone moved the same way: its time, or its counts."""
-    if verdict.verdict == results_stats.SLOWER or verdict.counter_regressions:
+    if verdict.verdict == stats.SLOWER or verdict.counter_regressions:
         return True
     floor = verdict.noise_floor if math.isfinite(verdict.noise_floor) else 0.0
-    return verdict.change > floor and verdict.verdict in results_stats.JUDGED
+    return verdict.change > floor and verdict.verdict in stats.JUDGED
 
 
 def confirm_suspects(rerun, run_dir, base_runs, first_entries, verdicts, options, floors,
@@ -76,16 +76,16 @@ def confirm_suspects(rerun, run_dir, base_runs, first_entries, verdicts, options
         rerun_entries = {n: e for n, e in run.entries.items() if n in open_names}
         reruns.append(rerun_entries)
         if uncalibrated_persist:
-            alone = {v.name: v for v in results_stats.compare_runs(
+            alone = {v.name: v for v in stats.compare_runs(
                 base_runs, [rerun_entries], options, floors)}
             for name in uncalibrated_persist:
                 if name in open_names:
                     uncalibrated_persist[name] = (uncalibrated_persist[name] and name in alone
                                                   and _persists(alone[name]))
-        final = results_stats.compare_runs(base_runs, [first_entries] + reruns, options, floors)
+        final = stats.compare_runs(base_runs, [first_entries] + reruns, options, floors)
         for verdict in final:
             if not uncalibrated_persist.get(verdict.name, True) and verdict.regression:
-                verdict.verdict, verdict.counter_regressions = results_stats.SAME, []
+                verdict.verdict, verdict.counter_regressions = stats.SAME, []
         open_verdicts = [v for v in final if v.name in open_names and is_suspect(v)]
         open_names = [v.name for v in open_verdicts]
         if not open_verdicts:

@@ -25,8 +25,8 @@ import statistics
 
 from scipy.stats import norm
 
-from perfscale.gate import confirm, stats as results_stats
-from perfscale.history import store as history
+from perfscale.gate import confirm, stats
+from perfscale.history import store
 
 POWER = 0.9
 # The slowdown a nightly should see: a benchmark whose MDC is at most this can (calibrate
@@ -43,10 +43,10 @@ def z_suite(alpha, tests):
 
 
 def floor_and_mdc(sigma, alpha, tests, base_runs=BASELINE_RUNS, new_runs=CONFIRM_RUNS,
-                  threshold=results_stats.DEFAULT_THRESHOLD_PCT / 100):
+                  threshold=stats.DEFAULT_THRESHOLD_PCT / 100):
     """(noise floor, minimum detectable change) of a benchmark whose log(median) spreads
     by sigma between runs, judged as the nightly does (see the module comment)."""
-    confirmed = results_stats.between_runs_spread(sigma, base_runs, new_runs)
+    confirmed = stats.between_runs_spread(sigma, base_runs, new_runs)
     floor = math.expm1(z_suite(alpha, tests) * confirmed)
     if sigma <= 0:
         return floor, threshold
@@ -55,8 +55,8 @@ def floor_and_mdc(sigma, alpha, tests, base_runs=BASELINE_RUNS, new_runs=CONFIRM
         chance = norm.cdf((shift - z_suite(alpha, tests) * confirmed) / confirmed)
         chance *= norm.cdf((shift - math.log1p(threshold)) / confirmed)
         if new_runs > 1:  # it must first be screened as a suspect, on the first run alone
-            first = results_stats.between_runs_spread(sigma, base_runs, 1)
-            chance *= norm.cdf((shift - norm.isf(results_stats.SCREEN_P) * first) / first)
+            first = stats.between_runs_spread(sigma, base_runs, 1)
+            chance *= norm.cdf((shift - norm.isf(stats.SCREEN_P) * first) / first)
         return chance
 
     low, high = 0.0, math.log1p(threshold) + 20 * sigma * math.sqrt(2) + 1
@@ -71,25 +71,25 @@ def counter_floor(relative_sigma, alpha, tests):
     return math.expm1(z_suite(alpha, tests) * math.sqrt(2) * relative_sigma)
 
 
-def learn(runs, alpha=results_stats.DEFAULT_ALPHA):
-    """{(name, metric): history.Calibration} from a list of runs ({name: Entry}) taken
+def learn(runs, alpha=stats.DEFAULT_ALPHA):
+    """{(name, metric): store.Calibration} from a list of runs ({name: Entry}) taken
     with no change between them."""
     by_metric = {}
     for entries in runs:
         for name, entry in entries.items():
             times = [v for v in entry.real_ns if math.isfinite(v) and v > 0]
             if times:
-                by_metric.setdefault((name, results_stats.REAL_TIME), []).append(
+                by_metric.setdefault((name, stats.REAL_TIME), []).append(
                     math.log(statistics.median(times)))
             for counter, values in entry.counters.items():
-                if results_stats.counter_kind(counter) and values:
+                if stats.counter_kind(counter) and values:
                     by_metric.setdefault((name, counter), []).append(statistics.median(values))
-    tests = len({name for name, metric in by_metric if metric == results_stats.REAL_TIME})
+    tests = len({name for name, metric in by_metric if metric == stats.REAL_TIME})
     learned = {}
     for (name, metric), values in by_metric.items():
         if len(values) < MIN_RUNS:
             continue
-        if metric == results_stats.REAL_TIME:
+        if metric == stats.REAL_TIME:
             sigma = statistics.stdev(values)
             floor, mdc = floor_and_mdc(sigma, alpha, tests, min(len(values), BASELINE_RUNS))
         else:  # relative spread of a count; a constant count has none
@@ -97,29 +97,29 @@ def learn(runs, alpha=results_stats.DEFAULT_ALPHA):
             sigma = statistics.stdev(values) / abs(mean) if mean else 0.0
             floor = counter_floor(sigma, alpha, tests)
             mdc = floor
-        learned[(name, metric)] = history.Calibration(name, metric, floor, mdc, sigma,
+        learned[(name, metric)] = store.Calibration(name, metric, floor, mdc, sigma,
                                                       len(values))
     return learned
 
 
-def from_history(conn, host, cpus, config, alpha=results_stats.DEFAULT_ALPHA):
+def from_history(conn, host, cpus, config, alpha=stats.DEFAULT_ALPHA):
     """Learned from the lineage's latest complete, passing runs; {} with too few."""
     ids = [r["id"] for r in conn.execute(
         "SELECT id FROM runs WHERE host = ? AND cpus = ? AND config = ? AND regressions = 0 "
         "AND complete = 1 ORDER BY id DESC LIMIT ?", (host, cpus, config, HISTORY_RUNS))]
     if len(ids) < MIN_RUNS:
         return {}
-    return learn([history.load_entries(conn, run_id) for run_id in ids], alpha)
+    return learn([store.load_entries(conn, run_id) for run_id in ids], alpha)
 
 
-def for_lineage(conn, host, cpus, config, alpha=results_stats.DEFAULT_ALPHA):
+def for_lineage(conn, host, cpus, config, alpha=stats.DEFAULT_ALPHA):
     """(floors, source): `calibrate`'s where it ran, else the history's, else none.
 
     A calibration's runs come minutes apart; the machine also moves over hours (on this
     VM, whole runs 20% faster for half an hour). Where the lineage's recent passing runs
     spread more than the calibration did, their wider floor and MDC are used instead: a
     floor that only ever shrinks would raise false alarms and promise power it lacks."""
-    calibrated = history.load_calibration(conn, host, cpus, config)
+    calibrated = store.load_calibration(conn, host, cpus, config)
     learned = from_history(conn, host, cpus, config, alpha)
     if calibrated:
         source = "tools/perfscale calibrate of %s" % min(

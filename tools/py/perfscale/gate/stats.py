@@ -28,7 +28,9 @@ import zlib
 import numpy
 from scipy.stats import mannwhitneyu, norm
 
-from perfscale.results import io as results_io, names as results_names
+from perfscale.results import io
+
+from perfscale.results.names import NOISY_VARIANT, display_name
 
 # compare.py (gbench/report.py UTEST_OPTIMAL_REPETITIONS) calls fewer "unreliable".
 DEFAULT_MIN_REPETITIONS = 9
@@ -52,13 +54,13 @@ JUDGED = (SLOWER, FASTER, SAME, COUNTS)
 
 # The attributed counters (before the /unit). The counts gate; the times (lock_wait_us,
 # sys_us) are too noisy to gate but are shown when moved.
-ATTRIBUTED = results_io.ATTRIBUTED_COUNTERS
+ATTRIBUTED = io.ATTRIBUTED_COUNTERS
 # Page faults and migrations are shown but not gated: they follow the machine's memory and
 # scheduler state as much as the path measured (an A/A nightly here saw page_faults/record
 # of a synthesis benchmark triple, 0.025 -> 0.079, with no change).
 GATED_COUNTS = ("ipis_sent", "ipi_mask_calls", "xcalls", "lock_contended", "ctx_switches")
 REAL_TIME = "real_time"  # the metric name of a benchmark's time in the calibration
-NOISY_VARIANT = results_names.NOISY_VARIANT
+NOISY_VARIANT = NOISY_VARIANT
 
 
 def counter_kind(name):
@@ -107,7 +109,7 @@ class Verdict:
 
     def line(self):
         """One line a person reads in a log: verdict, figures with their interval, why."""
-        label = results_names.display_name(self.name)
+        label = display_name(self.name)
         if self.verdict in (MISSING, ERROR):
             return "%s: %s: %s" % (label, self.verdict, self.note)
         figures = []

@@ -17,7 +17,7 @@ import os
 import sqlite3
 import statistics
 
-from perfscale.results import io as results_io, names as results_names
+from perfscale.results import io, names
 
 SCHEMA_VERSION = 2
 
@@ -196,11 +196,11 @@ def find_baseline(conn, host, cpus, config):
 
 
 def load_entries(conn, run_id):
-    """The run's benchmarks as results_io.Entry objects, for comparison and plots."""
+    """The run's benchmarks as io.Entry objects, for comparison and plots."""
     entries = {}
     for row in conn.execute("SELECT * FROM benchmarks WHERE run_id = ? ORDER BY rowid",
                             (run_id,)):
-        entry = results_io.Entry(row["name"], results_names.parse_name(row["name"]),
+        entry = io.Entry(row["name"], names.parse_name(row["name"]),
                                  row["time_unit"], errors=json.loads(row["errors"]))
         entry.counters = {k: [v] for k, v in json.loads(row["counters"]).items()
                           if v is not None}
@@ -224,9 +224,9 @@ def record_run(conn, info, results, verdicts, baseline_id):
             "INSERT INTO runs (recorded_at, host, cpus, config, run_args, repetitions, "
             "kernel_release, perf_event_paranoid, perfscale_revision, context, results_path, "
             "baseline_id, regressions) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (now, info.host, info.cpus, info.config, results_io.dumps(info.run_args),
+            (now, info.host, info.cpus, info.config, io.dumps(info.run_args),
              info.repetitions, context.get("kernel_release"), context.get("perf_event_paranoid"),
-             context.get("perfscale_revision"), results_io.dumps(context), info.results_path,
+             context.get("perfscale_revision"), io.dumps(context), info.results_path,
              baseline_id, sum(1 for v in verdicts if v.regression)))
         run_id = cursor.lastrowid
         for name, entry in results.entries.items():
@@ -235,8 +235,8 @@ def record_run(conn, info, results, verdicts, baseline_id):
             conn.execute(
                 "INSERT INTO benchmarks (run_id, name, time_unit, counters, errors, verdict, "
                 "change, pvalue) VALUES (?,?,?,?,?,?,?,?)",
-                (run_id, name, entry.time_unit, results_io.dumps(counters),
-                 results_io.dumps(entry.errors), verdict.verdict if verdict else None,
+                (run_id, name, entry.time_unit, io.dumps(counters),
+                 io.dumps(entry.errors), verdict.verdict if verdict else None,
                  _finite(verdict.change) if verdict else None,
                  _finite(verdict.pvalue) if verdict else None))
             conn.executemany(
@@ -296,7 +296,7 @@ def as_results_document(conn, run_id):
              conn.execute("SELECT name, time_unit FROM benchmarks WHERE run_id = ?", (run_id,))}
     benchmarks, times = [], {}
     for row in conn.execute("SELECT * FROM samples WHERE run_id = ? ORDER BY rowid", (run_id,)):
-        name, scale = row["name"], results_io.TIME_UNIT_NS[units[row["name"]]]
+        name, scale = row["name"], io.TIME_UNIT_NS[units[row["name"]]]
         real = row["real_ns"] / scale
         cpu = row["cpu_ns"] / scale if row["cpu_ns"] is not None else 0.0
         times.setdefault(name, []).append((real, cpu))

@@ -18,7 +18,7 @@ import subprocess
 import sys
 from typing import Callable, List, Optional
 
-from perfscale.suite import runner as suite
+from perfscale.suite import runner
 
 
 class ParityError(Exception):
@@ -64,8 +64,8 @@ def require_perf() -> str:
 def build_binary(target: str) -> str:
     """Builds //benchmarks:<target> as `run` does and returns the binary's path."""
     try:
-        path = suite.build(target, setup=None)  # tools/perfscale parity ran tools/setup
-    except suite.BuildError as err:
+        path = runner.build(target, setup=None)  # tools/perfscale parity ran tools/setup
+    except runner.BuildError as err:
         raise ParityError(str(err)) from None
     if not os.access(path, os.X_OK):
         raise ParityError("built, but %s is not there" % path)

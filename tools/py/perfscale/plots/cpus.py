@@ -14,19 +14,19 @@ import os
 import statistics
 
 from perfscale.plots import plot
-from perfscale.results import names as results_names
+from perfscale.results import names
 from perfscale.gate import comparability
 
 
 def run_cpus(results):
-    return int(results_names.as_number(results.context.get("vm_vcpus")) or results.cpus)
+    return int(names.as_number(results.context.get("vm_vcpus")) or results.cpus)
 
 
 def series_name(entry, cpus, relative):
     """The benchmark's name with each `relative` parameter as a multiple of `cpus`."""
     parts = [entry.family]
     for key, value in entry.params.items():
-        number = results_names.as_number(value)
+        number = names.as_number(value)
         if key in relative and number:
             ratio = number / cpus
             value = "%gxCPUs" % ratio

@@ -19,8 +19,9 @@ import re
 import statistics
 import sys
 
-from perfscale.history import store as history
-from perfscale.results import io as results_io, names as results_names
+from perfscale.history import store
+from perfscale.results import io
+from perfscale.results.names import as_number, describe
 
 _US_PER_OP = "usecs/op"
 # Beyond this max/min ratio a linear axis flattens everything but the top curve.
@@ -39,8 +40,8 @@ def family_metric(entries):
     """(axis label, entry -> values) for a family: usecs/op if every instance has it."""
     if entries and all(e.counters.get(_US_PER_OP) for e in entries):
         return _US_PER_OP, lambda e: e.counters[_US_PER_OP]
-    unit = results_io.readable_unit([v for e in entries for v in e.real_ns])
-    scale = results_io.TIME_UNIT_NS[unit]
+    unit = io.readable_unit([v for e in entries for v in e.real_ns])
+    scale = io.TIME_UNIT_NS[unit]
     return "real time (%s)" % unit, lambda e: [v / scale for v in e.real_ns]
 
 
@@ -66,7 +67,7 @@ def numeric_axes(entries):
     keys = dict.fromkeys(k for e in entries for k in e.params)  # name order, no repeats
     for key in keys:
         values = [e.params.get(key) for e in entries]
-        numbers = [results_names.as_number(v) for v in values]
+        numbers = [as_number(v) for v in values]
         if None not in numbers and len(set(numbers)) > 1:
             axes.append(key)
     return axes
@@ -88,7 +89,7 @@ def scaling_plots(result_sets, outdir):
                 values = metric(entry)
                 if values:
                     series.setdefault(key, []).append(
-                        (results_names.as_number(entry.params[axis]), values))
+                        (as_number(entry.params[axis]), values))
             # A lone point is not a curve along this axis (e.g. active=2 against passive:
             # it was measured at passive=0 only); its own axis's picture shows it.
             series = {k: v for k, v in series.items() if len(v) > 1}
@@ -101,7 +102,7 @@ def scaling_plots(result_sets, outdir):
                 medians = [statistics.median(v) for _, v in points]
                 low = [m - min(v) for m, (_, v) in zip(medians, points)]
                 high = [max(v) - m for m, (_, v) in zip(medians, points)]
-                name = " ".join(filter(None, (key[0], results_names.describe(key[1:]))))
+                name = " ".join(filter(None, (key[0], describe(key[1:]))))
                 ax.errorbar(xs, medians, yerr=[low, high], marker="o", capsize=3, label=name)
             _scale_axes(ax, series)
             ax.set_xlabel(axis)
@@ -123,7 +124,7 @@ def _bar_chart(plt, family, labelled, ylabel, metric, outdir):
     for label, entry in labelled:
         values = metric(entry)
         if values:
-            labels.append(" ".join(filter(None, (label, results_names.describe(entry.params)))))
+            labels.append(" ".join(filter(None, (label, describe(entry.params)))))
             medians.append(statistics.median(values))
             low.append(medians[-1] - min(values))
             high.append(max(values) - medians[-1])
@@ -170,8 +171,8 @@ def history_plots(trend_map, outdir, names=None):
         points = [p for p in points if p["real_ns"]]
         if not points:
             continue
-        unit = results_io.readable_unit([v for p in points for v in p["real_ns"]])
-        scale = results_io.TIME_UNIT_NS[unit]
+        unit = io.readable_unit([v for p in points for v in p["real_ns"]])
+        scale = io.TIME_UNIT_NS[unit]
         fig, ax = plt.subplots(figsize=(8, 4.5))
         lineages = sorted({p["lineage"] for p in points})
         for lineage in lineages:
@@ -205,7 +206,7 @@ def history_plots(trend_map, outdir, names=None):
 def main(argv):
     parser = argparse.ArgumentParser(
         prog="tools/perfscale plot",
-        description="Scaling curves from results files, or trends from the nightly history.")
+        description="Scaling curves from results files, or trends from the nightly store.")
     parser.add_argument("results", nargs="*", metavar="RESULTS.json")
     parser.add_argument("--history", metavar="DB", help="plot trends from this history")
     parser.add_argument("--host", help="with --history: only runs of this host")
@@ -227,26 +228,26 @@ def main(argv):
     try:
         if args.history:
             if not os.path.exists(args.history):
-                raise history.HistoryError("%s: no such history" % args.history)
-            conn = history.open_history(args.history)
-            trend_map = history.trends(conn, args.host, args.config)
+                raise store.HistoryError("%s: no such history" % args.history)
+            conn = store.open_history(args.history)
+            trend_map = store.trends(conn, args.host, args.config)
             conn.close()
             if pattern:
                 trend_map = {k: v for k, v in trend_map.items() if pattern.search(k)}
             written = history_plots(trend_map, args.output)
         else:
-            result_sets = [results_io.load_results(path) for path in args.results]
+            result_sets = [io.load_results(path) for path in args.results]
             if pattern:
                 for results in result_sets:
                     results.entries = {k: v for k, v in results.entries.items()
                                        if pattern.search(k)}
             if args.vs_cpus:
-                from perfscale.plots import cpus as plot_cpus
-                written = plot_cpus.plots(result_sets, args.output,
+                from perfscale.plots import cpus
+                written = cpus.plots(result_sets, args.output,
                                           [p for p in args.relative.split(",") if p])
             else:
                 written = scaling_plots(result_sets, args.output)
-    except (results_io.ResultsError, history.HistoryError) as err:
+    except (io.ResultsError, store.HistoryError) as err:
         print("perfscale plot: %s" % err, file=sys.stderr)
         return 2
     if not written:

@@ -13,10 +13,10 @@ import os
 import statistics
 import sys
 
-from perfscale.history import store as history
-from perfscale.plots import page as results_page
-from perfscale.results import (headlines as results_headlines, io as results_io,
-                               names as results_names, profile as results_profile)
+from perfscale.history import store
+from perfscale.plots.page import Page
+from perfscale.results import (headlines, io,
+                               names, profile)
 from perfscale.gate import comparability
 
 # Context keys worth a line on the page, in reading order (Google Benchmark's and ours).
@@ -46,12 +46,12 @@ def add_results_sections(page, results, outdir, plots=True):
                   "cross-CPU calls, contentions, context switches per operation), which say "
                   "what the kernel did; the times and speed-ups below are the guest's "
                   "only." % why)
-    sources = results_io.counter_sources(results.context)
+    sources = io.counter_sources(results.context)
     if sources:
         page.heading("Where the kernel-cost counters come from")
         page.table(["counter", "source"], [[k, v] for k, v in sources.items()])
     page.heading("Headline figures")
-    for headline in results_headlines.compute(results):
+    for headline in headlines.compute(results):
         page.heading(headline.spec.title, 3)
         if headline.note:
             page.text(headline.note)
@@ -61,7 +61,7 @@ def add_results_sections(page, results, outdir, plots=True):
     page.heading("All benchmarks")
     page.table(["benchmark", "repetitions", "median real time", "spread (min..max)",
                 "counters (median)"], [_row(e) for e in results.entries.values()])
-    results_profile.add_profile_section(page, results)
+    profile.add_profile_section(page, results)
     errors = ["%s: %s" % (e.name, "; ".join(e.errors)) for e in results.entries.values()
               if e.errors]
     if errors:
@@ -78,10 +78,10 @@ def add_results_sections(page, results, outdir, plots=True):
 
 def _row(entry):
     if not entry.real_ns:
-        return [results_names.display_name(entry.name), 0, "-", "-", "error"]
+        return [names.display_name(entry.name), 0, "-", "-", "error"]
     median = statistics.median(entry.real_ns)
-    unit = results_io.readable_unit(entry.real_ns)
-    scale = results_io.TIME_UNIT_NS[unit]
+    unit = io.readable_unit(entry.real_ns)
+    scale = io.TIME_UNIT_NS[unit]
     spread = "-"
     if median and len(entry.real_ns) > 1:
         spread = "%+.1f%%..%+.1f%%" % (100 * (min(entry.real_ns) / median - 1),
@@ -89,7 +89,7 @@ def _row(entry):
     counters = ", ".join("%s=%.4g" % (k, statistics.median(v))
                          for k, v in list(entry.counters.items())[:_SHOWN_COUNTERS] if v)
     note = " (aggregates only)" if entry.aggregates_only else ""
-    return [results_names.display_name(entry.name), "%d%s" % (len(entry.real_ns), note), "%.4g %s" % (median / scale, unit),
+    return [names.display_name(entry.name), "%d%s" % (len(entry.real_ns), note), "%.4g %s" % (median / scale, unit),
             spread, counters]
 
 
@@ -104,12 +104,12 @@ def _text(value):
 def write_report(results, outdir, plots=True, history_path=None):
     """Writes DIR/report.md and DIR/report.html; returns their paths."""
     os.makedirs(outdir, exist_ok=True)
-    page = results_page.Page("perfscale results: %s, %d CPUs" % (results.host, results.cpus))
+    page = Page("perfscale results: %s, %d CPUs" % (results.host, results.cpus))
     page.text("From %s." % results.source)
     add_results_sections(page, results, outdir, plots)
     if history_path:
         from perfscale.commands import calibrate  # the gate's section, only when asked for
-        conn = history.open_history(history_path)
+        conn = store.open_history(history_path)
         try:
             calibrate.add_calibration_section(page, conn, results.host, results.cpus)
         finally:
@@ -128,13 +128,13 @@ def main(argv):
                         "for this host from the history (tools/perfscale calibrate)")
     args = parser.parse_args(argv)
     try:
-        results = results_io.load_results(args.results)
+        results = io.load_results(args.results)
         paths = write_report(results, args.output, plots=not args.no_plots,
                              history_path=args.history)
-    except results_io.ResultsError as err:
+    except io.ResultsError as err:
         print("perfscale report: %s" % err, file=sys.stderr)
         return 2
-    except history.HistoryError as err:
+    except store.HistoryError as err:
         print("perfscale report: %s" % err, file=sys.stderr)
         return 2
     except OSError as err:

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 
-from perfscale.results import io as results_io
+from perfscale.results import io
 
 DEFAULT_COMPARE_PY = "/usr/share/benchmark/compare.py"
 # compare.py imports scipy: it runs on our own interpreter, which has it (tools/py/python).
@@ -31,11 +31,11 @@ def clean_document(path):
     for item in document.get("benchmarks", []):
         if item.get("error_occurred") or item.get("skipped"):
             continue
-        if any(results_io.finite_or_none(item.get(k)) is None for k in ("real_time", "cpu_time")):
+        if any(io.finite_or_none(item.get(k)) is None for k in ("real_time", "cpu_time")):
             continue
         kept.append(item)
     document["benchmarks"] = kept
-    return results_io.dumps(document, indent=1)
+    return io.dumps(document, indent=1)
 
 
 def table(base_path, new_path, alpha, color=False, every_repetition=False):

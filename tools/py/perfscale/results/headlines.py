@@ -10,7 +10,7 @@ omits its headline with a note saying why, so a partial run still gets a report.
 import dataclasses
 import statistics
 
-from perfscale.results import io as results_io, names as results_names
+from perfscale.results import io, names
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,11 +91,11 @@ def _compute_one(results, spec):
         base_value = statistics.median(metric(base))
         value = statistics.median(metric(entry))
         headline.rows.append([
-            results_names.describe(others),
-            results_names.describe({k: entry.params[k] for k in spec.keys}),
+            names.describe(others),
+            names.describe({k: entry.params[k] for k in spec.keys}),
             _number(base_value), _number(value), _figure(spec.figure, base_value, value),
             _attributed(base, entry)])
-    base_text = results_names.describe(dict(zip(spec.keys, (b or "smallest" for b in spec.base))))
+    base_text = names.describe(dict(zip(spec.keys, (b or "smallest" for b in spec.base))))
     headline.header = ["other parameters", "compared", "%s at %s" % (label, base_text),
                        label, spec.figure, "kernel cost (median, base -> this)"]
     if not headline.rows:
@@ -128,16 +128,16 @@ def _metric(entries, counters):
     for counter in counters:
         if all(e.counters.get(counter) for e in entries):
             return counter, lambda e, c=counter: e.counters[c]
-    unit = results_io.readable_unit([v for e in entries for v in e.real_ns])
-    scale = results_io.TIME_UNIT_NS[unit]
+    unit = io.readable_unit([v for e in entries for v in e.real_ns])
+    scale = io.TIME_UNIT_NS[unit]
     return "real time (%s)" % unit, lambda e: [v / scale for v in e.real_ns]
 
 
 def _attributed(base, entry):
     """What the kernel did in both runs, e.g. "ipis_sent/op 0 -> 16; xcalls/op 0 -> 16":
     the counters either run reports, left out where both are about zero."""
-    before = results_io.attributed_counters(base)
-    after = results_io.attributed_counters(entry)
+    before = io.attributed_counters(base)
+    after = io.attributed_counters(entry)
     parts = []
     for name in list(before) + [n for n in after if n not in before]:
         old = statistics.median(before[name]) if name in before else None
@@ -153,7 +153,7 @@ def _base_values(spec, members):
     values = []
     for key, base in zip(spec.keys, spec.base):
         if base is None:
-            numbers = [(results_names.as_number(e.params[key]), e.params[key]) for e in members]
+            numbers = [(names.as_number(e.params[key]), e.params[key]) for e in members]
             numbers = [n for n in numbers if n[0] is not None]
             base = min(numbers)[1] if numbers else ""
         values.append(base)

@@ -13,7 +13,7 @@ import json
 import math
 import statistics
 
-from perfscale.results import names as results_names
+from perfscale.results import names
 
 # Google Benchmark's time units, in nanoseconds. We keep every time in ns so that two
 # files that picked different units for the same benchmark still compare.
@@ -75,7 +75,7 @@ class ResultsError(Exception):
 class Entry:
     """One benchmark instance (one name) of a results file, all repetitions together."""
     name: str
-    parsed: results_names.BenchmarkName
+    parsed: names.BenchmarkName
     time_unit: str = "ns"
     real_ns: list = dataclasses.field(default_factory=list)  # one per repetition
     cpu_ns: list = dataclasses.field(default_factory=list)
@@ -107,11 +107,11 @@ class ResultSet:
     def cpus(self):
         """Online CPUs when our binaries said so, else Google Benchmark's count (which
         counts configured CPUs, offline ones too)."""
-        count = results_names.as_number(self.context.get("num_online_cpus"))
+        count = names.as_number(self.context.get("num_online_cpus"))
         if count is None:
             count = cpu_list_size(self.context.get("online_cpus"))
         if count is None:
-            count = results_names.as_number(self.context.get("num_cpus"))
+            count = names.as_number(self.context.get("num_cpus"))
         return int(count) if count is not None else 0
 
 
@@ -120,7 +120,7 @@ def cpu_list_size(text):
     if not isinstance(text, str) or not text.strip():
         return None
     if "-" not in text and "," not in text:
-        return results_names.as_number(text)
+        return names.as_number(text)
     total = 0
     for part in text.strip().split(","):
         low, _, high = part.partition("-")
@@ -198,7 +198,7 @@ def _new_entry(name, item, seen):
     unit = item.get("time_unit")
     order = tuple(item.get(k) if isinstance(item.get(k), int) else math.inf
                   for k in ("family_index", "per_family_instance_index")) + (seen,)
-    return Entry(name, results_names.parse_name(name),
+    return Entry(name, names.parse_name(name),
                  unit if unit in TIME_UNIT_NS else "ns", order=order)
 
 

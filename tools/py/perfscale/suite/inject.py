@@ -56,10 +56,10 @@ def main(argv):
     tools/setup): the program's output is ours, its exit status our return value (128 + N
     when signal N killed it). SIGTERM, SIGINT and SIGHUP sent to this process are passed
     on to it, so it switches off and says so; it dies with this process (PDEATHSIG)."""
-    from perfscale.suite import runner as suite
+    from perfscale.suite import runner
     try:
-        binary = suite.build_target(INJECT_TARGET)
-    except suite.BuildError as err:
+        binary = runner.build_target(INJECT_TARGET)
+    except runner.BuildError as err:
         print("perfscale inject: %s" % err, file=sys.stderr)
         return err.status
     return _run_passing_signals([binary] + [str(arg) for arg in argv])
@@ -136,10 +136,10 @@ def refusal_here(events):
     """Why this host refuses the injector's events (a sentence), or None. calibrate and
     trials ask before their runs, so that a refusal is said at once, not at the injected
     run an hour in. One `inject --measure`: a second here."""
-    from perfscale.suite import runner as suite
+    from perfscale.suite import runner
     try:
-        binary = suite.build_target(INJECT_TARGET)
-    except suite.BuildError as err:
+        binary = runner.build_target(INJECT_TARGET)
+    except runner.BuildError as err:
         return str(err)
     result = subprocess.run([binary, "--measure", "--events", str(events)],
                             capture_output=True, text=True, errors="replace")

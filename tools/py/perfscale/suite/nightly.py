@@ -41,18 +41,18 @@ import sqlite3
 import subprocess
 import sys
 
-from perfscale.suite import runner as suite
+from perfscale.suite import runner
 from perfscale.commands import compare
-from perfscale.gate import stats as results_stats
-from perfscale.history import store as history
-from perfscale.plots import page as results_page
-from perfscale.results import (comparepy as results_comparepy, io as results_io,
-                               names as results_names)
+from perfscale.gate import stats
+from perfscale.gate.floors import BASELINE_RUNS, for_lineage
+from perfscale.history import store
+from perfscale.plots.page import Page
+from perfscale.results import comparepy, io
+from perfscale.results.names import display_name
 from perfscale.gate import confirm
 from perfscale.suite import guard
-from perfscale.gate import floors as gate_floors
 
-REPO_ROOT = suite.REPO_ROOT
+REPO_ROOT = runner.REPO_ROOT
 # Enough for the U test to call a 20% change significant; see DEFAULT_MIN_REPETITIONS.
 DEFAULT_REPETITIONS = 10
 _RESULTS_LINE = "results: "  # the last line `tools/perfscale run` prints
@@ -66,11 +66,11 @@ def split_run_args(argv):
 
 
 def add_lineage_options(parser, config_help, run_cmd_help,
-                        history_help="history database (default results/history.sqlite)"):
+                        history_help="history database (default results/store.sqlite)"):
     """--history, --config, --run-cmd and --guest: what nightly, calibrate and trials
     share (check_lineage_options checks them)."""
     parser.add_argument("--history", default=os.path.join(REPO_ROOT, "results",
-                                                          "history.sqlite"), metavar="DB",
+                                                          "store.sqlite"), metavar="DB",
                         help=history_help)
     parser.add_argument("--config", metavar="NAME", help=config_help)
     parser.add_argument("--run-cmd", metavar="CMD", help=run_cmd_help)
@@ -142,9 +142,9 @@ def check_run_args(parser, args, run_args):
     if runner_command(args) and args.guest is None:
         return
     try:
-        options = suite.parse_args(run_args)
-        suite.check_family(options.family)
-    except suite.UsageError as err:
+        options = runner.parse_args(run_args)
+        runner.check_family(options.family)
+    except runner.UsageError as err:
         parser.error("after --: %s" % err)
     own = [flag for flag, given in (("--repetitions", options.repetitions),
                                     ("--out", options.out), ("--plan", options.plan)) if given]
@@ -181,14 +181,14 @@ def run_suite(command, repetitions, out_path, run_args):
     """Runs the suite with `repetitions` into out_path; returns (exit status, results
     path). command: an external runner (runner_command), else None (perfscale.run)."""
     if command is None:
-        options = dataclasses.replace(suite.parse_args(run_args), repetitions=repetitions,
+        options = dataclasses.replace(runner.parse_args(run_args), repetitions=repetitions,
                                       out=out_path)
         print("nightly: running tools/perfscale run %s"
               % shlex.join(["--repetitions", str(repetitions), "--out", out_path] + run_args),
               flush=True)
         try:
-            result = suite.run_suite(options, guarded=True)
-        except suite.BuildError as err:
+            result = runner.run_suite(options, guarded=True)
+        except runner.BuildError as err:
             print("nightly: %s" % err, flush=True)
             return err.status, out_path
         return result.status, out_path
@@ -239,13 +239,13 @@ def main(argv):
         print("nightly: warning: %d repetitions are too few for the U test (need >= %d); "
               "nothing can be called a regression" % (args.repetitions, options.min_repetitions))
     try:
-        conn = history.open_history(args.history)
-    except history.HistoryError as err:
+        conn = store.open_history(args.history)
+    except store.HistoryError as err:
         print("nightly: %s" % err, file=sys.stderr)
         return 2
     try:
         return _nightly(args, run_args, options, config, conn)
-    except history.HistoryError as err:
+    except store.HistoryError as err:
         print("nightly: %s" % err, file=sys.stderr)
         return 2
     except sqlite3.Error as err:  # the transaction rolled back: the history is as it was
@@ -265,7 +265,7 @@ def main(argv):
 def _nightly(args, run_args, options, config, conn):
     named = None
     if args.baseline is not None:
-        named = history.get_run(conn, args.baseline)
+        named = store.get_run(conn, args.baseline)
         if named is None:
             print("nightly: no run %d in %s (see `tools/perfscale plot --history`)"
                   % (args.baseline, args.history), file=sys.stderr)
@@ -282,12 +282,12 @@ def _nightly(args, run_args, options, config, conn):
     if status != 0:
         return _failed(run_dir, "the run failed with exit status %d" % status)
     try:
-        results = results_io.load_results(results_path)
-    except results_io.ResultsError as err:
+        results = io.load_results(results_path)
+    except io.ResultsError as err:
         return _failed(run_dir, "unusable results: %s" % err)
 
-    info = history.RunInfo.from_results(results, config, run_args, args.repetitions)
-    baseline = named or history.find_baseline(conn, info.host, info.cpus, info.config)
+    info = store.RunInfo.from_results(results, config, run_args, args.repetitions)
+    baseline = named or store.find_baseline(conn, info.host, info.cpus, info.config)
     if baseline is not None and (baseline["host"], baseline["cpus"]) != (info.host, info.cpus):
         print("nightly: run %d was on %s with %d CPUs, this run is on %s with %d CPUs: results "
               "of different machines are never compared; nothing recorded"
@@ -298,30 +298,30 @@ def _nightly(args, run_args, options, config, conn):
         print("nightly: note: run %d had config '%s', this one '%s'"
               % (named["id"], named["config"], info.config))
     verdicts = []
-    floors, floor_source = gate_floors.for_lineage(conn, info.host, info.cpus, info.config,
+    floors, floor_source = for_lineage(conn, info.host, info.cpus, info.config,
                                                    options.alpha)
     print("nightly: noise floors: %s" % (floor_source or "none yet for %s (run tools/perfscale "
                                          "calibrate; until then the threshold alone)"
                                          % info.lineage()))
     if baseline is not None:
-        base_rows = [baseline] if named is not None else history.find_baselines(
-            conn, info.host, info.cpus, info.config, gate_floors.BASELINE_RUNS)
-        base_runs = [history.load_entries(conn, row["id"]) for row in base_rows]
+        base_rows = [baseline] if named is not None else store.find_baselines(
+            conn, info.host, info.cpus, info.config, BASELINE_RUNS)
+        base_runs = [store.load_entries(conn, row["id"]) for row in base_rows]
         print("nightly: baseline: %s" % ("run %d" % baseline["id"] if len(base_rows) == 1 else
                                          "runs %s" % ", ".join(str(r["id"]) for r in base_rows)))
         verdicts = judge(args, base_runs, results.entries, options, floors, run_dir,
                          lambda names, path: _rerun(args, run_args, names, path))
-        status, reason = results_stats.gate_status(verdicts)
+        status, reason = stats.gate_status(verdicts)
         if status == 2:
             for verdict in verdicts:
                 print(verdict.line())
             return _failed(run_dir, reason)
-    run_id = history.record_run(conn, info, results, verdicts,
+    run_id = store.record_run(conn, info, results, verdicts,
                                 baseline["id"] if baseline is not None else None)
     for verdict in verdicts:
         print(verdict.line())
     page_paths = _write_report(conn, args, run_dir, run_id, info, results, baseline, verdicts)
-    history.mark_complete(conn, run_id)
+    store.mark_complete(conn, run_id)
     print("nightly: run %d recorded in %s; report: %s" % (run_id, args.history, page_paths[0]))
     slower = [v.name for v in verdicts if v.regression]
     if baseline is None:
@@ -339,7 +339,7 @@ def judge(args, base_runs, entries, options, floors, run_dir, rerun):
     """The final verdicts on a new run's entries: screened against the baseline runs, the
     suspects rerun (rerun(names, out_path) -> ResultSet) and judged on all the runs.
     `trials --replay` calls it with the reruns a trial recorded."""
-    verdicts = results_stats.compare_runs(base_runs, [entries], options, floors)
+    verdicts = stats.compare_runs(base_runs, [entries], options, floors)
     return confirm.confirm_suspects(rerun, run_dir, base_runs, entries, verdicts, options,
                                     floors, rounds=args.confirm_rounds,
                                     budget_s=args.confirm_budget, target=args.ci_target / 100)
@@ -358,14 +358,14 @@ def _rerun(args, run_args, _names, out_path):
     if status != 0:
         raise confirm.RerunError("the confirmation run failed with exit status %d" % status)
     try:
-        return results_io.load_results(path)
-    except results_io.ResultsError as err:
+        return io.load_results(path)
+    except io.ResultsError as err:
         raise confirm.RerunError("unusable confirmation results: %s" % err) from None
 
 
 def _failed(run_dir, reason):
-    """A failed run leaves a note in its folder and nothing in the history."""
-    page = results_page.Page("perfscale nightly: run failed")
+    """A failed run leaves a note in its folder and nothing in the store."""
+    page = Page("perfscale nightly: run failed")
     page.text(reason + ". Nothing was recorded; the baseline is unchanged.")
     page.write(os.path.join(run_dir, "nightly"))
     print("nightly: %s; nothing recorded (note in %s)" % (reason, run_dir), file=sys.stderr)
@@ -377,7 +377,7 @@ def _write_report(conn, args, run_dir, run_id, info, results, baseline, verdicts
     slower = [v for v in verdicts if v.regression]
     state = ("REGRESSION (%d slower)" % len(slower) if slower else
              "no regression" if baseline is not None else "first run of its lineage")
-    page = results_page.Page("perfscale nightly run %d: %s" % (run_id, state))
+    page = Page("perfscale nightly run %d: %s" % (run_id, state))
     page.heading("Run")
     context = info.context
     page.table(["field", "value"], [
@@ -401,10 +401,10 @@ def _write_report(conn, args, run_dir, run_id, info, results, baseline, verdicts
                       " named with --baseline" if args.baseline is not None else
                       " and the lineage's earlier passing runs",
                       args.min_repetitions, args.alpha, args.threshold))
-        order = {results_stats.SLOWER: 0, results_stats.COUNTS: 1, results_stats.FASTER: 2}
+        order = {stats.SLOWER: 0, stats.COUNTS: 1, stats.FASTER: 2}
         page.table(["benchmark", "verdict", "median change [95% CI]", "p (Holm)",
                     "noise floor", "runs (repetitions)", "counters moved", "note"],
-                   [[results_names.display_name(v.name),
+                   [[display_name(v.name),
                      v.verdict, _pct(v.change) + _interval(v.ci),
                      "%s (%s)" % (_p(v.screen_p if v.screen_p == v.screen_p else v.pvalue),
                                   _p(v.p_adjusted)), _pct(v.noise_floor),
@@ -413,10 +413,10 @@ def _write_report(conn, args, run_dir, run_id, info, results, baseline, verdicts
                     for v in sorted(verdicts, key=lambda v: order.get(v.verdict, 3))])
         baseline_json = _baseline_file(conn, baseline, run_dir)
         page.heading("compare.py")
-        page.preformatted(results_comparepy.table(baseline_json, results.source, args.alpha))
+        page.preformatted(comparepy.table(baseline_json, results.source, args.alpha))
     if slower and not args.no_plots:
         from perfscale.plots import plot
-        trend_map = history.trends(conn, info.host, info.config)
+        trend_map = store.trends(conn, info.host, info.config)
         pictures = plot.history_plots(trend_map, run_dir, names={v.name for v in slower})
         page.heading("Trends of the slower benchmarks")
         for path, caption in pictures:
@@ -427,7 +427,7 @@ def _write_report(conn, args, run_dir, run_id, info, results, baseline, verdicts
     from perfscale.commands import calibrate  # imports nightly: only here, not at module load
     calibrate.add_calibration_section(page, conn, info.host, info.cpus)
     with open(os.path.join(run_dir, "verdicts.json"), "w", encoding="utf-8") as f:
-        f.write(results_io.dumps({"run_id": run_id, "baseline_id": baseline["id"]
+        f.write(io.dumps({"run_id": run_id, "baseline_id": baseline["id"]
                                   if baseline is not None else None,
                                   "regressions": [v.name for v in slower],
                                   "verdicts": [vars(v) for v in verdicts]}, indent=1))
@@ -436,17 +436,17 @@ def _write_report(conn, args, run_dir, run_id, info, results, baseline, verdicts
 
 def _baseline_file(conn, baseline, run_dir):
     """The baseline's results file for compare.py: the original while it is still there
-    and intact, else one rebuilt from the history."""
+    and intact, else one rebuilt from the store."""
     original = baseline["results_path"]
     if original and os.path.exists(original):
         try:
-            results_io.load_results(original)
+            io.load_results(original)
             return original
-        except results_io.ResultsError:
+        except io.ResultsError:
             pass
     rebuilt = os.path.join(run_dir, "baseline.json")
     with open(rebuilt, "w", encoding="utf-8") as f:
-        f.write(results_io.dumps(history.as_results_document(conn, baseline["id"]), indent=1))
+        f.write(io.dumps(store.as_results_document(conn, baseline["id"]), indent=1))
     return rebuilt
 
 

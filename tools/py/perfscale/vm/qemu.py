@@ -33,7 +33,7 @@ import tarfile
 import tempfile
 import time
 
-from perfscale.results import io as results_io
+from perfscale.results.io import dumps
 from perfscale.gate import comparability
 
 CACHE = os.path.join(os.path.expanduser("~"), ".cache", "perfscale")
@@ -624,7 +624,7 @@ def run_guest(args):
                 kernel=label, vcpus=args.cpus, mem_mib=args.mem, accel=accel,
                 host_cpus=host_cpus, clock=args.clock,
                 guest_host_name=parsed.get("context", {}).get("host_name", "")))
-            data = (results_io.dumps(parsed, indent=2) + "\n").encode()
+            data = (dumps(parsed, indent=2) + "\n").encode()
         with open(host_path, "wb") as f:
             f.write(data)
     return code

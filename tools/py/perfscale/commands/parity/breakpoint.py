@@ -7,7 +7,7 @@ repetitions, each with fresh threads), and takes the median: where the threads l
 decides much of the figure, and three placements per round steady it.
 """
 
-from perfscale.parity import common as pc
+from perfscale.parity import common
 
 # (label, perf bench args, our flags, our benchmark name)
 THREAD_CASES = [(b, 2, 20) for b in (0, 4)]
@@ -19,11 +19,11 @@ def cases(min_time: str):
     result = []
     for b, p, t in THREAD_CASES:
         name = "BM_BreakpointThread/breakpoints:%d/parallelism:%d/threads:%d/real_time" % (b, p, t)
-        result.append(pc.Case(
+        result.append(common.Case(
             label="thread B=%d P=%d T=%d" % (b, p, t),
             reference_cmd=["perf", "bench", "--repeat=%d" % THREAD_REPEAT, "breakpoint",
                            "thread", "-b", str(b), "-p", str(p), "-t", str(t)],
-            reference_parse=pc.parse_perf_usecs_per_op,
+            reference_parse=common.parse_perf_usecs_per_op,
             ours_args=["--breakpoint_breakpoints=%d" % b, "--breakpoint_parallelism=%d" % p,
                        "--breakpoint_threads=%d" % t, "--breakpoint_repeat=%d" % THREAD_REPEAT,
                        "--breakpoint_passive=0", "--breakpoint_active=0",
@@ -32,11 +32,11 @@ def cases(min_time: str):
     for passive, active, repeat in ENABLE_CASES:
         name = ("BM_BreakpointEnable/passive:%d/active:%d/placement:unpinned/real_time" %
                 (passive, active))
-        result.append(pc.Case(
+        result.append(common.Case(
             label="enable passive=%d active=%d" % (passive, active),
             reference_cmd=["perf", "bench", "--repeat=%d" % repeat, "breakpoint", "enable",
                            "-p", str(passive), "-a", str(active)],
-            reference_parse=pc.parse_perf_usecs_per_op,
+            reference_parse=common.parse_perf_usecs_per_op,
             ours_args=["--breakpoint_breakpoints=0", "--breakpoint_parallelism=1",
                        "--breakpoint_passive=%d" % passive, "--breakpoint_active=%d" % active,
                        "--breakpoint_placement=unpinned",
@@ -46,5 +46,5 @@ def cases(min_time: str):
 
 
 def main(argv):
-    args = pc.parse_args(argv, "perf bench breakpoint vs //benchmarks:breakpoint")
-    return pc.run_parity("breakpoint", cases("0.5"), args)
+    args = common.parse_args(argv, "perf bench breakpoint vs //benchmarks:breakpoint")
+    return common.run_parity("breakpoint", cases("0.5"), args)

@@ -23,7 +23,7 @@ ratio is shown, not judged, and the command exits 0 unless something fails to ru
 
 import re
 
-from perfscale.parity import common as pc
+from perfscale.parity import common
 
 EVENTS = ("dummy", "cpu-clock")
 # Event count -> perf bench iterations per invocation (about a second of work each).
@@ -45,7 +45,7 @@ def parse_evlist_open_close(stdout: str) -> float:
     average = re.search(r"Average open-close took:\s*([0-9.]+) usec", stdout)
     fds = re.search(r"Number of events:\s*\d+\s*\((\d+) fds\)", stdout)
     if not average or not fds or int(fds.group(1)) == 0:
-        raise pc.ParityError("unexpected perf bench internals evlist-open-close output:\n" +
+        raise common.ParityError("unexpected perf bench internals evlist-open-close output:\n" +
                              stdout[-800:])
     return float(average.group(1)) / int(fds.group(1))
 
@@ -58,7 +58,7 @@ def cases(min_time: str):
             for strategy in STRATEGIES:
                 name = ("BM_EventOpen/strategy:%s/events:%d/event:%s/phases:lifecycle/cpus:%d"
                         "/manual_time" % (strategy, count, event, cpus))
-                result.append(pc.Case(
+                result.append(common.Case(
                     label="%s n=%d vs %s" % (event, count, strategy),
                     reference_cmd=["perf", "bench", "internals", "evlist-open-close",
                                    "-e", event, "-n", str(count), "-i", str(iterations)],
@@ -77,7 +77,7 @@ def cases(min_time: str):
 
 
 def main(argv):
-    args = pc.parse_args(
+    args = common.parse_args(
         argv, "perf bench internals evlist-open-close vs //benchmarks:event_open lifecycle")
-    return pc.run_parity("event_open", cases("0.5"), args,
+    return common.run_parity("event_open", cases("0.5"), args,
                          reference_name="perf evlist-oc")

@@ -30,7 +30,7 @@ import statistics
 import subprocess
 import sys
 
-from perfscale.parity import common as pc
+from perfscale.parity import common
 
 SYSTEM_FILTER = ("^BM_Synthesize/workload:system/sink:memory/strategy:(atomic|mutex)"
                  "/workers:1/manual_time$")
@@ -43,7 +43,7 @@ def parse_perf_synthesize(stdout: str):
     per_event = re.search(r"Average time per event\s+([0-9.]+)\s+usec", stdout)
     events = re.search(r"Average num\. events:\s*([0-9.]+)", stdout)
     if not per_event or not events:
-        raise pc.ParityError("unexpected perf bench internals synthesize output:\n" +
+        raise common.ParityError("unexpected perf bench internals synthesize output:\n" +
                              stdout[-800:])
     return float(per_event.group(1)), float(events.group(1))
 
@@ -52,7 +52,7 @@ def run_perf(args):
     cmd = ["perf", "bench", "internals", "synthesize"] + args
     result = subprocess.run(cmd, capture_output=True, text=True)
     if result.returncode != 0:
-        raise pc.ParityError("%s failed (exit %d):\n%s" % (" ".join(cmd), result.returncode,
+        raise common.ParityError("%s failed (exit %d):\n%s" % (" ".join(cmd), result.returncode,
                                                            (result.stderr or result.stdout)[-800:]))
     return parse_perf_synthesize(result.stdout + result.stderr)
 
@@ -61,17 +61,17 @@ def run_ours(binary, flags, min_time):
     """{strategy: (usecs/record, records)} from one run of our binary."""
     found = {}
     cmd = [binary, "--benchmark_format=json", "--benchmark_min_time=" + min_time] + flags
-    for run in pc.run_benchmark_json(cmd):
+    for run in common.run_benchmark_json(cmd):
         strategy = re.search(r"strategy:(\w+)", run["name"]).group(1)
         found[strategy] = (float(run["usecs/record"]), float(run["records"]))
     return found
 
 
 def main(argv):
-    args = pc.parse_args(argv, "perf bench internals synthesize vs //benchmarks:synthesize")
+    args = common.parse_args(argv, "perf bench internals synthesize vs //benchmarks:synthesize")
     try:
-        pc.require_perf()
-        binary = pc.build_binary("synthesize")
+        common.require_perf()
+        binary = common.build_binary("synthesize")
         # label -> list of (reference usec, reference records, ours usec, ours records)
         rows = {}
         gating = {}
@@ -101,14 +101,14 @@ def main(argv):
                 gating[label] = False
             print("round %d/%d done" % (round_index + 1, args.rounds), file=sys.stderr)
         if not rows:
-            raise pc.ParityError("no case matches --only=%r (system, one process)" % args.only)
-    except pc.ParityError as err:
+            raise common.ParityError("no case matches --only=%r (system, one process)" % args.only)
+    except common.ParityError as err:
         print("perfscale parity: %s" % err, file=sys.stderr)
         return 2
 
     table = summarize(rows, gating, args.tolerance)
     print_table(table, args)
-    pc.write_json(args.json, "synthesize", args.rounds, table)
+    common.write_json(args.json, "synthesize", args.rounds, table)
     return 0 if all(r["within_tolerance"] for r in table if r["gating"]) else 1
 
 
@@ -117,7 +117,7 @@ def summarize(rows, gating, tolerance):
     Ours must not be slower per record than perf (faster is fine)."""
     table = []
     for label, samples in rows.items():
-        row = pc.summary_row(label, "usecs/record", [s[0] for s in samples],
+        row = common.summary_row(label, "usecs/record", [s[0] for s in samples],
                              [s[2] for s in samples], gating[label], tolerance)
         row["reference_records"] = statistics.median(s[1] for s in samples)
         row["ours_records"] = statistics.median(s[3] for s in samples)
@@ -133,7 +133,7 @@ def print_table(table, args):
         if r["within_tolerance"]:
             return "ok" if r["ratio"] <= 1.0 else "ok (within %.0f%%)" % args.tolerance
         return "SLOWER by %.0f%%" % ((r["ratio"] - 1) * 100)
-    pc.print_rows(table, [("perf us/rec", 12, "%.3f", "reference_median"),
+    common.print_rows(table, [("perf us/rec", 12, "%.3f", "reference_median"),
                           ("ours us/rec", 12, "%.3f", "ours_median"),
                           ("ratio", 6, "%.3f", "ratio"),
                           ("perf recs", 10, "%.0f", "reference_records"),

@@ -39,7 +39,7 @@ import subprocess
 import sys
 import tempfile
 
-from perfscale.parity import common as pc
+from perfscale.parity import common
 
 DEFAULT_LOOPS = 100000
 
@@ -51,9 +51,9 @@ def perf_bench_pipe(loops, threads=False, under_lock_record=False, prefix=()):
         cmd = list(prefix) + cmd
         result = subprocess.run(cmd, capture_output=True, text=True)
         if result.returncode != 0:
-            raise pc.ParityError("%s failed (exit %d):\n%s" % (
+            raise common.ParityError("%s failed (exit %d):\n%s" % (
                 " ".join(cmd), result.returncode, (result.stderr or result.stdout)[-800:]))
-        return pc.parse_perf_usecs_per_op(result.stdout + result.stderr)
+        return common.parse_perf_usecs_per_op(result.stdout + result.stderr)
     cmd = list(prefix) + ["perf", "lock", "record", "--"] + cmd
     workdir = tempfile.mkdtemp(prefix="perfscale-parity-lock-")
     try:
@@ -65,9 +65,9 @@ def perf_bench_pipe(loops, threads=False, under_lock_record=False, prefix=()):
         with open(out_path) as out:
             stdout = out.read()
         if result.returncode != 0:
-            raise pc.ParityError("%s failed (exit %d):\n%s" % (
+            raise common.ParityError("%s failed (exit %d):\n%s" % (
                 " ".join(cmd), result.returncode, (result.stderr or stdout)[-800:]))
-        return pc.parse_perf_usecs_per_op(stdout)
+        return common.parse_perf_usecs_per_op(stdout)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -76,13 +76,13 @@ def run_ours(binary, flags, min_time, prefix=()):
     """{benchmark name: run} of one run of our binary; errors raise ParityError."""
     cmd = list(prefix) + [binary, "--benchmark_format=json",
                           "--benchmark_min_time=" + min_time] + flags
-    return {run["name"]: run for run in pc.run_benchmark_json(cmd)}
+    return {run["name"]: run for run in common.run_benchmark_json(cmd)}
 
 
 def one_run(runs, prefix):
     found = [run for name, run in runs.items() if name.startswith(prefix)]
     if len(found) != 1:
-        raise pc.ParityError("expected one benchmark named %s..., got %s" %
+        raise common.ParityError("expected one benchmark named %s..., got %s" %
                              (prefix, sorted(runs)))
     return found[0]
 
@@ -111,7 +111,7 @@ def ours(binary, case, min_time, prefix):
     run = one_run(runs, "BM_PipePingPong/set:lock/callchains:on/scope:task/tasks:%s/"
                         "placement:unpinned/sink:file" % tasks)
     if "overhead_pct" not in run:
-        raise pc.ParityError("%s has no overhead_pct (did set:none run first?)" % run["name"])
+        raise common.ParityError("%s has no overhead_pct (did set:none run first?)" % run["name"])
     return float(run["usecs/op"]), float(run["overhead_pct"])
 
 
@@ -130,7 +130,7 @@ def main(argv):
     known, rest = pre.parse_known_args(argv)
     if "-h" in rest or "--help" in rest:
         print(__doc__)
-    args = pc.parse_args(rest, "perf bench sched pipe (and perf lock record) vs "
+    args = common.parse_args(rest, "perf bench sched pipe (and perf lock record) vs "
                                "//benchmarks:trace_overhead")
     loops = known.loops
     if loops < 1000 or loops > 100000000:
@@ -148,10 +148,10 @@ def main(argv):
     samples = {c.label: {"ref": [], "ours": [], "fixed": [], "ours_overhead": []}
                for c in cases}
     try:
-        pc.require_perf()
+        common.require_perf()
         if not shutil.which("taskset") and any(c.one_cpu for c in cases):
-            raise pc.ParityError("taskset is not installed (util-linux)")
-        binary = pc.build_binary("trace_overhead")
+            raise common.ParityError("taskset is not installed (util-linux)")
+        binary = common.build_binary("trace_overhead")
         for round_index in range(args.rounds):
             # fork + exit + wait + 1 round trip, as perf bench times them, in usecs.
             fixed = {False: perf_bench_pipe(1), True: perf_bench_pipe(1, prefix=pinned)}
@@ -166,13 +166,13 @@ def main(argv):
                 if overhead is not None:
                     s["ours_overhead"].append(overhead)
             print("round %d/%d done" % (round_index + 1, args.rounds), file=sys.stderr)
-    except pc.ParityError as err:
+    except common.ParityError as err:
         print("perfscale parity: %s" % err, file=sys.stderr)
         return 2
 
     rows = summarize(cases, samples, loops, args.tolerance)
     print_table(rows, args, loops, cpu)
-    pc.write_json(args.json, "trace_overhead", args.rounds, rows)
+    common.write_json(args.json, "trace_overhead", args.rounds, rows)
     return 0 if all(r["within_tolerance"] for r in rows if r["gating"]) else 1
 
 
@@ -185,12 +185,12 @@ def summarize(cases, samples, loops, tolerance):
         ref_raw = statistics.median(s["ref"])
         fixed = statistics.median(s["fixed"])
         # perf's rows with the fixed cost taken out; the spread is of the raw figures.
-        row = pc.summary_row(case.label, "usecs/op", [v - fixed / loops for v in s["ref"]],
+        row = common.summary_row(case.label, "usecs/op", [v - fixed / loops for v in s["ref"]],
                              s["ours"], case.gating, tolerance)
         row.update({
             "loops": loops, "reference_raw_median": ref_raw, "fork_exit_us": fixed,
             "reference_median": ref_raw - fixed / loops,
-            "reference_spread_pct": pc.spread_pct(s["ref"]), "reference_values": s["ref"],
+            "reference_spread_pct": common.spread_pct(s["ref"]), "reference_values": s["ref"],
             "ours_overhead_pct": (statistics.median(s["ours_overhead"])
                                   if s["ours_overhead"] else None),
             "reference_overhead_pct": None,
@@ -215,12 +215,12 @@ def summarize(cases, samples, loops, tolerance):
 def print_table(rows, args, loops, cpu):
     def verdict(r):
         if r["gating"]:
-            return "ok" if r["within_tolerance"] else pc.off_by(r)
+            return "ok" if r["within_tolerance"] else common.off_by(r)
         if r["reference_overhead_pct"] is not None:
             return "reference (overhead: perf lock record %+.0f%%, ours %+.0f%%)" % (
                 r["reference_overhead_pct"], r["ours_overhead_pct"])
         return "reference (our overhead %+.0f%%)" % r["ours_overhead_pct"]
-    pc.print_rows(rows, [("perf raw", 10, "%.3f", "reference_raw_median"),
+    common.print_rows(rows, [("perf raw", 10, "%.3f", "reference_raw_median"),
                          ("perf corrected", 14, "%.3f", "reference_median"),
                          ("perfscale", 10, "%.3f", "ours_median"), ("ratio", 7, "%.3f", "ratio"),
                          ("perf sprd", 9, "%.1f%%", "reference_spread_pct"),
