@@ -290,7 +290,8 @@ def test_the_confirmation_reruns_the_whole_suite(tmp_path, monkeypatch):
         asked.append(run_args)
         return 1, out_path
     monkeypatch.setattr(nightly, "run_suite", run_suite)
-    args = nightly.parse_args(["--repetitions", "10", "--", "--quick"])[0]
+    from perfscale.commands import nightly as nightly_command
+    args = nightly_command.parse_args(["--repetitions", "10", "--", "--quick"])[0]
     with pytest.raises(confirm.RerunError, match="exit status 1"):
         nightly._rerun(args, ["--quick"], ["BM_A/real_time"], str(tmp_path / "confirm-1.json"))
     assert asked == [["--quick", "--"]]

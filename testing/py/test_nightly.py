@@ -207,19 +207,20 @@ def test_run_arguments_are_checked_before_anything_runs(nightly, capsys, run_arg
 
 def test_a_guest_nightly_runs_the_suite_in_the_kernel_on_its_instruction_clock(
         cli, tmp_path, monkeypatch):
+    from perfscale.commands import nightly as nightly_command
     from perfscale.suite import nightly as nightly_module
-    args, run_args = nightly_module.parse_args(["--guest", "debian:6.12-cloud",
-                                                "--guest-cpus", "4", "--", "--quick"])
+    args, run_args = nightly_command.parse_args(["--guest", "debian:6.12-cloud",
+                                                 "--guest-cpus", "4", "--", "--quick"])
     command = nightly_module.runner_command(args)
     assert command[1:] == ["vm", "--kernel", "debian:6.12-cloud", "--cpus", "4", "--clock",
                            "instructions", "--", "run"]
     assert command[0].endswith("tools/perfscale") and run_args == ["--quick"]
     # The trials' nightlies get the same runner.
-    assert nightly_module.lineage_argv(args) == ["--guest", "debian:6.12-cloud",
-                                                 "--guest-cpus", "4"]
+    assert nightly_module.lineage_of(args) == {"run_cmd": None, "guest": "debian:6.12-cloud",
+                                               "guest_cpus": 4}
     # PERFSCALE_RUN_CMD (a test's fake, a site's wrapper) does not replace a named guest.
     monkeypatch.setenv("PERFSCALE_RUN_CMD", FAKE_RUN)
-    args, _ = nightly_module.parse_args(["--guest", "/boot/vmlinuz", "--", "--quick"])
+    args, _ = nightly_command.parse_args(["--guest", "/boot/vmlinuz", "--", "--quick"])
     assert nightly_module.runner_command(args)[2:4] == ["--kernel", "/boot/vmlinuz"]
 
 
@@ -248,8 +249,9 @@ def test_the_defaults_live_in_the_repositorys_results_folder():
     # subpackages' move put them one level too deep, under tools/, for a while).
     from conftest import REPO_ROOT
     from perfscale.commands import calibrate, trials
+    from perfscale.commands import nightly as nightly_command
     from perfscale.suite import nightly as nightly_module
-    args, _ = nightly_module.parse_args([])
+    args, _ = nightly_command.parse_args([])
     assert args.history == os.path.join(REPO_ROOT, "results", "history.sqlite")
     assert args.report_dir == os.path.join(REPO_ROOT, "results", "nightly")
     assert nightly_module.REPO_ROOT == REPO_ROOT

@@ -23,7 +23,7 @@ from perfscale.plots import cpus as plot_cpus
 from perfscale.results import io as results_io
 from perfscale.commands import bisect
 from perfscale.gate import comparability
-from perfscale.vm import qemu as vm
+from perfscale.vm import initramfs, kernel, qemu as vm
 
 PERFSCALE = os.path.join(REPO_ROOT, "tools", "perfscale")
 
@@ -46,7 +46,7 @@ def cpio_names(gzipped):
 
 
 def test_cpio_holds_directories_before_files_and_a_console():
-    archive = vm.Cpio()
+    archive = initramfs.Cpio()
     archive.char_device("dev/console", 5, 1)
     archive.file("lib/x86_64-linux-gnu/libfoo.so", b"abc")
     archive.symlink("bin/sh", "busybox")
@@ -57,21 +57,21 @@ def test_cpio_holds_directories_before_files_and_a_console():
 
 
 def test_initramfs_takes_the_binary_its_libraries_and_busybox_only():
-    if not os.path.isfile(vm.BUSYBOX):
-        pytest.skip("no %s (tools/setup vm installs busybox-static)" % vm.BUSYBOX)
+    if not os.path.isfile(initramfs.BUSYBOX):
+        pytest.skip("no %s (tools/setup vm installs busybox-static)" % initramfs.BUSYBOX)
     binary = shutil.which("true")
-    members = cpio_names(vm.build_initramfs(binary, ["--x"], {}))
+    members = cpio_names(initramfs.build_initramfs(binary, ["--x"], {}))
     files = {name for name, mode in members if mode & 0o170000 == 0o100000}
-    libraries = {lib.lstrip("/") for lib in vm.shared_libraries(binary)}
+    libraries = {lib.lstrip("/") for lib in initramfs.shared_libraries(binary)}
     assert libraries and any("ld-linux" in lib for lib in libraries)
     assert files == libraries | {"perfscale/true", "bin/busybox", "init"}
 
 
 def test_init_quotes_arguments_and_reports_the_exit_code():
-    script = vm.init_script(["/perfscale/all", "--benchmark_filter=a'b c"], {}, "vm-on-x")
+    script = initramfs.init_script(["/perfscale/all", "--benchmark_filter=a'b c"], {}, "vm-on-x")
     assert "'/perfscale/all' '--benchmark_filter=a'\\''b c'" in script
     assert "mount -t tracefs" in script and "mount -t debugfs" in script
-    assert '"%s $rc"' % vm.END in script
+    assert '"%s $rc"' % initramfs.END in script
 
 
 def test_results_are_decoded_from_the_port_and_truncation_is_said():
@@ -84,12 +84,12 @@ def test_results_are_decoded_from_the_port_and_truncation_is_said():
         info.size = 2
         archive.addfile(info, io.BytesIO(b"{}"))
     payload = base64.encodebytes(blob.getvalue()).decode()
-    text = "noise\r\n%s\r\n%s%s 3\r\n" % (vm.BEGIN, payload, vm.END)
+    text = "noise\r\n%s\r\n%s%s 3\r\n" % (initramfs.BEGIN, payload, initramfs.END)
     assert vm.decode_results(text) == (3, {"0-r.json": b"{}"})
     with pytest.raises(vm.VmError, match="cut off"):
-        vm.decode_results("%s\n%s" % (vm.BEGIN, payload))
+        vm.decode_results("%s\n%s" % (initramfs.BEGIN, payload))
     with pytest.raises(vm.VmError, match="corrupt"):
-        vm.decode_results("%s\nAAAA\n%s 0\n" % (vm.BEGIN, vm.END))
+        vm.decode_results("%s\nAAAA\n%s 0\n" % (initramfs.BEGIN, initramfs.END))
     with pytest.raises(vm.VmError, match="no results"):
         vm.decode_results("")
 
@@ -109,24 +109,24 @@ def test_debian_names_pick_a_package(monkeypatch):
                  ("6.12", ""): {99: "linux-image-6.12.99+deb12-amd64-unsigned",
                                 117: "linux-image-6.12.117+deb12-amd64-unsigned"},
                  ("6.12", "cloud-"): {117: "linux-image-6.12.117+deb12-cloud-amd64-unsigned"}}
-    monkeypatch.setattr(vm, "_debian_kernel_packages",
+    monkeypatch.setattr(kernel, "_debian_kernel_packages",
                         lambda series, flavour: available.get((series, flavour), {}))
-    assert vm.debian_package("debian:6.1-rt") == available["6.1", "rt-"][57]
-    assert vm.debian_package("debian:6.1.0-47-rt") == available["6.1", "rt-"][47]
+    assert kernel.debian_package("debian:6.1-rt") == available["6.1", "rt-"][57]
+    assert kernel.debian_package("debian:6.1.0-47-rt") == available["6.1", "rt-"][47]
     with pytest.raises(vm.VmError, match="no Debian 6.1 kernel 50 .it has: 47, 57"):
-        vm.debian_package("debian:6.1.0-50-rt")
+        kernel.debian_package("debian:6.1.0-50-rt")
     # 117 is newer than 99: the patch level is compared as a number.
-    assert vm.debian_package("debian:6.12") == available["6.12", ""][117]
-    assert vm.debian_package("debian:6.12.99") == available["6.12", ""][99]
-    assert vm.debian_package("debian:6.12-cloud") == available["6.12", "cloud-"][117]
+    assert kernel.debian_package("debian:6.12") == available["6.12", ""][117]
+    assert kernel.debian_package("debian:6.12.99") == available["6.12", ""][99]
+    assert kernel.debian_package("debian:6.12-cloud") == available["6.12", "cloud-"][117]
     for unknown in ("debian:6.1.5", "debian:6.12.0-57", "debian:6.2", "debian:6.12-foo"):
         with pytest.raises(vm.VmError, match="unknown Debian kernel"):
-            vm.debian_package(unknown)
+            kernel.debian_package(unknown)
 
 
 def test_debian_package_patterns_match_debian_12s_names():
     def version(series, flavour, name):
-        match = re.match(vm.SERIES[series][0] % re.escape(flavour), name)
+        match = re.match(kernel.SERIES[series][0] % re.escape(flavour), name)
         return int(match.group(1)) if match else None
     assert version("6.1", "", "linux-image-6.1.0-57-amd64-unsigned") == 57
     assert version("6.1", "", "linux-image-6.1.0-57-rt-amd64-unsigned") is None
@@ -194,9 +194,9 @@ def test_kernel_arguments_and_tcg_threads_reach_qemu():
 
 def test_unknown_kernels_are_refused(tmp_path):
     with pytest.raises(vm.VmError, match="unknown Debian kernel"):
-        vm.resolve_kernel("debian:5.10")
+        kernel.resolve_kernel("debian:5.10")
     with pytest.raises(vm.VmError, match="no such kernel image"):
-        vm.resolve_kernel(str(tmp_path / "missing"))
+        kernel.resolve_kernel(str(tmp_path / "missing"))
 
 
 # --- comparability ----------------------------------------------------------------------
@@ -387,8 +387,8 @@ def test_counter_median_wants_exactly_one_benchmark():
 def qemu_missing():
     if not shutil.which("qemu-system-x86_64"):
         return "qemu-system-x86_64 is not installed (tools/setup vm installs it)"
-    if not os.path.isfile(vm.BUSYBOX):
-        return "%s is missing (tools/setup vm installs busybox-static)" % vm.BUSYBOX
+    if not os.path.isfile(initramfs.BUSYBOX):
+        return "%s is missing (tools/setup vm installs busybox-static)" % initramfs.BUSYBOX
     return None
 
 

@@ -1,32 +1,48 @@
-"""Dispatches `tools/perfscale <command>` to the Python module that implements it.
+"""Dispatches `tools/perfscale <command>` to the module that implements it.
 
-Each command lives in a module exposing `main(argv) -> int`, in the subpackage of its
-job (MODULES below); `parity FAMILY` maps to `perfscale.commands.parity.<family>`.
+Each command is a module of perfscale.commands exposing `main(argv) -> int` that parses
+its own options (one argparse, one --help); `parity FAMILY` maps to
+perfscale.commands.parity.<family>. `test` is the front door's own (tools/perfscale).
 """
 
 import importlib
 import os
 import sys
 
-COMMANDS = ("run", "parity", "compare", "nightly", "plot", "report", "vm", "bisect",
-            "calibrate", "trials", "inject")
-MODULES = {
-    "run": "perfscale.suite.runner",
-    "compare": "perfscale.commands.compare",
-    "calibrate": "perfscale.commands.calibrate",
-    "trials": "perfscale.commands.trials",
-    "inject": "perfscale.suite.inject",
-    "nightly": "perfscale.suite.nightly",
-    "plot": "perfscale.plots.plot",
-    "report": "perfscale.plots.report",
-    "vm": "perfscale.vm.qemu",
-    "bisect": "perfscale.commands.bisect",
-}
+# (command, what it does), in the order `tools/perfscale --help` lists them.
+COMMANDS = (
+    ("run", "build and run the benchmark suite; JSON under results/, table on stdout,\n"
+            "plan and progress on stderr; --plan prints the plan only (--cpus N: for a\n"
+            "machine with N CPUs); --budget caps the planned wall time (default 10m)"),
+    ("vm", "boot a kernel in QEMU (KVM when it works, else TCG) and run the suite inside;\n"
+           "several --cpus sizes give one result file each; --clock instructions\n"
+           "times the guest in instructions (QEMU -icount): figures the host cannot move"),
+    ("bisect", "the first bad kernel of an ordered list, judged by one counter"),
+    ("test", "build and run every test (bazel test //..., then under ASan+UBSan, the\n"
+             "Python tools' tests, and each fuzz target for 10 s under libFuzzer); lists\n"
+             "every skipped test with its reason, then ends with\n"
+             "\"N passed, N failed, N skipped\""),
+    ("parity", "hold a family's figures against perf bench: parity breakpoint|event_open|..."),
+    ("compare", "A/B two result files with a U test; exits 1 on a significant slowdown"),
+    ("nightly", "run, store in history, compare with the baseline; exits 1 on a regression"),
+    ("calibrate", "learn each benchmark's noise floor and detectable change on this host"),
+    ("trials", "check the calibrated gate: A/A and injected-slowdown nightlies, false alarms\n"
+               "and power per benchmark"),
+    ("inject", "add real kernel work to every syscall while it runs (the gate's test slowdown)"),
+    ("plot", "PNG scaling curves, counts against vCPUs (--vs-cpus), history trends"),
+    ("report", "one page with the headline figures of a run"),
+)
 PARITY_FAMILIES = ("breakpoint", "event_open", "synthesize", "trace_overhead")
 
 
-def _usage() -> str:
-    return "usage: tools/perfscale {%s} ..." % "|".join(COMMANDS)
+def usage() -> str:
+    lines = ["usage: tools/perfscale COMMAND [OPTIONS]   (tools/perfscale COMMAND --help: "
+             "its options)", ""]
+    for name, what in COMMANDS:
+        first, *rest = what.split("\n")
+        lines.append("  %-10s %s" % (name, first))
+        lines.extend("  %-10s %s" % ("", line) for line in rest)
+    return "\n".join(lines)
 
 
 def main(argv):
@@ -34,11 +50,17 @@ def main(argv):
     # relative to where the user was (the modules find the repository by __file__).
     if os.environ.get("PERFSCALE_CWD"):
         os.chdir(os.environ["PERFSCALE_CWD"])
-    if not argv or argv[0] not in COMMANDS:
-        print(_usage(), file=sys.stderr)
+    if argv[:1] in (["-h"], ["--help"], ["help"]):
+        print(usage())
+        return 0
+    names = [name for name, _ in COMMANDS if name != "test"]
+    if not argv or argv[0] not in names:
+        if argv:
+            print("perfscale: unknown command '%s'" % argv[0], file=sys.stderr)
+        print(usage(), file=sys.stderr)
         return 2
     command, rest = argv[0], argv[1:]
-    module_name = MODULES.get(command)
+    module_name = "perfscale.commands." + command
     if command == "parity":
         if not rest or rest[0] not in PARITY_FAMILIES:
             print("usage: tools/perfscale parity FAMILY [options]  (FAMILY: %s)"

@@ -22,6 +22,7 @@ import sys
 import tempfile
 
 from perfscale.results import io
+from perfscale.suite import runner
 
 # A and B must differ by at least this much, relative to the larger, to be worth bisecting.
 MIN_SEPARATION = 0.10
@@ -137,8 +138,7 @@ def main(argv):
     for name in ("good", "bad"):
         if getattr(args, name) not in kernels:
             parser.error("--%s %s is not in --kernels" % (name, getattr(args, name)))
-    perfscale = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                             "perfscale")
+    perfscale = os.path.join(runner.REPO_ROOT, "tools", "perfscale")
     log = lambda line: print(line, flush=True)
     try:
         index, _ = first_bad(kernels, kernels.index(args.good), kernels.index(args.bad),

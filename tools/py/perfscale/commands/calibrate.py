@@ -223,30 +223,6 @@ def _pct(value):
     return "%+.1f%%" % (100 * value) if value is not None and math.isfinite(value) else "-"
 
 
-def add_calibration_section(page, conn, host, cpus):
-    """What the gate can tell apart on this host: every calibrated config's floors."""
-    page.heading("Gate calibration (noise floor, minimum detectable change)")
-    configs = [r[0] for r in conn.execute(
-        "SELECT DISTINCT config FROM calibration WHERE host = ? AND cpus = ? ORDER BY config",
-        (host, cpus))]
-    if not configs:
-        page.text("Not calibrated on %s with %d CPUs: run `tools/perfscale calibrate -- "
-                  "RUN_ARGS` (nightly then judges each benchmark against its own noise)."
-                  % (host, cpus))
-    for config in configs:
-        rows = sorted((c for (_n, m), c in store.load_calibration(
-            conn, host, cpus, config).items() if m == stats.REAL_TIME),
-            key=lambda c: c.mdc)
-        page.text("Config '%s', calibrated %s from %d runs with no change. A slowdown "
-                  "below its MDC may pass unseen; an A/A change below its floor never "
-                  "fails the gate." % (config, rows[0].calibrated_at if rows else "?",
-                                       max((c.runs for c in rows), default=0)))
-        page.table(["benchmark", "sigma between runs", "noise floor", "MDC",
-                    "injected slowdown"],
-                   [[names.display_name(c.name), "%.1f%%" % (100 * c.sigma), _pct(c.noise_floor),
-                     _pct(c.mdc), _pct(c.injected_change)] for c in rows])
-
-
 def format_table(calibrations, injector=""):
     """The calibration as a text table: what the gate can tell apart, per benchmark."""
     rows = sorted((c for (_n, m), c in calibrations.items() if m == stats.REAL_TIME),

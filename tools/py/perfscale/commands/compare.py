@@ -12,36 +12,9 @@ repetitions): a gate never passes what it could not judge.
 import argparse
 import sys
 
-from perfscale.gate import stats
+from perfscale.gate import flags, stats
 from perfscale.results import comparepy, io
 from perfscale.gate import comparability
-
-
-def add_gate_options(parser):
-    """The options that define a regression; nightly takes the same ones."""
-    parser.add_argument("--alpha", type=float, default=stats.DEFAULT_ALPHA,
-                        help="significance level of the U test (default %(default)s)")
-    parser.add_argument("--threshold", type=float, default=stats.DEFAULT_THRESHOLD_PCT,
-                        metavar="PCT", help="smallest slowdown of the median real time "
-                        "that counts, in percent (default %(default)s)")
-    parser.add_argument("--min-repetitions", type=int,
-                        default=stats.DEFAULT_MIN_REPETITIONS, metavar="N",
-                        help="fewest repetitions on each side for the U test "
-                        "(default %(default)s, as compare.py recommends)")
-
-
-def gate_options(args):
-    return stats.Options(alpha=args.alpha, threshold_pct=args.threshold,
-                                 min_repetitions=args.min_repetitions)
-
-
-def check_gate_options(parser, args):
-    if not 0 < args.alpha < 1:
-        parser.error("--alpha must be between 0 and 1")
-    if args.threshold < 0:
-        parser.error("--threshold must not be negative")
-    if args.min_repetitions < 2:
-        parser.error("--min-repetitions must be at least 2 (the U test needs two values)")
 
 
 def summary(verdicts, options):
@@ -64,21 +37,21 @@ def main(argv):
         description="Compare two Google Benchmark JSON results; exit 1 on a regression.")
     parser.add_argument("base", metavar="BASE.json")
     parser.add_argument("new", metavar="NEW.json")
-    add_gate_options(parser)
+    flags.add_gate_options(parser)
     parser.add_argument("--no-table", action="store_true",
                         help="skip compare.py's table, print only the verdicts")
     parser.add_argument("--all-repetitions", action="store_true",
                         help="compare.py's table with a row per repetition, not only "
                         "the aggregates")
     args = parser.parse_args(argv)
-    check_gate_options(parser, args)
+    flags.check_gate_options(parser, args)
     try:
         base = io.load_results(args.base)
         new = io.load_results(args.new)
     except io.ResultsError as err:
         print("perfscale compare: %s" % err, file=sys.stderr)
         return 2
-    judged = comparability.judge(base, new, sys.stdout, gate_options(args))
+    judged = comparability.judge(base, new, sys.stdout, flags.gate_options(args))
     if judged is not None:
         return judged
     if not args.no_table:
@@ -89,7 +62,7 @@ def main(argv):
     if (base.host, base.cpus) != (new.host, new.cpus):
         print("note: comparing results from different machines (%s, %d CPUs vs %s, %d CPUs)"
               % (base.host, base.cpus, new.host, new.cpus))
-    options = gate_options(args)
+    options = flags.gate_options(args)
     verdicts = stats.compare_entries(base.entries, new.entries, options)
     for verdict in verdicts:
         print(verdict.line())

@@ -55,8 +55,7 @@ import statistics
 import sys
 import time
 
-from perfscale.commands import compare
-from perfscale.gate import confirm, stats
+from perfscale.gate import confirm, flags, stats
 from perfscale.gate.floors import BASELINE_RUNS, DETECTABLE, MIN_RUNS, floor_and_mdc, for_lineage
 from perfscale.history import store
 from perfscale.suite import inject, nightly
@@ -253,9 +252,8 @@ TRIAL_RECORD = "trial.json"
 
 def replay(args, run_args, config, lineage, calibration, base_runs):
     """`--replay`: the recorded trials judged again by this checkout's gate; nothing runs."""
-    nightly_args, _ = nightly.parse_args(["--config=" + config, "--no-plots", "--"]
-                                         + list(run_args))
-    options = compare.gate_options(nightly_args)
+    nightly_args = nightly.Settings(history=args.history, config=config, no_plots=True)
+    options = flags.gate_options(nightly_args)
     conn = store.open_history(args.history)
     try:
         floors, _source = for_lineage(conn, *lineage, config, options.alpha)
@@ -331,8 +329,9 @@ def _replay_trial(nightly_args, base_runs, options, floors, folder):
             missing.append("the trial's %s is unreadable: %s" % (name, err))
             raise confirm.RerunError(str(err)) from None
 
-    verdicts = nightly.judge(nightly_args, base_runs, first.entries, options, floors,
-                             run_dir, recorded_rerun)
+    verdicts = nightly.judge(base_runs, first.entries, options, floors, run_dir,
+                             recorded_rerun, nightly_args.confirm_rounds,
+                             nightly_args.confirm_budget, nightly_args.ci_target / 100)
     if missing:
         return missing[0]
     return stats.gate_status(verdicts)[0], [v.name for v in verdicts if v.regression]
@@ -402,14 +401,12 @@ def _trial(args, run_args, config, digest, kind, index):
     os.makedirs(folder)
     copy = os.path.join(folder, "store.sqlite")
     shutil.copyfile(args.history, copy)
-    # --config=NAME: the default name is the run arguments ("--quick"), which argparse
-    # would take for an option of its own after a separate "--config".
-    argv = ["--history", copy, "--report-dir", folder, "--config=" + config, "--no-plots"]
-    argv += nightly.lineage_argv(args)
-    argv += ["--"] + (inject.injected_run_args(run_args, args.inject_events)
-                      if kind == "power" else list(run_args))
+    settings = nightly.Settings(history=copy, report_dir=folder, config=config,
+                                no_plots=True, **nightly.lineage_of(args))
+    nightly_run_args = (inject.injected_run_args(run_args, args.inject_events)
+                        if kind == "power" else list(run_args))
     with _output_to(os.path.join(folder, "nightly.log")):
-        status = nightly.main(argv)
+        status = nightly.run(settings, nightly_run_args)
     flagged, costs = [], []
     for root, _dirs, files in os.walk(folder):
         if "verdicts.json" in files:

@@ -91,7 +91,7 @@ def count_rows(base, new, options):
         old = base.entries.get(name)
         if old is None:
             continue
-        moved, regressions = stats._counter_moves(old, entry, {}, options)
+        moved, regressions = stats.counter_moves(old, entry, {}, options)
         for counter, before, after in moved:
             if stats.counter_kind(counter) in stats.GATED_COUNTS:
                 rows.append((name, counter, before, after, counter in regressions))

@@ -227,7 +227,7 @@ def holm(pvalues):
     return adjusted
 
 
-def _counter_moves(old, entry, floors, options):
+def counter_moves(old, entry, floors, options):
     """(moved, regressions): attributed counters that changed; counts beyond their noise."""
     moved, regressions = [], []
     for name, values in entry.counters.items():
@@ -342,7 +342,7 @@ def compare_runs(base_runs, new_runs, options=Options(), floors=None):
                     options)
     for verdict in verdicts:
         if verdict.verdict in JUDGED:
-            verdict.counters, verdict.counter_regressions = _counter_moves(
+            verdict.counters, verdict.counter_regressions = counter_moves(
                 base_entries[verdict.name], new_entries[verdict.name], floors, options)
             if verdict.counter_regressions and verdict.verdict != SLOWER:
                 verdict.verdict = COUNTS

@@ -50,7 +50,7 @@ def collect(result_sets, relative):
 
 def plots(result_sets, outdir, relative=()):
     """Writes one PNG per (family, counter) with a curve over two sizes or more."""
-    plt = plot._pyplot()
+    plt = plot.pyplot()
     os.makedirs(outdir, exist_ok=True)
     written = []
     for (family, counter), series in sorted(collect(result_sets, set(relative)).items()):
@@ -74,8 +74,8 @@ def plots(result_sets, outdir, relative=()):
         ax.set_xlabel("vCPUs")
         ax.set_ylabel(counter)
         ax.set_title("%s: %s against vCPUs" % (family, counter))
-        plot._legend(ax, len(series))
+        plot.legend(ax, len(series))
         path = os.path.join(outdir, "%s-%s-vs-cpus.png" % (plot.slug(family), plot.slug(counter)))
-        written.append((plot._save(plt, fig, path),
+        written.append((plot.save(plt, fig, path),
                         "%s: %s against vCPUs (median, bars: min..max)" % (family, counter)))
     return written

@@ -13,13 +13,10 @@ is visible next to the trend. The y axis is usecs/op when the family reports it 
 figure perf bench prints), else real time.
 """
 
-import argparse
 import os
 import re
 import statistics
-import sys
 
-from perfscale.history import store
 from perfscale.results import io
 from perfscale.results.names import as_number, describe
 
@@ -29,7 +26,7 @@ _LOG_RATIO = 20.0
 _MAX_LEGEND_ROWS = 12
 
 
-def _pyplot():
+def pyplot():
     import matplotlib
     matplotlib.use("Agg")  # files only: no display on CI or over ssh
     import matplotlib.pyplot as plt
@@ -75,7 +72,7 @@ def numeric_axes(entries):
 
 def scaling_plots(result_sets, outdir):
     """Writes the scaling PNGs; returns [(path, caption)]."""
-    plt = _pyplot()
+    plt = pyplot()
     os.makedirs(outdir, exist_ok=True)
     written = []
     for family, labelled in families(result_sets).items():
@@ -108,9 +105,9 @@ def scaling_plots(result_sets, outdir):
             ax.set_xlabel(axis)
             ax.set_ylabel(ylabel)
             ax.set_title("%s: %s against %s" % (family, ylabel, axis))
-            _legend(ax, len(series))
+            legend(ax, len(series))
             path = os.path.join(outdir, "%s-%s.png" % (slug(family), slug(axis)))
-            written.append((_save(plt, fig, path), "%s: %s against %s (median, bars: min..max "
+            written.append((save(plt, fig, path), "%s: %s against %s (median, bars: min..max "
                             "of repetitions)" % (family, ylabel, axis)))
         if not axes:
             written.append(_bar_chart(plt, family, labelled, ylabel, metric, outdir))
@@ -134,7 +131,7 @@ def _bar_chart(plt, family, labelled, ylabel, metric, outdir):
     ax.set_xlabel(ylabel)
     ax.set_title(family)
     path = os.path.join(outdir, "%s.png" % slug(family))
-    return _save(plt, fig, path), "%s: median %s per instance" % (family, ylabel)
+    return save(plt, fig, path), "%s: median %s per instance" % (family, ylabel)
 
 
 def _scale_axes(ax, series):
@@ -147,13 +144,13 @@ def _scale_axes(ax, series):
     ax.grid(True, which="both", alpha=0.3)
 
 
-def _legend(ax, count):
+def legend(ax, count):
     if count > 1:
         ax.legend(fontsize=7 if count > _MAX_LEGEND_ROWS else 8,
                   ncol=2 if count > _MAX_LEGEND_ROWS else 1)
 
 
-def _save(plt, fig, path):
+def save(plt, fig, path):
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -162,7 +159,7 @@ def _save(plt, fig, path):
 
 def history_plots(trend_map, outdir, names=None):
     """One PNG per benchmark: median per run, min..max bar, regressions marked in red."""
-    plt = _pyplot()
+    plt = pyplot()
     os.makedirs(outdir, exist_ok=True)
     written = []
     for name, points in trend_map.items():
@@ -199,61 +196,5 @@ def history_plots(trend_map, outdir, names=None):
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7, loc="best")
         path = os.path.join(outdir, "trend-%s.png" % slug(name))
-        written.append((_save(plt, fig, path), "%s over runs" % name))
+        written.append((save(plt, fig, path), "%s over runs" % name))
     return written
-
-
-def main(argv):
-    parser = argparse.ArgumentParser(
-        prog="tools/perfscale plot",
-        description="Scaling curves from results files, or trends from the nightly store.")
-    parser.add_argument("results", nargs="*", metavar="RESULTS.json")
-    parser.add_argument("--history", metavar="DB", help="plot trends from this history")
-    parser.add_argument("--host", help="with --history: only runs of this host")
-    parser.add_argument("--config", help="with --history: only runs of this config")
-    parser.add_argument("--filter", metavar="REGEX", help="only benchmarks matching REGEX")
-    parser.add_argument("--vs-cpus", action="store_true",
-                        help="counts against the runs' vCPUs, one results file per size")
-    parser.add_argument("--relative", default="", metavar="PARAM,...",
-                        help="with --vs-cpus: parameters sized from the CPUs, drawn as a "
-                        "multiple of them (e.g. passive)")
-    parser.add_argument("-o", "--output", required=True, metavar="DIR")
-    args = parser.parse_args(argv)
-    if bool(args.results) == bool(args.history):
-        parser.error("give RESULTS.json files or --history DB (one of them)")
-    try:
-        pattern = re.compile(args.filter) if args.filter else None
-    except re.error as err:
-        parser.error("--filter: %s" % err)
-    try:
-        if args.history:
-            if not os.path.exists(args.history):
-                raise store.HistoryError("%s: no such history" % args.history)
-            conn = store.open_history(args.history)
-            trend_map = store.trends(conn, args.host, args.config)
-            conn.close()
-            if pattern:
-                trend_map = {k: v for k, v in trend_map.items() if pattern.search(k)}
-            written = history_plots(trend_map, args.output)
-        else:
-            result_sets = [io.load_results(path) for path in args.results]
-            if pattern:
-                for results in result_sets:
-                    results.entries = {k: v for k, v in results.entries.items()
-                                       if pattern.search(k)}
-            if args.vs_cpus:
-                from perfscale.plots import cpus
-                written = cpus.plots(result_sets, args.output,
-                                          [p for p in args.relative.split(",") if p])
-            else:
-                written = scaling_plots(result_sets, args.output)
-    except (io.ResultsError, store.HistoryError) as err:
-        print("perfscale plot: %s" % err, file=sys.stderr)
-        return 2
-    if not written:
-        print("perfscale plot: nothing to plot (no benchmark with timings matched)",
-              file=sys.stderr)
-        return 2
-    for path, _ in written:
-        print(path)
-    return 0

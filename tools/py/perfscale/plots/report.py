@@ -7,17 +7,15 @@ runs it compares (ipis_sent/op, xcalls/op, lock_wait_us/op, ...), a table of eve
 benchmark and the scaling pictures, all relative to DIR so it can be published as is.
 """
 
-import argparse
 import math
 import os
 import statistics
-import sys
 
 from perfscale.history import store
 from perfscale.plots.page import Page
 from perfscale.results import (headlines, io,
                                names, profile)
-from perfscale.gate import comparability
+from perfscale.gate import comparability, stats
 
 # Context keys worth a line on the page, in reading order (Google Benchmark's and ours).
 _CONTEXT_KEYS = ("host_name", "date", "num_online_cpus", "online_cpus", "num_cpus",
@@ -108,38 +106,37 @@ def write_report(results, outdir, plots=True, history_path=None):
     page.text("From %s." % results.source)
     add_results_sections(page, results, outdir, plots)
     if history_path:
-        from perfscale.commands import calibrate  # the gate's section, only when asked for
         conn = store.open_history(history_path)
         try:
-            calibrate.add_calibration_section(page, conn, results.host, results.cpus)
+            add_calibration_section(page, conn, results.host, results.cpus)
         finally:
             conn.close()
     return page.write(os.path.join(outdir, "report"))
 
 
-def main(argv):
-    parser = argparse.ArgumentParser(
-        prog="tools/perfscale report",
-        description="A Markdown and HTML page with the headline figures and scaling plots.")
-    parser.add_argument("results", metavar="RESULTS.json")
-    parser.add_argument("-o", "--output", required=True, metavar="DIR")
-    parser.add_argument("--no-plots", action="store_true", help="figures and tables only")
-    parser.add_argument("--history", metavar="DB", help="also print the gate's calibration "
-                        "for this host from the history (tools/perfscale calibrate)")
-    args = parser.parse_args(argv)
-    try:
-        results = io.load_results(args.results)
-        paths = write_report(results, args.output, plots=not args.no_plots,
-                             history_path=args.history)
-    except io.ResultsError as err:
-        print("perfscale report: %s" % err, file=sys.stderr)
-        return 2
-    except store.HistoryError as err:
-        print("perfscale report: %s" % err, file=sys.stderr)
-        return 2
-    except OSError as err:
-        print("perfscale report: cannot write %s: %s" % (args.output, err), file=sys.stderr)
-        return 2
-    for path in paths:
-        print(path)
-    return 0
+def add_calibration_section(page, conn, host, cpus):
+    """What the gate can tell apart on this host: every calibrated config's floors."""
+    page.heading("Gate calibration (noise floor, minimum detectable change)")
+    configs = [r[0] for r in conn.execute(
+        "SELECT DISTINCT config FROM calibration WHERE host = ? AND cpus = ? ORDER BY config",
+        (host, cpus))]
+    if not configs:
+        page.text("Not calibrated on %s with %d CPUs: run `tools/perfscale calibrate -- "
+                  "RUN_ARGS` (nightly then judges each benchmark against its own noise)."
+                  % (host, cpus))
+    for config in configs:
+        rows = sorted((c for (_n, m), c in store.load_calibration(
+            conn, host, cpus, config).items() if m == stats.REAL_TIME),
+            key=lambda c: c.mdc)
+        page.text("Config '%s', calibrated %s from %d runs with no change. A slowdown "
+                  "below its MDC may pass unseen; an A/A change below its floor never "
+                  "fails the gate." % (config, rows[0].calibrated_at if rows else "?",
+                                       max((c.runs for c in rows), default=0)))
+        page.table(["benchmark", "sigma between runs", "noise floor", "MDC",
+                    "injected slowdown"],
+                   [[names.display_name(c.name), "%.1f%%" % (100 * c.sigma), _pct(c.noise_floor),
+                     _pct(c.mdc), _pct(c.injected_change)] for c in rows])
+
+
+def _pct(value):
+    return "%+.1f%%" % (100 * value) if value is not None and math.isfinite(value) else "-"

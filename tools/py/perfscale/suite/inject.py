@@ -51,21 +51,7 @@ INJECT_TARGET = "//tools/inject:inject"
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
-def main(argv):
-    """Builds //tools/inject:inject and runs it with `argv` (tools/perfscale ran
-    tools/setup): the program's output is ours, its exit status our return value (128 + N
-    when signal N killed it). SIGTERM, SIGINT and SIGHUP sent to this process are passed
-    on to it, so it switches off and says so; it dies with this process (PDEATHSIG)."""
-    from perfscale.suite import runner
-    try:
-        binary = runner.build_target(INJECT_TARGET)
-    except runner.BuildError as err:
-        print("perfscale inject: %s" % err, file=sys.stderr)
-        return err.status
-    return _run_passing_signals([binary] + [str(arg) for arg in argv])
-
-
-def _run_passing_signals(command):
+def run_passing_signals(command):
     sys.stdout.flush()
     sys.stderr.flush()
     waited = _STOP_SIGNALS + (signal.SIGCHLD,)

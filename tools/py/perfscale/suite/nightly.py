@@ -1,38 +1,8 @@
-"""`tools/perfscale nightly`: run the suite, keep it in the history, fail on a regression.
+"""The nightly as a library: run the suite, record it in the history, judge it against
+its lineage's baseline, write its report (`tools/perfscale nightly`, whose options and
+documentation are perfscale.commands.nightly's). Its runner and lineage options
+(--history, --config, --run-cmd, --guest) are shared with calibrate and trials."""
 
-    tools/perfscale nightly [--repetitions N] [--history DB] [--baseline RUN_ID]
-                            [--report-dir DIR] [--config NAME] [--no-plots]
-                            [--alpha A] [--threshold PCT] [--min-repetitions N]
-                            [--run-cmd CMD | --guest KERNEL [--guest-cpus N]]
-                            [-- RUN_ARGS...]
-
-Runs the suite as `tools/perfscale run --repetitions N RUN_ARGS` would (perfscale.run,
-interleaved repetitions, into DIR/<UTC time>/results.json), compares the result with the
-baseline, which is the last runs (up to 8) of the same lineage (host, online CPUs, config)
-that passed, or the run named by --baseline, records the run in the history, and writes
-DIR/<UTC time>/nightly.md (+ .html, the plots).
-
-The config is RUN_ARGS unless --config names it: runs with another config, host or CPU
-count are never compared. --config lets a deliberate change of RUN_ARGS (say, more
-breakpoints) be judged against the usual runs.
-
-Each benchmark is judged against its noise floor (`tools/perfscale calibrate`, else the
-lineage's history); suspects are rerun alone, interleaved, and judged on the pooled data
-before the alarm (--confirm-rounds, --confirm-budget, --ci-target).
-
-Exit 0: no regression, or the first run of its lineage. 1: a regression, benchmarks named.
-2: the run failed, produced unusable results or could not be judged (nothing recorded),
-or bad history/baseline. The binary runs under perfscale.gate.guard: killing nightly
-kills it; a run killed before its report is never a baseline. --run-cmd runs the suite
-with another command instead (say `tools/perfscale vm --kernel K --cpus 4 -- run`): it
-gets run's options (--repetitions N --out FILE RUN_ARGS) and may print `results: FILE`
-last; PERFSCALE_BINARY stands in for the binary alone (see perfscale.run). --guest KERNEL
-runs it as `tools/perfscale vm --kernel KERNEL --clock instructions -- run` would: the
-kernel under test booted in QEMU and timed in guest instructions, which a noisy host
-cannot move (perfscale.vm.comparability); such runs are their own lineage.
-"""
-
-import argparse
 import dataclasses
 import datetime
 import os
@@ -40,10 +10,10 @@ import shlex
 import sqlite3
 import subprocess
 import sys
+from typing import Optional
 
 from perfscale.suite import runner
-from perfscale.commands import compare
-from perfscale.gate import stats
+from perfscale.gate import flags, stats
 from perfscale.gate.floors import BASELINE_RUNS, for_lineage
 from perfscale.history import store
 from perfscale.plots.page import Page
@@ -95,45 +65,62 @@ def check_lineage_options(parser, args):
         parser.error("--guest-cpus must be in 1..255, got %d" % args.guest_cpus)
 
 
-def parse_args(argv):
-    ours, run_args = split_run_args(argv)
-    parser = argparse.ArgumentParser(
-        prog="tools/perfscale nightly",
-        description="Run the suite, record it, compare with the baseline; exit 1 on a "
-                    "regression. Arguments after -- go to `tools/perfscale run`.")
-    parser.add_argument("--repetitions", type=int, default=DEFAULT_REPETITIONS, metavar="N",
-                        help="interleaved repetitions (default %(default)s)")
-    add_lineage_options(parser, "name of the configuration (default: the run arguments)",
-                        "a command that runs the suite instead (it gets run's options, "
-                        "--repetitions N --out FILE RUN_ARGS; default: $PERFSCALE_RUN_CMD, "
-                        "else the suite runs here)")
-    parser.add_argument("--baseline", type=int, metavar="RUN_ID",
-                        help="compare with this run of the history instead of the latest "
-                        "passing run of the same lineage")
-    parser.add_argument("--report-dir", default=os.path.join(REPO_ROOT, "results", "nightly"),
-                        metavar="DIR", help="where each run's folder goes "
-                        "(default results/nightly)")
-    parser.add_argument("--no-plots", action="store_true", help="report without pictures")
-    parser.add_argument("--confirm-rounds", type=int, default=confirm.DEFAULT_ROUNDS,
-                        metavar="N", help="reruns of the suspects before raising the alarm "
-                        "(default %(default)s; 0: judge the first run alone)")
-    parser.add_argument("--confirm-budget", type=float, default=confirm.DEFAULT_BUDGET_S,
-                        metavar="S", help="seconds the reruns may take (default %(default)s)")
-    parser.add_argument("--ci-target", type=float, default=100 * confirm.DEFAULT_CI_TARGET,
-                        metavar="PCT", help="rerun until each suspect's interval is this "
-                        "narrow, half-width in percent (default %(default)s)")
-    compare.add_gate_options(parser)
-    args = parser.parse_args(ours)
-    check_lineage_options(parser, args)
-    compare.check_gate_options(parser, args)
-    if args.repetitions < 1:
-        parser.error("--repetitions must be at least 1")
-    if args.confirm_rounds < 0:
-        parser.error("--confirm-rounds must not be negative")
-    if not args.confirm_budget > 0 or not args.ci_target > 0:
-        parser.error("--confirm-budget and --ci-target must be positive")
-    check_run_args(parser, args, run_args)
-    return args, run_args
+@dataclasses.dataclass
+class Settings:
+    """What one nightly does: `tools/perfscale nightly`'s options, typed. The command
+    parses them (perfscale.commands.nightly); trials builds them for its nightlies."""
+    history: str = os.path.join(REPO_ROOT, "results", "history.sqlite")
+    config: Optional[str] = None  # None: the run arguments
+    run_cmd: Optional[str] = None
+    guest: Optional[str] = None
+    guest_cpus: Optional[int] = None
+    repetitions: int = DEFAULT_REPETITIONS
+    baseline: Optional[int] = None
+    report_dir: str = os.path.join(REPO_ROOT, "results", "nightly")
+    no_plots: bool = False
+    confirm_rounds: int = confirm.DEFAULT_ROUNDS
+    confirm_budget: float = confirm.DEFAULT_BUDGET_S
+    ci_target: float = 100 * confirm.DEFAULT_CI_TARGET  # percent
+    alpha: float = stats.DEFAULT_ALPHA
+    threshold: float = stats.DEFAULT_THRESHOLD_PCT
+    min_repetitions: int = stats.DEFAULT_MIN_REPETITIONS
+
+
+def lineage_of(args):
+    """The options that choose how the suite runs, as Settings fields: a nightly started
+    on behalf of calibrate or trials runs it the same way."""
+    return {"run_cmd": args.run_cmd, "guest": args.guest, "guest_cpus": args.guest_cpus}
+
+
+def run(args, run_args):
+    """One nightly with Settings `args` and RUN_ARGS; returns its exit status."""
+    options = flags.gate_options(args)
+    config = args.config if args.config is not None else shlex.join(run_args)
+    if args.repetitions < options.min_repetitions:
+        print("nightly: warning: %d repetitions are too few for the U test (need >= %d); "
+              "nothing can be called a regression" % (args.repetitions, options.min_repetitions))
+    try:
+        conn = store.open_history(args.history)
+    except store.HistoryError as err:
+        print("nightly: %s" % err, file=sys.stderr)
+        return 2
+    try:
+        return _nightly(args, run_args, options, config, conn)
+    except store.HistoryError as err:
+        print("nightly: %s" % err, file=sys.stderr)
+        return 2
+    except sqlite3.Error as err:  # the transaction rolled back: the history is as it was
+        print("nightly: cannot write the history %s: %s" % (args.history, err), file=sys.stderr)
+        return 2
+    except OSError as err:  # e.g. the report folder filled the disk
+        print("nightly: %s" % err, file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # the runner's group is already gone (the guard saw it too)
+        print("nightly: interrupted; a run recorded but not complete is never a baseline",
+              file=sys.stderr)
+        return 130
+    finally:
+        conn.close()
 
 
 def check_run_args(parser, args, run_args):
@@ -165,16 +152,6 @@ def guest_runner(kernel, cpus):
     """`run` inside `kernel` on QEMU's instruction clock, as --guest asks."""
     return [os.path.join(REPO_ROOT, "tools", "perfscale"), "vm", "--kernel", kernel,
             "--cpus", str(cpus), "--clock", "instructions", "--", "run"]
-
-
-def lineage_argv(args):
-    """The options that choose how the suite runs, for a nightly started on our behalf."""
-    argv = ["--run-cmd", args.run_cmd] if args.run_cmd else []
-    if args.guest is not None:
-        argv += ["--guest", args.guest]
-        if args.guest_cpus is not None:
-            argv += ["--guest-cpus", str(args.guest_cpus)]
-    return argv
 
 
 def run_suite(command, repetitions, out_path, run_args):
@@ -231,37 +208,6 @@ def new_run_dir(report_dir):
     raise OSError("no free run folder under %s" % report_dir)
 
 
-def main(argv):
-    args, run_args = parse_args(argv)
-    options = compare.gate_options(args)
-    config = args.config if args.config is not None else shlex.join(run_args)
-    if args.repetitions < options.min_repetitions:
-        print("nightly: warning: %d repetitions are too few for the U test (need >= %d); "
-              "nothing can be called a regression" % (args.repetitions, options.min_repetitions))
-    try:
-        conn = store.open_history(args.history)
-    except store.HistoryError as err:
-        print("nightly: %s" % err, file=sys.stderr)
-        return 2
-    try:
-        return _nightly(args, run_args, options, config, conn)
-    except store.HistoryError as err:
-        print("nightly: %s" % err, file=sys.stderr)
-        return 2
-    except sqlite3.Error as err:  # the transaction rolled back: the history is as it was
-        print("nightly: cannot write the history %s: %s" % (args.history, err), file=sys.stderr)
-        return 2
-    except OSError as err:  # e.g. the report folder filled the disk
-        print("nightly: %s" % err, file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:  # the runner's group is already gone (the guard saw it too)
-        print("nightly: interrupted; a run recorded but not complete is never a baseline",
-              file=sys.stderr)
-        return 130
-    finally:
-        conn.close()
-
-
 def _nightly(args, run_args, options, config, conn):
     named = None
     if args.baseline is not None:
@@ -309,8 +255,9 @@ def _nightly(args, run_args, options, config, conn):
         base_runs = [store.load_entries(conn, row["id"]) for row in base_rows]
         print("nightly: baseline: %s" % ("run %d" % baseline["id"] if len(base_rows) == 1 else
                                          "runs %s" % ", ".join(str(r["id"]) for r in base_rows)))
-        verdicts = judge(args, base_runs, results.entries, options, floors, run_dir,
-                         lambda names, path: _rerun(args, run_args, names, path))
+        verdicts = judge(base_runs, results.entries, options, floors, run_dir,
+                         lambda names, path: _rerun(args, run_args, names, path),
+                         args.confirm_rounds, args.confirm_budget, args.ci_target / 100)
         status, reason = stats.gate_status(verdicts)
         if status == 2:
             for verdict in verdicts:
@@ -335,14 +282,14 @@ def _nightly(args, run_args, options, config, conn):
     return 0
 
 
-def judge(args, base_runs, entries, options, floors, run_dir, rerun):
+def judge(base_runs, entries, options, floors, run_dir, rerun, rounds, budget_s, target):
     """The final verdicts on a new run's entries: screened against the baseline runs, the
-    suspects rerun (rerun(names, out_path) -> ResultSet) and judged on all the runs.
-    `trials --replay` calls it with the reruns a trial recorded."""
+    suspects rerun (rerun(names, out_path) -> ResultSet) up to `rounds` times in `budget_s`
+    seconds, or until each interval's half-width is `target` (a fraction), and judged on
+    all the runs. `trials --replay` calls it with the reruns a trial recorded."""
     verdicts = stats.compare_runs(base_runs, [entries], options, floors)
     return confirm.confirm_suspects(rerun, run_dir, base_runs, entries, verdicts, options,
-                                    floors, rounds=args.confirm_rounds,
-                                    budget_s=args.confirm_budget, target=args.ci_target / 100)
+                                    floors, rounds=rounds, budget_s=budget_s, target=target)
 
 
 def _rerun(args, run_args, _names, out_path):
@@ -424,8 +371,7 @@ def _write_report(conn, args, run_dir, run_id, info, results, baseline, verdicts
         page.text("To accept this run as the new baseline: tools/perfscale nightly "
                   "--baseline %d ..." % run_id)
     report.add_results_sections(page, results, run_dir, plots=not args.no_plots)
-    from perfscale.commands import calibrate  # imports nightly: only here, not at module load
-    calibrate.add_calibration_section(page, conn, info.host, info.cpus)
+    report.add_calibration_section(page, conn, info.host, info.cpus)
     with open(os.path.join(run_dir, "verdicts.json"), "w", encoding="utf-8") as f:
         f.write(io.dumps({"run_id": run_id, "baseline_id": baseline["id"]
                                   if baseline is not None else None,

@@ -262,25 +262,3 @@ def run_suite(options: Options, runner: Sequence[str] = (), tag: str = "",
         print("profile: %s" % profile)
     sys.stdout.flush()
     return Result(0, out, profile)
-
-
-def main(argv):
-    if any(a in ("-h", "--help") for a in argv[:argv.index("--") if "--" in argv else None]):
-        print("\n\n".join(__doc__.split("\n\n")[1:3]))
-        return 0
-    runner, tag = [], ""
-    # From `vm` only (tools/perfscale): the guest launcher, one word per --runner-arg,
-    # and the tag that names the default results file.
-    while argv[:1] in (["--runner-arg"], ["--tag"]) and len(argv) > 1:
-        if argv[0] == "--tag":
-            tag = argv[1]
-        else:
-            runner.append(argv[1])
-        argv = argv[2:]
-    try:
-        return run_suite(parse_args(argv), runner, tag).status
-    except UsageError as err:
-        print(err, file=sys.stderr)
-        return 2
-    except BuildError as err:
-        return err.status

@@ -1,26 +1,15 @@
-"""`tools/perfscale vm`: runs a family binary inside a kernel booted in QEMU.
+"""QEMU for `tools/perfscale vm`: the command line, a booted guest, lockup diagnosis.
 
-The bash front end builds the binary and its flags exactly as `run` does, then hands them
-to `vm guest`, which boots the chosen kernel with an initramfs holding only that binary,
-its shared libraries (found with ldd), Debian's static busybox and a short /init. The
-guest writes the JSON results base64-encoded to a second serial port (the first carries
-the kernel log and the benchmark table), so kernel messages can never corrupt them.
-
-    vm guest --kernel K --cpus N [--mem MIB] [--timeout S] [--append ARGS]
-             [--tcg-threads multi|single] -- BINARY FLAGS...
-    vm kernel K          prints the vmlinuz path of K (fetching a Debian kernel if needed)
-
-K is a vmlinuz path or debian:6.1, debian:6.12 (each also -rt or -cloud): the newest such
-Debian 12 package (debian:6.1.0-N and debian:6.12.N name one version), fetched with
-`apt-get download` and unpacked with `dpkg-deb -x` into ~/.cache/perfscale/kernels/.
-A guest whose kernel reports a CPU soft-locked for LOCKUP_GIVE_UP_S is stopped then, and
-the whole console of a failed guest is kept in a file the error message names.
+A guest boots the chosen kernel (perfscale.vm.kernel) with an initramfs holding only the
+benchmark binary (perfscale.vm.initramfs). The guest writes the JSON results
+base64-encoded to a second serial port (the first carries the kernel log and the
+benchmark table), so kernel messages can never corrupt them. A guest whose kernel
+reports a CPU soft-locked for LOCKUP_GIVE_UP_S is stopped then, and the whole console of
+a failed guest is kept in a file the error message names.
 """
 
-import argparse
 import base64
-import glob
-import gzip
+import dataclasses
 import io
 import json
 import os
@@ -35,26 +24,11 @@ import time
 
 from perfscale.results.io import dumps
 from perfscale.gate import comparability
+from perfscale.vm.initramfs import (BEGIN, END, GUEST_OUT_DIR, STARTED, build_initramfs,
+                                    busybox_archive)
+from perfscale.vm.kernel import CACHE, VmError, resolve_kernel
 
-CACHE = os.path.join(os.path.expanduser("~"), ".cache", "perfscale")
-# Debian 12's kernel series: how a package of each is named (group 1: the version that
-# orders them, the ABI number for 6.1, the stable patch level for 6.12), and how a
-# --kernel value names one version.
-SERIES = {
-    "6.1": (r"^linux-image-6\.1\.0-(\d+)-%samd64-unsigned$", "linux-image-6.1.0-",
-            r"\.0-(\d+)", "debian:6.1.0-N"),
-    "6.12": (r"^linux-image-6\.12\.(\d+)\+deb12-%samd64-unsigned$", "linux-image-6.12.",
-             r"\.(\d+)", "debian:6.12.N"),
-}
-DEBIAN_NAMES = tuple("debian:%s%s" % (series, flavour) for series in SERIES
-                     for flavour in ("", "-rt", "-cloud"))
-BUSYBOX = "/bin/busybox"  # Debian's busybox-static: no shared libraries of its own
-# Every file the run writes (flags that name an output file) goes to this guest folder,
-# which comes home as a tar archive.
-GUEST_OUT_DIR = "/tmp/out"
 OUT_FLAGS = ("--benchmark_out=", "--profile_out=")
-BEGIN, END = "PERFSCALE-RESULTS-BEGIN", "PERFSCALE-RESULTS-END"
-STARTED = "PERFSCALE-INIT-STARTED"
 # A kernel that reaches /init under TCG does so in about 10 s with 16 vCPUs here; one that
 # has printed nothing for this long is taken as hung.
 BOOT_TIMEOUT_S = 120
@@ -67,217 +41,6 @@ LOCKUP_GIVE_UP_S = 45
 SOFT_LOCKUP = re.compile(r"watchdog: BUG: soft lockup - CPU#(\d+) stuck for (\d+)s! \[(.*?)\]")
 # The kernel's own lines in the console (a timestamp first): not the benchmark's output.
 KERNEL_LINE = re.compile(r"(?m)^\[ *\d+\.\d+\] .*\n?")
-
-
-class VmError(Exception):
-    """What stopped a guest run, in words a user can act on."""
-
-
-# --- kernels -------------------------------------------------------------------------
-
-def _debian_kernel_packages(series, flavour):
-    """{version: package} of the kernel images of one series apt knows, for one flavour."""
-    pattern, prefix = SERIES[series][0], SERIES[series][1]
-    pattern = re.compile(pattern % re.escape(flavour))
-    try:
-        names = subprocess.run(["apt-cache", "pkgnames", prefix],
-                               capture_output=True, text=True, check=True).stdout.split()
-    except (OSError, subprocess.CalledProcessError) as err:
-        raise VmError("cannot list Debian kernel packages with apt-cache (%s)" % err)
-    found = {int(m.group(1)): name for name in names for m in [pattern.match(name)] if m}
-    if not found:
-        raise VmError("apt knows no %s*-%samd64-unsigned package; run `apt-get update` "
-                      "(Debian 12 with its security archive has them)" % (prefix, flavour))
-    return found
-
-
-def debian_package(spec):
-    """The package a debian: --kernel names: debian:6.1[-rt|-cloud] and
-    debian:6.12[-rt|-cloud] the newest of the series, debian:6.1.0-N[-rt|-cloud] and
-    debian:6.12.N[-rt|-cloud] that one (for bisecting Debian's own updates)."""
-    match = None
-    for series, (_, _, version, _) in SERIES.items():
-        match = re.match(r"^debian:%s(?:%s)?(?:-(rt|cloud))?$" % (re.escape(series), version),
-                         spec)
-        if match:
-            break
-    if not match:
-        raise VmError("--kernel: unknown Debian kernel '%s' (one of: %s, or %s)"
-                      % (spec, ", ".join(DEBIAN_NAMES),
-                         ", ".join("%s[-rt|-cloud]" % s[3] for s in SERIES.values())))
-    flavour = match.group(2) + "-" if match.group(2) else ""
-    packages = _debian_kernel_packages(series, flavour)
-    if match.group(1) is None:
-        return packages[max(packages)]
-    if int(match.group(1)) not in packages:
-        raise VmError("--kernel: apt has no Debian %s kernel %s (it has: %s)"
-                      % (series, match.group(1), ", ".join(map(str, sorted(packages)))))
-    return packages[int(match.group(1))]
-
-
-def _unpacked_vmlinuz(directory):
-    kernels = glob.glob(os.path.join(directory, "boot", "vmlinuz-*"))
-    return kernels[0] if len(kernels) == 1 else None
-
-
-def fetch_debian_kernel(package, cache=CACHE):
-    """The vmlinuz of a Debian kernel package, downloaded once and kept."""
-    directory = os.path.join(cache, "kernels", package)
-    vmlinuz = _unpacked_vmlinuz(directory)
-    if vmlinuz:
-        return vmlinuz
-    print("perfscale vm: fetching %s" % package, file=sys.stderr)
-    scratch = tempfile.mkdtemp(prefix="perfscale-kernel-")
-    try:
-        download = subprocess.run(["apt-get", "download", package], cwd=scratch,
-                                  capture_output=True, text=True)
-        debs = glob.glob(os.path.join(scratch, "*.deb"))
-        if download.returncode != 0 or len(debs) != 1:
-            raise VmError("apt-get download %s failed: %s" % (package, download.stderr.strip()))
-        unpacked = os.path.join(scratch, "root")
-        subprocess.run(["dpkg-deb", "-x", debs[0], unpacked], check=True)
-        # Only boot/ is kept: what the guest needs (serial console, tracefs, perf events,
-        # initramfs) is built into Debian 12's kernels, so the modules are not.
-        os.makedirs(directory + ".partial", exist_ok=True)
-        shutil.rmtree(directory + ".partial")
-        shutil.move(os.path.join(unpacked, "boot"), os.path.join(directory + ".partial", "boot"))
-        os.replace(directory + ".partial", directory)
-    except subprocess.CalledProcessError as err:
-        raise VmError("unpacking %s failed: %s" % (package, err))
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    return _unpacked_vmlinuz(directory)
-
-
-def resolve_kernel(spec):
-    """(vmlinuz path, a label for the JSON): Debian names are fetched, paths checked."""
-    if spec.startswith("debian:"):
-        path = fetch_debian_kernel(debian_package(spec))
-        return path, "%s (%s)" % (spec, os.path.basename(path))
-    if not os.path.isfile(spec):
-        raise VmError("--kernel: no such kernel image '%s'" % spec)
-    return os.path.abspath(spec), os.path.abspath(spec)
-
-
-# --- the initramfs -------------------------------------------------------------------
-
-class Cpio:
-    """A newc cpio archive, the format the kernel unpacks as its initramfs."""
-
-    def __init__(self):
-        self._parts = []
-        self._inode = 1
-        self._seen = set()
-
-    def _entry(self, name, mode, data=b"", rdev=(0, 0)):
-        fields = [self._inode, mode, 0, 0, 1, 0, len(data), 0, 0, rdev[0], rdev[1],
-                  len(name) + 1, 0]
-        self._inode += 1
-        header = b"070701" + b"".join(b"%08X" % f for f in fields)
-        self._parts += [header, name.encode() + b"\0"]
-        self._pad()
-        self._parts.append(data)
-        self._pad()
-
-    def _pad(self):
-        size = sum(len(p) for p in self._parts)
-        self._parts.append(b"\0" * (-size % 4))
-
-    def directory(self, name):
-        parts = name.strip("/").split("/")
-        for depth in range(1, len(parts) + 1):
-            path = "/".join(parts[:depth])
-            if path and path not in self._seen:
-                self._seen.add(path)
-                self._entry(path, 0o40755)
-
-    def file(self, name, data, mode=0o755):
-        name = name.strip("/")
-        self.directory(os.path.dirname(name))
-        self._entry(name, 0o100000 | mode, data)
-
-    def symlink(self, name, target):
-        name = name.strip("/")
-        self.directory(os.path.dirname(name))
-        self._entry(name, 0o120777, target.encode())
-
-    def char_device(self, name, major, minor):
-        self._entry(name.strip("/"), 0o20600, rdev=(major, minor))
-
-    def gzipped(self):
-        self._entry("TRAILER!!!", 0)
-        return gzip.compress(b"".join(self._parts), compresslevel=1)
-
-
-def shared_libraries(binary):
-    """Every library the dynamic loader maps for `binary`, the loader included (from ldd)."""
-    result = subprocess.run(["ldd", binary], capture_output=True, text=True)
-    if result.returncode != 0:
-        raise VmError("ldd %s failed: %s" % (binary, result.stderr.strip()))
-    libraries = []
-    for line in result.stdout.splitlines():
-        if "not found" in line:
-            raise VmError("%s needs a library the host lacks: %s" % (binary, line.strip()))
-        match = re.search(r"(/\S+) \(0x", line)
-        if match:
-            libraries.append(match.group(1))
-    return libraries
-
-
-def init_script(argv, env, hostname):
-    """The guest's /init: mounts, runs argv, sends the JSON home, powers off."""
-    quoted = " ".join("'%s'" % a.replace("'", "'\\''") for a in argv)
-    exports = "".join("export %s='%s'\n" % (k, v.replace("'", "")) for k, v in env.items())
-    return """#!/bin/busybox sh
-/bin/busybox mkdir -p /bin /sbin /proc /sys /dev /tmp
-/bin/busybox --install -s /bin
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev
-mount -t tmpfs tmpfs /tmp
-mount -t debugfs debugfs /sys/kernel/debug
-mount -t tracefs tracefs /sys/kernel/tracing
-ip link set lo up 2>/dev/null
-hostname %s
-%sexport HOME=/tmp PATH=/bin TERM=dumb
-echo %s
-mkdir -p %s
-cd /tmp
-# Through a pipe: the console is a tty, and a progress line redrawn in place would reach
-# the host as a smear of carriage returns.
-{ %s; echo $? >/tmp/rc; } 2>&1 | cat
-rc=$(cat /tmp/rc)
-{ echo %s; tar -C %s -cf - . | base64; echo "%s $rc"; } >/dev/ttyS1
-sync
-reboot -f
-""" % (hostname, exports, STARTED, GUEST_OUT_DIR, quoted, BEGIN, GUEST_OUT_DIR, END)
-
-
-def busybox_archive():
-    """The mount points, a console for /init's output, and busybox."""
-    if not os.path.isfile(BUSYBOX):
-        raise VmError("%s is missing: run tools/setup vm (package busybox-static)" % BUSYBOX)
-    archive = Cpio()
-    for name in ("proc", "sys", "dev", "tmp", "sys/kernel/debug"):
-        archive.directory(name)
-    archive.char_device("dev/console", 5, 1)
-    with open(BUSYBOX, "rb") as f:
-        archive.file("bin/busybox", f.read())
-    return archive
-
-
-def build_initramfs(binary, argv, env):
-    """The gzipped initramfs: busybox, the binary, its libraries and /init, nothing more."""
-    archive = busybox_archive()
-    for library in shared_libraries(binary):
-        with open(library, "rb") as f:
-            archive.file(library, f.read())
-    guest_binary = "/perfscale/" + os.path.basename(binary)
-    with open(binary, "rb") as f:
-        archive.file(guest_binary, f.read())
-    hostname = "vm-on-" + os.uname().nodename.split(".")[0]
-    archive.file("init", init_script([guest_binary] + argv, env, hostname).encode())
-    return archive.gzipped()
 
 
 # --- QEMU ----------------------------------------------------------------------------
@@ -576,7 +339,22 @@ def _split_out_flags(flags):
     return outputs, rewritten
 
 
-def run_guest(args):
+@dataclasses.dataclass
+class Machine:
+    """The guest `vm` boots: its kernel (a --kernel value), vCPUs, memory and the rest of
+    `tools/perfscale vm`'s options (perfscale.commands.vm checks them)."""
+    kernel: str
+    cpus: int
+    mem: int = 1024
+    timeout: int = 900
+    append: str = ""
+    tcg_threads: str = "single"
+    clock: str = "real"
+
+
+def run_guest(args, command):
+    """Boots `args` (a Machine) and runs `command` (BINARY FLAGS...) in it; returns the
+    command's exit status. Raises VmError."""
     vmlinuz, label = resolve_kernel(args.kernel)
     if args.clock == "instructions":
         accel, why = "tcg", "the instruction clock is QEMU's emulator's: -icount " + ICOUNT
@@ -587,7 +365,7 @@ def run_guest(args):
     print("perfscale vm: %s, %d vCPUs, %d MiB, %s%s (%s)%s"
           % (label, args.cpus, args.mem, accel.upper(), threads, why,
              ", kernel arguments: " + args.append if args.append else ""), file=sys.stderr)
-    outputs, flags = _split_out_flags(args.command[1:])
+    outputs, flags = _split_out_flags(command[1:])
     # A failed guest's console is kept beside its results file.
     results_path = next((host for prefix, host in outputs.values()
                          if prefix == "--benchmark_out="), None)
@@ -598,7 +376,7 @@ def run_guest(args):
     try:
         initrd = os.path.join(scratch, "initrd")
         with open(initrd, "wb") as f:
-            f.write(build_initramfs(args.command[0], flags, env))
+            f.write(build_initramfs(command[0], flags, env))
         def echo(text):
             sys.stdout.write(KERNEL_LINE.sub("", text.replace("\r", "")))
             sys.stdout.flush()
@@ -628,57 +406,3 @@ def run_guest(args):
         with open(host_path, "wb") as f:
             f.write(data)
     return code
-
-
-def _positive(text):
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be a positive integer")
-    return value
-
-
-def main(argv):
-    parser = argparse.ArgumentParser(prog="tools/perfscale vm")
-    sub = parser.add_subparsers(dest="what", required=True)
-    guest = sub.add_parser("guest", help="boot a kernel and run BINARY FLAGS inside")
-    guest.add_argument("--kernel", required=True)
-    guest.add_argument("--cpus", type=_positive, required=True)
-    guest.add_argument("--mem", type=_positive, default=1024, metavar="MIB")
-    guest.add_argument("--timeout", type=_positive, default=900, metavar="S")
-    guest.add_argument("--append", default="", metavar="ARGS",
-                       help="more kernel command-line arguments")
-    guest.add_argument("--tcg-threads", choices=("multi", "single"), default="single",
-                       help="under TCG: one host thread for all vCPUs (single, the default) "
-                       "or one each (multi: faster on an idle host, but guests lock up "
-                       "when the kernel patches its text: README)")
-    guest.add_argument("--clock", choices=comparability.CLOCKS, default="real",
-                       help="what the guest's clocks count: real time (the default), or "
-                       "instructions (QEMU's -icount: 1 ns per guest instruction; "
-                       "single-threaded TCG; figures the host cannot move)")
-    guest.add_argument("command", nargs=argparse.REMAINDER)
-    kernel = sub.add_parser("kernel", help="print the vmlinuz path of a --kernel value")
-    kernel.add_argument("spec")
-    args = parser.parse_args(argv)
-    # So that a killed `vm` still stops its guest (Guest.stop runs in a finally).
-    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
-    try:
-        if args.what == "kernel":
-            print(resolve_kernel(args.spec)[0])
-            return 0
-        if args.command[:1] == ["--"]:
-            args.command = args.command[1:]
-        if not args.command:
-            parser.error("vm guest needs -- BINARY FLAGS...")
-        if args.clock == "instructions" and args.tcg_threads == "multi":
-            parser.error("--clock instructions counts every vCPU's instructions on one "
-                         "host thread: it needs --tcg-threads single")
-        return run_guest(args)
-    except VmError as err:
-        print("perfscale vm: %s" % err, file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
-
-
-def _terminate_as_interrupt(signum, frame):
-    raise KeyboardInterrupt

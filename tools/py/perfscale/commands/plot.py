@@ -1,0 +1,66 @@
+"""`tools/perfscale plot`: scaling curves, counts against vCPUs, history trends (the
+drawing is perfscale.plots.plot's and perfscale.plots.cpus')."""
+
+import argparse
+import os
+import re
+import sys
+
+from perfscale.history import store
+from perfscale.plots import cpus, plot
+from perfscale.results import io
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(
+        prog="tools/perfscale plot",
+        description="Scaling curves from results files, or trends from the nightly store.")
+    parser.add_argument("results", nargs="*", metavar="RESULTS.json")
+    parser.add_argument("--history", metavar="DB", help="plot trends from this history")
+    parser.add_argument("--host", help="with --history: only runs of this host")
+    parser.add_argument("--config", help="with --history: only runs of this config")
+    parser.add_argument("--filter", metavar="REGEX", help="only benchmarks matching REGEX")
+    parser.add_argument("--vs-cpus", action="store_true",
+                        help="counts against the runs' vCPUs, one results file per size")
+    parser.add_argument("--relative", default="", metavar="PARAM,...",
+                        help="with --vs-cpus: parameters sized from the CPUs, drawn as a "
+                        "multiple of them (e.g. passive)")
+    parser.add_argument("-o", "--output", required=True, metavar="DIR")
+    args = parser.parse_args(argv)
+    if bool(args.results) == bool(args.history):
+        parser.error("give RESULTS.json files or --history DB (one of them)")
+    try:
+        pattern = re.compile(args.filter) if args.filter else None
+    except re.error as err:
+        parser.error("--filter: %s" % err)
+    try:
+        if args.history:
+            if not os.path.exists(args.history):
+                raise store.HistoryError("%s: no such history" % args.history)
+            conn = store.open_history(args.history)
+            trend_map = store.trends(conn, args.host, args.config)
+            conn.close()
+            if pattern:
+                trend_map = {k: v for k, v in trend_map.items() if pattern.search(k)}
+            written = plot.history_plots(trend_map, args.output)
+        else:
+            result_sets = [io.load_results(path) for path in args.results]
+            if pattern:
+                for results in result_sets:
+                    results.entries = {k: v for k, v in results.entries.items()
+                                       if pattern.search(k)}
+            if args.vs_cpus:
+                written = cpus.plots(result_sets, args.output,
+                                     [p for p in args.relative.split(",") if p])
+            else:
+                written = plot.scaling_plots(result_sets, args.output)
+    except (io.ResultsError, store.HistoryError) as err:
+        print("perfscale plot: %s" % err, file=sys.stderr)
+        return 2
+    if not written:
+        print("perfscale plot: nothing to plot (no benchmark with timings matched)",
+              file=sys.stderr)
+        return 2
+    for path, _ in written:
+        print(path)
+    return 0

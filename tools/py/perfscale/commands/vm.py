@@ -1,0 +1,199 @@
+"""`tools/perfscale vm`: run the suite in a kernel booted in QEMU (KVM when it works, else
+TCG); several --cpus sizes give one result file each.
+
+    tools/perfscale vm --kernel PATH|debian:6.1|debian:6.12[-rt|-cloud] --cpus N[,N...]
+                       [--mem MIB] [--timeout S] [--append ARGS] [--tcg-threads multi|single]
+                       [--clock real|instructions] -- run [RUN OPTIONS] [-- FLAGS...]
+
+Each size runs `tools/perfscale run RUN OPTIONS` with the guest as its launcher: the
+binary and its flags are built as `run` builds them, then booted by `vm guest`. With
+several sizes, --out FILE becomes FILE-cpusN.json.
+
+What the suite runner starts, and what nothing else should:
+    vm guest --kernel K --cpus N [machine options] -- BINARY FLAGS...
+    vm kernel K      prints the vmlinuz path of K (fetching a Debian kernel if needed)
+"""
+
+import argparse
+import dataclasses
+import os
+import re
+import signal
+import sys
+
+from perfscale.gate import comparability
+from perfscale.suite import runner
+from perfscale.vm import kernel, qemu
+
+# 255: the most vCPUs QEMU's pc machine takes without an IOMMU for x2APIC.
+MAX_CPUS = 255
+INSTRUCTIONS_NEED_SINGLE = ("--clock instructions counts every vCPU's instructions on one "
+                            "host thread: it needs --tcg-threads single")
+KERNEL_HELP = ("a vmlinuz path, or debian:6.1 or debian:6.12 (each also -rt or -cloud)")
+
+
+def add_machine_options(parser):
+    """The guest's options after --kernel and --cpus: `vm` and `vm guest` take the same."""
+    defaults = qemu.Machine("", 1)
+    parser.add_argument("--mem", default=str(defaults.mem), metavar="MIB",
+                        help="guest memory, 256..65536 (default %(default)s)")
+    parser.add_argument("--timeout", default=str(defaults.timeout), metavar="S",
+                        help="seconds a guest may take (default %(default)s)")
+    parser.add_argument("--append", default=defaults.append, metavar="ARGS",
+                        help="more kernel command-line arguments")
+    parser.add_argument("--tcg-threads", default=defaults.tcg_threads, metavar="multi|single",
+                        help="under TCG: one host thread for all vCPUs (single, the default) "
+                        "or one each (multi: faster on an idle host, but guests lock up "
+                        "when the kernel patches its text)")
+    parser.add_argument("--clock", default=defaults.clock, metavar="real|instructions",
+                        help="what the guest's clocks count: real time (the default), or "
+                        "instructions (QEMU's -icount: 1 ns per guest instruction; "
+                        "figures the host cannot move)")
+
+
+def check_machine(parser, args):
+    """The machine options' values, each refused with the flag named; returns (mem, timeout)."""
+    mem = int(args.mem) if re.fullmatch(r"[0-9]+", args.mem) else -1
+    if not 256 <= mem <= 65536:
+        parser.error("--mem must be MiB in 256..65536, got '%s'" % args.mem)
+    timeout = int(args.timeout) if re.fullmatch(r"[0-9]+", args.timeout) else 0
+    if timeout < 1:
+        parser.error("--timeout must be a positive number of seconds, got '%s'" % args.timeout)
+    if args.tcg_threads not in ("multi", "single"):
+        parser.error("--tcg-threads must be multi or single, got '%s'" % args.tcg_threads)
+    if args.clock not in comparability.CLOCKS:
+        parser.error("--clock must be %s, got '%s'" % (" or ".join(comparability.CLOCKS),
+                                                       args.clock))
+    if args.clock == "instructions" and args.tcg_threads != "single":
+        parser.error(INSTRUCTIONS_NEED_SINGLE)
+    return mem, timeout
+
+
+def cpu_sizes(parser, text):
+    if not re.fullmatch(r"[0-9]+(,[0-9]+)*", text or ""):
+        parser.error("--cpus must be a count or a list such as 2,4,8,16, got '%s'" % text)
+    sizes = [int(n) for n in text.split(",")]
+    for n in sizes:
+        if not 1 <= n <= MAX_CPUS:
+            parser.error("--cpus values must be in 1..%d, got '%d'" % (MAX_CPUS, n))
+    return sizes
+
+
+def machine_argv(machine):
+    """`machine` as `vm guest` options."""
+    return ["--kernel", machine.kernel, "--cpus", str(machine.cpus), "--mem", str(machine.mem),
+            "--timeout", str(machine.timeout), "--append", machine.append,
+            "--tcg-threads", machine.tcg_threads, "--clock", machine.clock]
+
+
+def sized_out(out, cpus):
+    """--out FILE for one of several sizes: FILE-cpusN.json."""
+    return "%s-cpus%d.json" % (out[:-len(".json")] if out.endswith(".json") else out, cpus)
+
+
+def main(argv):
+    if argv[:1] == ["guest"]:
+        return guest(argv[1:])
+    if argv[:1] == ["kernel"]:
+        return print_kernel(argv[1:])
+    ours, rest = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (
+        argv, [])
+    parser = argparse.ArgumentParser(
+        prog="tools/perfscale vm",
+        usage="%(prog)s --kernel K --cpus N[,N...] [options] -- run [RUN OPTIONS] "
+              "[-- FLAGS...]",
+        description="Boot a kernel in QEMU (KVM when it works, else TCG) and run the suite "
+                    "inside; several --cpus sizes give one result file each.")
+    parser.add_argument("--kernel", metavar="K", help=KERNEL_HELP)
+    parser.add_argument("--cpus", metavar="N[,N...]", help="the guest's vCPUs, 1..%d; a list "
+                        "runs one guest per size" % MAX_CPUS)
+    add_machine_options(parser)
+    args = parser.parse_args(ours)
+    if not args.kernel:
+        parser.error("--kernel is required: " + KERNEL_HELP)
+    sizes = cpu_sizes(parser, args.cpus)
+    mem, timeout = check_machine(parser, args)
+    if rest[:1] != ["run"]:
+        parser.error("expected '-- run [RUN OPTIONS]' after the vm options (the run's "
+                     "options go after '-- run')")
+    try:  # a bad run option is a usage error before a kernel is fetched
+        options = runner.parse_args(rest[1:])
+        runner.check_family(options.family)
+    except runner.UsageError as err:
+        print(err, file=sys.stderr)
+        return 2
+    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    try:
+        # Fetches a Debian kernel once, before the first guest, and fails early on a bad path.
+        vmlinuz = kernel.resolve_kernel(args.kernel)[0]
+    except kernel.VmError as err:
+        print("perfscale vm: %s" % err, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    name = re.sub(r"^vmlinuz-", "", os.path.basename(vmlinuz))
+    python = os.path.join(runner.REPO_ROOT, "tools", "py", "python")
+    for cpus in sizes:
+        machine = qemu.Machine(args.kernel, cpus, mem, timeout, args.append, args.tcg_threads,
+                               args.clock)
+        sized = options
+        if len(sizes) > 1 and options.out:
+            sized = dataclasses.replace(options, out=sized_out(options.out, cpus))
+        launcher = [python, "-m", "perfscale.cli", "vm", "guest"] + machine_argv(machine) + [
+            "--"]
+        try:
+            status = runner.run_suite(sized, launcher, "vm-%s-cpus%d" % (name, cpus)).status
+        except runner.UsageError as err:
+            print(err, file=sys.stderr)
+            return 2
+        except runner.BuildError as err:
+            return err.status
+        except KeyboardInterrupt:
+            return 130
+        if status != 0:
+            return status
+    return 0
+
+
+def guest(argv):
+    """`vm guest`: one guest running BINARY FLAGS (the suite runner's launcher)."""
+    parser = argparse.ArgumentParser(prog="tools/perfscale vm guest")
+    parser.add_argument("--kernel", required=True, metavar="K", help=KERNEL_HELP)
+    parser.add_argument("--cpus", required=True, metavar="N")
+    add_machine_options(parser)
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    cpus = cpu_sizes(parser, args.cpus)
+    if len(cpus) != 1:
+        parser.error("vm guest boots one guest: --cpus N")
+    mem, timeout = check_machine(parser, args)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("vm guest needs -- BINARY FLAGS...")
+    machine = qemu.Machine(args.kernel, cpus[0], mem, timeout, args.append, args.tcg_threads,
+                           args.clock)
+    # So that a killed `vm` still stops its guest (Guest.stop runs in a finally).
+    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    try:
+        return qemu.run_guest(machine, command)
+    except kernel.VmError as err:
+        print("perfscale vm: %s" % err, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def print_kernel(argv):
+    parser = argparse.ArgumentParser(prog="tools/perfscale vm kernel")
+    parser.add_argument("spec", metavar="K", help=KERNEL_HELP)
+    args = parser.parse_args(argv)
+    try:
+        print(kernel.resolve_kernel(args.spec)[0])
+    except kernel.VmError as err:
+        print("perfscale vm: %s" % err, file=sys.stderr)
+        return 1
+    return 0
+
+
+def _terminate_as_interrupt(signum, frame):
+    raise KeyboardInterrupt
