@@ -1,12 +1,15 @@
 """perfscale's Python tools: what people run around the benchmarks (tools/perfscale).
 
+Commands on top of a library in layers, imports one way down (docs/python-tools.md;
+testing/py/test_layers.py holds the order):
+
   cli        `tools/perfscale <command>`: which module runs which command
-  results/   reading and writing Google Benchmark result files
-  gate/      judging a run against a baseline: compare, statistics, noise floors,
-             confirmation reruns, calibration, the injected slowdown
-  history/   the SQLite history of nightly runs, and the nightly itself
-  parity/    our figures held against `perf bench`, per family
+  commands/  one module per command, each with main(argv) -> int
+  suite/ vm/ parity/   running things: the suite runner, the nightly, the injector,
+             guests in QEMU, perf bench
   plots/     pictures and pages: scaling curves, reports
-  vm/        runs in a kernel booted in QEMU, what such runs may be compared on, bisection
-  testlogs   the test-case count of `tools/perfscale test`
+  gate/      judging a run against a baseline: statistics, comparability, noise floors,
+             confirmation reruns, the gate's options
+  history/   the history database of nightly runs
+  results/   reading and writing Google Benchmark result files
 """

@@ -14,7 +14,7 @@ from perfscale.results import io
 def main(argv):
     parser = argparse.ArgumentParser(
         prog="tools/perfscale plot",
-        description="Scaling curves from results files, or trends from the nightly store.")
+        description="Scaling curves from results files, or trends from the nightly history.")
     parser.add_argument("results", nargs="*", metavar="RESULTS.json")
     parser.add_argument("--history", metavar="DB", help="plot trends from this history")
     parser.add_argument("--host", help="with --history: only runs of this host")

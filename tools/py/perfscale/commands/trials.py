@@ -80,7 +80,7 @@ def parse_args(argv):
                                 "arguments)", "a command that runs the suite instead, as "
                                 "nightly's --run-cmd (default: $PERFSCALE_RUN_CMD, else the "
                                 "suite runs here)", "the calibrated history (default "
-                                "results/store.sqlite); read, never changed")
+                                "results/history.sqlite); read, never changed")
     parser.add_argument("--out-dir", default=os.path.join(nightly.REPO_ROOT, "results",
                                                           "trials"), metavar="DIR",
                         help="where the trials' histories, reports and logs go "
@@ -399,7 +399,7 @@ def _trial(args, run_args, config, digest, kind, index):
     folder = _trial_folder(args, kind, index)
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder)
-    copy = os.path.join(folder, "store.sqlite")
+    copy = os.path.join(folder, "history.sqlite")
     shutil.copyfile(args.history, copy)
     settings = nightly.Settings(history=copy, report_dir=folder, config=config,
                                 no_plots=True, **nightly.lineage_of(args))

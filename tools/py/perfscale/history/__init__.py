@@ -1,1 +1,1 @@
-"""The history of nightly runs (SQLite) and `tools/perfscale nightly`, which fills it."""
+"""The history of nightly runs: the store (SQLite) that the nightly, calibrate and the pages read and write."""

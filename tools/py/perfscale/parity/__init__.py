@@ -1,1 +1,1 @@
-"""`tools/perfscale parity FAMILY`: a family's figures held against `perf bench`."""
+"""`tools/perfscale parity FAMILY`'s machinery: run perf bench and the family, hold one against the other."""

@@ -36,11 +36,11 @@ def split_run_args(argv):
 
 
 def add_lineage_options(parser, config_help, run_cmd_help,
-                        history_help="history database (default results/store.sqlite)"):
+                        history_help="history database (default results/history.sqlite)"):
     """--history, --config, --run-cmd and --guest: what nightly, calibrate and trials
     share (check_lineage_options checks them)."""
     parser.add_argument("--history", default=os.path.join(REPO_ROOT, "results",
-                                                          "store.sqlite"), metavar="DB",
+                                                          "history.sqlite"), metavar="DB",
                         help=history_help)
     parser.add_argument("--config", metavar="NAME", help=config_help)
     parser.add_argument("--run-cmd", metavar="CMD", help=run_cmd_help)
@@ -311,7 +311,7 @@ def _rerun(args, run_args, _names, out_path):
 
 
 def _failed(run_dir, reason):
-    """A failed run leaves a note in its folder and nothing in the store."""
+    """A failed run leaves a note in its folder and nothing in the history."""
     page = Page("perfscale nightly: run failed")
     page.text(reason + ". Nothing was recorded; the baseline is unchanged.")
     page.write(os.path.join(run_dir, "nightly"))
@@ -382,7 +382,7 @@ def _write_report(conn, args, run_dir, run_id, info, results, baseline, verdicts
 
 def _baseline_file(conn, baseline, run_dir):
     """The baseline's results file for compare.py: the original while it is still there
-    and intact, else one rebuilt from the store."""
+    and intact, else one rebuilt from the history."""
     original = baseline["results_path"]
     if original and os.path.exists(original):
         try:

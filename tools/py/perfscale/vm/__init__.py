@@ -1,1 +1,1 @@
-"""Runs in a kernel booted in QEMU, what their figures may be compared on, kernel bisection."""
+"""Guests in QEMU: kernels to boot, the initramfs, QEMU itself (`tools/perfscale vm`)."""
