@@ -1,0 +1,204 @@
+"""The Python tools' imports run one way: commands on top of the library, each library layer
+on the ones below it (docs/python-tools.md). Read from every module's source with ast, so
+an import inside a function counts as much as one at the top.
+
+Fails when a module imports a higher layer (the library a command, the gate a page), a
+command imports another command, imports close a circle, a module uses another module's
+private name (`_x`), or a perfscale module is imported under another name.
+"""
+
+import ast
+import os
+
+import pytest
+
+from conftest import REPO_ROOT
+
+PACKAGE_DIR = os.path.join(REPO_ROOT, "tools", "py", "perfscale")
+
+# Lowest first: a module may import its own layer and the layers before it. Every module
+# must fall in one (a new package gets its row here, and a line in docs/python-tools.md).
+LAYERS = (
+    ("results", ("perfscale.results",)),      # Google Benchmark result files
+    ("store", ("perfscale.history",)),        # the history database
+    ("gate", ("perfscale.gate",)),            # statistics and the gate's judgement
+    ("pages", ("perfscale.plots",)),          # report pages and plots
+    ("runner", ("perfscale.suite", "perfscale.vm", "perfscale.parity")),  # running things
+    ("commands", ("perfscale.commands", "perfscale.cli")),  # main(argv) -> int each
+)
+COMMANDS = "perfscale.commands"
+TOP = ("perfscale",)  # the package's own __init__: documentation only
+
+
+def layer_of(module):
+    if module in TOP:
+        return -1
+    for index, (_name, prefixes) in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return index
+    return None
+
+
+def module_name(path):
+    rel = os.path.relpath(path, os.path.dirname(PACKAGE_DIR))[:-len(".py")]
+    parts = rel.split(os.sep)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def all_modules():
+    found = {}
+    for root, _dirs, files in os.walk(PACKAGE_DIR):
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(root, name)
+                found[module_name(path)] = path
+    return found
+
+
+MODULES = all_modules()
+
+
+def is_module(name):
+    return name in MODULES
+
+
+class Imports(ast.NodeVisitor):
+    """The perfscale modules one module imports, the local names they are bound to, the
+    aliases used, and the private names it reaches for in them."""
+
+    def __init__(self, module):
+        self.module = module
+        self.imported = set()   # perfscale modules
+        self.bound = {}         # local name -> perfscale module
+        self.problems = []
+
+    def visit_Import(self, node):
+        for alias in node.names:
+            if alias.name.split(".")[0] != "perfscale":
+                continue
+            self.imported.add(alias.name)
+            if alias.asname:
+                self.problems.append("line %d: `import %s as %s`: import it under its own "
+                                     "name" % (node.lineno, alias.name, alias.asname))
+                self.bound[alias.asname] = alias.name
+
+    def visit_ImportFrom(self, node):
+        source = node.module or ""
+        if node.level:
+            self.problems.append("line %d: relative import: name the perfscale module"
+                                 % node.lineno)
+            return
+        if source.split(".")[0] != "perfscale":
+            return
+        for alias in node.names:
+            full = source + "." + alias.name
+            target = full if is_module(full) else source
+            self.imported.add(target)
+            if alias.asname:
+                self.problems.append("line %d: `from %s import %s as %s`: import it under "
+                                     "its own name" % (node.lineno, source, alias.name,
+                                                       alias.asname))
+            if is_module(full):
+                self.bound[alias.asname or alias.name] = full
+            elif alias.name.startswith("_"):
+                self.problems.append("line %d: %s imports the private %s of %s"
+                                     % (node.lineno, self.module, alias.name, source))
+
+    def visit_Attribute(self, node):
+        if (isinstance(node.value, ast.Name) and node.value.id in self.bound
+                and node.attr.startswith("_") and not node.attr.startswith("__")):
+            self.problems.append("line %d: %s uses %s's private %s"
+                                 % (node.lineno, self.module, self.bound[node.value.id],
+                                    node.attr))
+        self.generic_visit(node)
+
+
+def scan():
+    graph, problems = {}, {}
+    for module, path in sorted(MODULES.items()):
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), path)
+        visitor = Imports(module)
+        visitor.visit(tree)
+        # A package's __init__ is imported on the way to its modules: not an edge.
+        graph[module] = {m for m in visitor.imported if m != module
+                         and not module.startswith(m + ".")}
+        problems[module] = visitor.problems
+    return graph, problems
+
+
+GRAPH, PROBLEMS = scan()
+
+
+def test_every_module_is_in_a_layer():
+    assert [m for m in MODULES if layer_of(m) is None] == []
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_run_down_the_layers(module):
+    own = layer_of(module)
+    wrong = []
+    for target in sorted(GRAPH[module]):
+        theirs = layer_of(target)
+        if theirs is None:
+            wrong.append("%s: not a perfscale module" % target)
+        elif theirs > own:
+            wrong.append("%s (layer %s) is above %s (layer %s)"
+                         % (target, LAYERS[theirs][0], module, LAYERS[own][0]))
+        elif (module.startswith(COMMANDS + ".") and target.startswith(COMMANDS + ".")
+              and target != COMMANDS):
+            wrong.append("%s is a command: commands share library code, not each other"
+                         % target)
+    assert wrong == []
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_private_names_across_modules_and_no_aliases(module):
+    assert PROBLEMS[module] == []
+
+
+def circles(graph):
+    """Every import circle of `graph` ({module: {imported modules}}), each as a path."""
+    found, state = [], {}
+
+    def visit(module, path):
+        state[module] = "open"
+        for target in sorted(graph.get(module, ())):
+            if state.get(target) == "open":
+                found.append(" -> ".join(path[path.index(target):] + [target]))
+            elif target not in state:
+                visit(target, path + [target])
+        state[module] = "done"
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    return found
+
+
+def test_no_circles():
+    assert circles(GRAPH) == []
+
+
+def test_a_circle_is_found():
+    # The circles this test was written against: gate.calibrate -> history.nightly ->
+    # plots.report -> gate.calibrate, and plots.cpus <-> plots.plot.
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a -> b -> c -> a"]
+    assert circles({"cpus": {"plot"}, "plot": {"cpus"}}) == ["cpus -> plot -> cpus"]
+    assert circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_checks_see_what_they_must_refuse():
+    """The visitor itself: an alias, a relative import and a private name are caught."""
+    source = ("from perfscale.gate import stats as results_stats\n"
+              "from perfscale.gate import stats\n"
+              "from . import names\n"
+              "x = stats._counter_moves\n")
+    visitor = Imports("perfscale.vm.example")
+    visitor.visit(ast.parse(source))
+    problems = "\n".join(visitor.problems)
+    assert len(visitor.problems) == 3, problems
+    assert "stats as results_stats" in problems and "relative import" in problems
+    assert "private _counter_moves" in problems
