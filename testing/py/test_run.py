@@ -1,4 +1,4 @@
-"""`tools/perfscale run` as code (perfscale.run), with a fake binary standing in for the
+"""`tools/perfscale run` as code (perfscale.suite.runner), with a fake binary standing in for the
 family binary: its options, the binary's flags, where the results go, what it prints."""
 
 import json
@@ -105,7 +105,7 @@ def test_a_runner_goes_before_the_binary(fake_binary, tmp_path):
 
 
 def test_the_front_door_runs_it(tmp_path):
-    # tools/perfscale run -> perfscale.run through the one interpreter (tools/py/python).
+    # tools/perfscale run -> perfscale.commands.run through the one interpreter (tools/py/python).
     import subprocess
     env = dict(os.environ, PERFSCALE_BINARY=FAKE_RUN)
     result = subprocess.run([os.path.join(os.path.dirname(os.path.dirname(HERE)), "tools",

@@ -585,3 +585,25 @@ def test_a_guest_nightly_is_judged_on_the_instruction_clock(tmp_path):
                      second.stdout, re.M), second.stdout[-3000:]
     assert "nightly: no regression against run 1" in second.stdout
     assert qemu_processes_under(tmp_path) == []
+
+
+def test_several_sizes_give_one_result_file_each():
+    # `vm --cpus 2,4 -- run --out r.json` writes r-cpus2.json and r-cpus4.json.
+    from perfscale.commands import vm as vm_command
+    assert vm_command.sized_out("r.json", 4) == "r-cpus4.json"
+    assert vm_command.sized_out("/x/r", 2) == "/x/r-cpus2.json"
+    machine = vm.Machine("debian:6.1", 2, clock="instructions")
+    argv = vm_command.machine_argv(machine)
+    assert argv[argv.index("--clock") + 1] == "instructions"
+    assert argv[argv.index("--tcg-threads") + 1] == "single"
+
+
+def test_vm_guest_checks_what_vm_checks(capsys):
+    # `vm guest` (the runner's launcher) takes the same machine options with the same
+    # checks: the instruction clock's need of single-threaded TCG is said once, in Python.
+    from perfscale.commands import vm as vm_command
+    with pytest.raises(SystemExit) as exit_info:
+        vm_command.main(["guest", "--kernel", "k", "--cpus", "2", "--clock", "instructions",
+                         "--tcg-threads", "multi", "--", "/bin/true"])
+    assert exit_info.value.code == 2
+    assert vm_command.INSTRUCTIONS_NEED_SINGLE in capsys.readouterr().err

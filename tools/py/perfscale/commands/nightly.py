@@ -6,7 +6,7 @@
                             [--run-cmd CMD | --guest KERNEL [--guest-cpus N]]
                             [-- RUN_ARGS...]
 
-Runs the suite as `tools/perfscale run --repetitions N RUN_ARGS` would (perfscale.run,
+Runs the suite as `tools/perfscale run --repetitions N RUN_ARGS` would (perfscale.suite.runner,
 interleaved repetitions, into DIR/<UTC time>/results.json), compares the result with the
 baseline, which is the last runs (up to 8) of the same lineage (host, online CPUs, config)
 that passed, or the run named by --baseline, records the run in the history, and writes
@@ -22,14 +22,14 @@ before the alarm (--confirm-rounds, --confirm-budget, --ci-target).
 
 Exit 0: no regression, or the first run of its lineage. 1: a regression, benchmarks named.
 2: the run failed, produced unusable results or could not be judged (nothing recorded),
-or bad history/baseline. The binary runs under perfscale.gate.guard: killing nightly
+or bad history/baseline. The binary runs under perfscale.suite.guard: killing nightly
 kills it; a run killed before its report is never a baseline. --run-cmd runs the suite
 with another command instead (say `tools/perfscale vm --kernel K --cpus 4 -- run`): it
 gets run's options (--repetitions N --out FILE RUN_ARGS) and may print `results: FILE`
-last; PERFSCALE_BINARY stands in for the binary alone (see perfscale.run). --guest KERNEL
+last; PERFSCALE_BINARY stands in for the binary alone (see perfscale.suite.runner). --guest KERNEL
 runs it as `tools/perfscale vm --kernel KERNEL --clock instructions -- run` would: the
 kernel under test booted in QEMU and timed in guest instructions, which a noisy host
-cannot move (perfscale.vm.comparability); such runs are their own lineage.
+cannot move (perfscale.gate.comparability); such runs are their own lineage.
 """
 
 import argparse

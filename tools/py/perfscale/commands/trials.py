@@ -5,7 +5,7 @@
                            [--budget S] [--resume | --replay] [-- RUN_ARGS...]
 
 After `tools/perfscale calibrate` has stored a lineage's floors and baseline runs, runs N
-nightlies with no change (A/A) and N with the injector on (perfscale.gate.inject: real
+nightlies with no change (A/A) and N with the injector on (perfscale.suite.inject: real
 kernel work added to every syscall), alternating, so that drift falls on both. Each trial
 is a whole `tools/perfscale nightly` on its own copy of the calibrated history: every
 trial meets the same baseline and none becomes the next one's, and the history itself is
@@ -395,7 +395,7 @@ def aa_spread(args, trials):
 def _trial(args, run_args, config, digest, kind, index):
     """(exit status, flagged benchmarks, injector cost) of one nightly on a copy of the
     history; the cost (ns per syscall, None for A/A or where no injected run finished) is
-    the mean of its runs' bare-loop measurements (perfscale.gate.inject.run_cost)."""
+    the mean of its runs' bare-loop measurements (perfscale.suite.inject.run_cost)."""
     folder = _trial_folder(args, kind, index)
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder)

@@ -7,7 +7,7 @@ slower (perfscale.gate.stats.SCREEN_P), an uncalibrated one when the first run a
 says slower, and so is any benchmark whose attributed counts rose. The suite is run
 again, each rerun a whole new process with the same interleaved repetitions, in the same
 company as the baseline runs (a benchmark's neighbours are part of what it measures; see
-perfscale.history.nightly._rerun), and the suspects are judged again on all the runs:
+perfscale.suite.nightly._rerun), and the suspects are judged again on all the runs:
 calibrated benchmarks on the median of their runs against the baseline runs, the others
 on the pooled repetitions, where the rerun on its own must also have moved the same way.
 Reruns repeat (adaptively) until no suspect is left open, or every open one's interval

@@ -156,7 +156,7 @@ def guest_runner(kernel, cpus):
 
 def run_suite(command, repetitions, out_path, run_args):
     """Runs the suite with `repetitions` into out_path; returns (exit status, results
-    path). command: an external runner (runner_command), else None (perfscale.run)."""
+    path). command: an external runner (runner_command), else None (perfscale.suite.runner)."""
     if command is None:
         options = dataclasses.replace(runner.parse_args(run_args), repetitions=repetitions,
                                       out=out_path)

@@ -232,7 +232,7 @@ def run_suite(options: Options, runner: Sequence[str] = (), tag: str = "",
 
     runner: a command the binary runs under (vm's guest launcher); tag: names the default
     results file instead of the host; guarded: the binary dies with this process
-    (perfscale.gate.guard), for the nightly's runs. Raises UsageError, BuildError."""
+    (perfscale.suite.guard), for the nightly's runs. Raises UsageError, BuildError."""
     check_family(options.family)
     stand_in = os.environ.get(STAND_IN_ENV)
     binary = shlex.split(stand_in) if stand_in else [build(options.family)]
