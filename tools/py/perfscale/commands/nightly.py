@@ -46,7 +46,8 @@ def parse_args(argv):
         prog="tools/perfscale nightly",
         description="Run the suite, record it, compare with the baseline; exit 1 on a "
                     "regression. Arguments after -- go to `tools/perfscale run`.")
-    parser.add_argument("--repetitions", type=int, default=nightly.DEFAULT_REPETITIONS, metavar="N",
+    parser.add_argument("--repetitions", type=int, default=nightly.DEFAULT_REPETITIONS,
+                        metavar="N",
                         help="interleaved repetitions (default %(default)s)")
     nightly.add_lineage_options(parser, "name of the configuration (default: the run arguments)",
                         "a command that runs the suite instead (it gets run's options, "
@@ -55,7 +56,8 @@ def parse_args(argv):
     parser.add_argument("--baseline", type=int, metavar="RUN_ID",
                         help="compare with this run of the history instead of the latest "
                         "passing run of the same lineage")
-    parser.add_argument("--report-dir", default=os.path.join(nightly.REPO_ROOT, "results", "nightly"),
+    parser.add_argument("--report-dir",
+                        default=os.path.join(nightly.REPO_ROOT, "results", "nightly"),
                         metavar="DIR", help="where each run's folder goes "
                         "(default results/nightly)")
     parser.add_argument("--no-plots", action="store_true", help="report without pictures")

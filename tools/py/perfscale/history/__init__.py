@@ -1,1 +1,2 @@
-"""The history of nightly runs: the store (SQLite) that the nightly, calibrate and the pages read and write."""
+"""The history of nightly runs: the store (SQLite) that nightly, calibrate, trials and the
+pages read and write."""

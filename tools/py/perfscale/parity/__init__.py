@@ -1,1 +1,2 @@
-"""`tools/perfscale parity FAMILY`'s machinery: run perf bench and the family, hold one against the other."""
+"""`tools/perfscale parity FAMILY`'s machinery: run perf bench and the family binary, and
+hold one against the other."""
