@@ -593,9 +593,10 @@ def test_several_sizes_give_one_result_file_each():
     assert vm_command.sized_out("r.json", 4) == "r-cpus4.json"
     assert vm_command.sized_out("/x/r", 2) == "/x/r-cpus2.json"
     machine = vm.Machine("debian:6.1", 2, clock="instructions")
-    argv = vm_command.machine_argv(machine)
+    argv = vm.launcher(machine)
+    assert argv[argv.index("guest") + 1:argv.index("--cpus")] == ["--kernel", "debian:6.1"]
     assert argv[argv.index("--clock") + 1] == "instructions"
-    assert argv[argv.index("--tcg-threads") + 1] == "single"
+    assert argv[argv.index("--tcg-threads") + 1] == "single" and argv[-1] == "--"
 
 
 def test_vm_guest_checks_what_vm_checks(capsys):
@@ -606,4 +607,10 @@ def test_vm_guest_checks_what_vm_checks(capsys):
         vm_command.main(["guest", "--kernel", "k", "--cpus", "2", "--clock", "instructions",
                          "--tcg-threads", "multi", "--", "/bin/true"])
     assert exit_info.value.code == 2
-    assert vm_command.INSTRUCTIONS_NEED_SINGLE in capsys.readouterr().err
+    assert vm.INSTRUCTIONS_NEED_SINGLE in capsys.readouterr().err
+    # bisect boots the same machines and refuses the same ones.
+    with pytest.raises(SystemExit) as exit_info:
+        bisect.main(["--good", "a", "--bad", "b", "--kernels", "a,b", "--benchmark", "x",
+                     "--counter", "c", "--cpus", "0"])
+    assert exit_info.value.code == 2
+    assert "--cpus values must be in 1..255, got '0'" in capsys.readouterr().err

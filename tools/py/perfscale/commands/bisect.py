@@ -3,7 +3,7 @@
     tools/perfscale bisect --good A --bad B --kernels K1,K2,...|@FILE --benchmark REGEX
         --counter C [--cpus N] [--mem MIB] [--timeout S] [--repetitions N] [-- FLAGS...]
 
-Each kernel is booted with `tools/perfscale vm` and runs the one benchmark REGEX matches
+Each kernel is booted as `tools/perfscale vm` boots it and runs the one benchmark REGEX matches
 (FLAGS go to the benchmark binary, e.g. --breakpoint_passive=8). A and B are members of the
 list, A before B. Both are measured first: a kernel is bad when its counter's median is nearer
 B's value than A's, so the direction (more or fewer) comes from the data. Kernels between
@@ -17,12 +17,12 @@ import argparse
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 
 from perfscale.results import io
 from perfscale.suite import runner
+from perfscale.vm import qemu
 
 # A and B must differ by at least this much, relative to the larger, to be worth bisecting.
 MIN_SEPARATION = 0.10
@@ -82,22 +82,28 @@ def counter_median(results, benchmark, counter):
     return statistics.median(values)
 
 
-def vm_measure(args, perfscale):
-    """measure(kernel) that boots it with `perfscale vm` and reads the counter."""
+def vm_measure(args):
+    """measure(kernel) that runs the benchmark in a guest booting it and reads the counter."""
     def measure(kernel):
         with tempfile.TemporaryDirectory(prefix="perfscale-bisect-") as scratch:
             out = os.path.join(scratch, "result.json")
-            command = [perfscale, "vm", "--kernel", kernel, "--cpus", str(args.cpus),
-                       "--mem", str(args.mem), "--timeout", str(args.timeout), "--", "run",
-                       "--repetitions", str(args.repetitions), "--out", out, "--",
-                       "--benchmark_filter=" + args.benchmark] + args.flags
+            log = os.path.join(scratch, "run.log")
+            options = runner.Options(repetitions=args.repetitions, out=out,
+                                     flags=["--benchmark_filter=" + args.benchmark] + args.flags)
+            machine = qemu.Machine(kernel, args.cpus, args.mem, args.timeout)
             # Quiet unless it fails: a bisection is a log of values, not of builds.
-            run = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                 text=True)
-            if run.returncode != 0:
-                raise BisectError("the run on kernel %s failed (command: %s):\n%s"
-                                  % (kernel, " ".join(command),
-                                     "\n".join(run.stderr.splitlines()[-10:])))
+            with runner.output_to(log):
+                try:
+                    status = runner.run_suite(options, qemu.launcher(machine),
+                                              "bisect-cpus%d" % args.cpus).status
+                except (runner.UsageError, runner.BuildError) as err:
+                    print(err)
+                    status = 2
+            if status != 0:
+                with open(log, encoding="utf-8", errors="replace") as f:
+                    tail = f.read().splitlines()[-10:]
+                raise BisectError("the run on kernel %s failed (exit status %d):\n%s"
+                                  % (kernel, status, "\n".join(tail)))
             return counter_median(io.load_results(out), args.benchmark, args.counter)
     return measure
 
@@ -138,11 +144,13 @@ def main(argv):
     for name in ("good", "bad"):
         if getattr(args, name) not in kernels:
             parser.error("--%s %s is not in --kernels" % (name, getattr(args, name)))
-    perfscale = os.path.join(runner.REPO_ROOT, "tools", "perfscale")
+    problem = qemu.machine_problem(qemu.Machine("", args.cpus, args.mem, args.timeout))
+    if problem:
+        parser.error(problem)
     log = lambda line: print(line, flush=True)
     try:
         index, _ = first_bad(kernels, kernels.index(args.good), kernels.index(args.bad),
-                             vm_measure(args, perfscale), log)
+                             vm_measure(args), log)
     except (BisectError, io.ResultsError) as err:
         print("perfscale bisect: %s" % err, file=sys.stderr)
         return 2 if isinstance(err, BisectError) else 1

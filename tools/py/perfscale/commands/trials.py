@@ -44,7 +44,6 @@ ones have no true sizes to say which benchmarks the power promise covers.
 """
 
 import argparse
-import contextlib
 import hashlib
 import json
 import math
@@ -58,7 +57,7 @@ import time
 from perfscale.gate import confirm, flags, stats
 from perfscale.gate.floors import BASELINE_RUNS, DETECTABLE, MIN_RUNS, floor_and_mdc, for_lineage
 from perfscale.history import store
-from perfscale.suite import inject, nightly
+from perfscale.suite import inject, nightly, runner
 from perfscale.results import io, names
 
 DEFAULT_TRIALS = 10
@@ -204,7 +203,7 @@ def true_sizes(args, run_args, base_runs):
     time}, where its syscalls were counted; from one untimed run with --count_syscalls."""
     path = os.path.join(os.path.abspath(args.out_dir), "syscalls.json")
     extra = list(run_args) + ([] if "--" in run_args else ["--"])
-    with _output_to(os.path.join(args.out_dir, "syscalls.log")):
+    with runner.output_to(os.path.join(args.out_dir, "syscalls.log")):
         status, path = nightly.run_suite(nightly.runner_command(args), 1, path,
                                          extra + ["--attribution=true",
                                                   "--count_syscalls=true"])
@@ -405,7 +404,7 @@ def _trial(args, run_args, config, digest, kind, index):
                                 no_plots=True, **nightly.lineage_of(args))
     nightly_run_args = (inject.injected_run_args(run_args, args.inject_events)
                         if kind == "power" else list(run_args))
-    with _output_to(os.path.join(folder, "nightly.log")):
+    with runner.output_to(os.path.join(folder, "nightly.log")):
         status = nightly.run(settings, nightly_run_args)
     flagged, costs = [], []
     for root, _dirs, files in os.walk(folder):
@@ -429,27 +428,6 @@ def _trial(args, run_args, config, digest, kind, index):
                    "config": config, "history_sha256": digest, "injector_ns": costs}, f,
                   indent=1)
     return status, flagged, statistics.mean(costs) if costs else None
-
-
-@contextlib.contextmanager
-def _output_to(path):
-    """Everything written to stdout and stderr, by us or the processes we start, goes to
-    `path` (the benchmark binary's tables would bury the trial lines)."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = [os.dup(1), os.dup(2)]
-    try:
-        with open(path, "w", encoding="utf-8") as log:
-            os.dup2(log.fileno(), 1)
-            os.dup2(log.fileno(), 2)
-            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
-                yield
-                sys.stdout.flush()
-    finally:
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for fd in saved:
-            os.close(fd)
 
 
 def _scope(name, calibration, sizes):

@@ -21,23 +21,18 @@ import re
 import signal
 import sys
 
-from perfscale.gate import comparability
 from perfscale.suite import runner
 from perfscale.vm import kernel, qemu
 
-# 255: the most vCPUs QEMU's pc machine takes without an IOMMU for x2APIC.
-MAX_CPUS = 255
-INSTRUCTIONS_NEED_SINGLE = ("--clock instructions counts every vCPU's instructions on one "
-                            "host thread: it needs --tcg-threads single")
 KERNEL_HELP = ("a vmlinuz path, or debian:6.1 or debian:6.12 (each also -rt or -cloud)")
 
 
 def add_machine_options(parser):
     """The guest's options after --kernel and --cpus: `vm` and `vm guest` take the same."""
     defaults = qemu.Machine("", 1)
-    parser.add_argument("--mem", default=str(defaults.mem), metavar="MIB",
+    parser.add_argument("--mem", type=int, default=defaults.mem, metavar="MIB",
                         help="guest memory, 256..65536 (default %(default)s)")
-    parser.add_argument("--timeout", default=str(defaults.timeout), metavar="S",
+    parser.add_argument("--timeout", type=int, default=defaults.timeout, metavar="S",
                         help="seconds a guest may take (default %(default)s)")
     parser.add_argument("--append", default=defaults.append, metavar="ARGS",
                         help="more kernel command-line arguments")
@@ -51,39 +46,20 @@ def add_machine_options(parser):
                         "figures the host cannot move)")
 
 
-def check_machine(parser, args):
-    """The machine options' values, each refused with the flag named; returns (mem, timeout)."""
-    mem = int(args.mem) if re.fullmatch(r"[0-9]+", args.mem) else -1
-    if not 256 <= mem <= 65536:
-        parser.error("--mem must be MiB in 256..65536, got '%s'" % args.mem)
-    timeout = int(args.timeout) if re.fullmatch(r"[0-9]+", args.timeout) else 0
-    if timeout < 1:
-        parser.error("--timeout must be a positive number of seconds, got '%s'" % args.timeout)
-    if args.tcg_threads not in ("multi", "single"):
-        parser.error("--tcg-threads must be multi or single, got '%s'" % args.tcg_threads)
-    if args.clock not in comparability.CLOCKS:
-        parser.error("--clock must be %s, got '%s'" % (" or ".join(comparability.CLOCKS),
-                                                       args.clock))
-    if args.clock == "instructions" and args.tcg_threads != "single":
-        parser.error(INSTRUCTIONS_NEED_SINGLE)
-    return mem, timeout
+def machine(parser, args, kernel_spec, cpus):
+    """The Machine the options describe; a usage error names what is wrong with it."""
+    described = qemu.Machine(kernel_spec, cpus, args.mem, args.timeout, args.append,
+                             args.tcg_threads, args.clock)
+    problem = qemu.machine_problem(described)
+    if problem:
+        parser.error(problem)
+    return described
 
 
 def cpu_sizes(parser, text):
     if not re.fullmatch(r"[0-9]+(,[0-9]+)*", text or ""):
         parser.error("--cpus must be a count or a list such as 2,4,8,16, got '%s'" % text)
-    sizes = [int(n) for n in text.split(",")]
-    for n in sizes:
-        if not 1 <= n <= MAX_CPUS:
-            parser.error("--cpus values must be in 1..%d, got '%d'" % (MAX_CPUS, n))
-    return sizes
-
-
-def machine_argv(machine):
-    """`machine` as `vm guest` options."""
-    return ["--kernel", machine.kernel, "--cpus", str(machine.cpus), "--mem", str(machine.mem),
-            "--timeout", str(machine.timeout), "--append", machine.append,
-            "--tcg-threads", machine.tcg_threads, "--clock", machine.clock]
+    return [int(n) for n in text.split(",")]
 
 
 def sized_out(out, cpus):
@@ -106,13 +82,12 @@ def main(argv):
                     "inside; several --cpus sizes give one result file each.")
     parser.add_argument("--kernel", metavar="K", help=KERNEL_HELP)
     parser.add_argument("--cpus", metavar="N[,N...]", help="the guest's vCPUs, 1..%d; a list "
-                        "runs one guest per size" % MAX_CPUS)
+                        "runs one guest per size" % qemu.MAX_CPUS)
     add_machine_options(parser)
     args = parser.parse_args(ours)
     if not args.kernel:
         parser.error("--kernel is required: " + KERNEL_HELP)
-    sizes = cpu_sizes(parser, args.cpus)
-    mem, timeout = check_machine(parser, args)
+    machines = [machine(parser, args, args.kernel, n) for n in cpu_sizes(parser, args.cpus)]
     if rest[:1] != ["run"]:
         parser.error("expected '-- run [RUN OPTIONS]' after the vm options (the run's "
                      "options go after '-- run')")
@@ -132,17 +107,13 @@ def main(argv):
     except KeyboardInterrupt:
         return 130
     name = re.sub(r"^vmlinuz-", "", os.path.basename(vmlinuz))
-    python = os.path.join(runner.REPO_ROOT, "tools", "py", "python")
-    for cpus in sizes:
-        machine = qemu.Machine(args.kernel, cpus, mem, timeout, args.append, args.tcg_threads,
-                               args.clock)
+    for guest_machine in machines:
         sized = options
-        if len(sizes) > 1 and options.out:
-            sized = dataclasses.replace(options, out=sized_out(options.out, cpus))
-        launcher = [python, "-m", "perfscale.cli", "vm", "guest"] + machine_argv(machine) + [
-            "--"]
+        if len(machines) > 1 and options.out:
+            sized = dataclasses.replace(options, out=sized_out(options.out, guest_machine.cpus))
         try:
-            status = runner.run_suite(sized, launcher, "vm-%s-cpus%d" % (name, cpus)).status
+            status = runner.run_suite(sized, qemu.launcher(guest_machine),
+                                      "vm-%s-cpus%d" % (name, guest_machine.cpus)).status
         except runner.UsageError as err:
             print(err, file=sys.stderr)
             return 2
@@ -159,23 +130,18 @@ def guest(argv):
     """`vm guest`: one guest running BINARY FLAGS (the suite runner's launcher)."""
     parser = argparse.ArgumentParser(prog="tools/perfscale vm guest")
     parser.add_argument("--kernel", required=True, metavar="K", help=KERNEL_HELP)
-    parser.add_argument("--cpus", required=True, metavar="N")
+    parser.add_argument("--cpus", type=int, required=True, metavar="N")
     add_machine_options(parser)
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
-    cpus = cpu_sizes(parser, args.cpus)
-    if len(cpus) != 1:
-        parser.error("vm guest boots one guest: --cpus N")
-    mem, timeout = check_machine(parser, args)
+    guest_machine = machine(parser, args, args.kernel, args.cpus)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("vm guest needs -- BINARY FLAGS...")
-    machine = qemu.Machine(args.kernel, cpus[0], mem, timeout, args.append, args.tcg_threads,
-                           args.clock)
     # So that a killed `vm` still stops its guest (Guest.stop runs in a finally).
     signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     try:
-        return qemu.run_guest(machine, command)
+        return qemu.run_guest(guest_machine, command)
     except kernel.VmError as err:
         print("perfscale vm: %s" % err, file=sys.stderr)
         return 1

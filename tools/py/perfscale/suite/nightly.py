@@ -21,6 +21,7 @@ from perfscale.results import comparepy, io
 from perfscale.results.names import display_name
 from perfscale.gate import confirm
 from perfscale.suite import guard
+from perfscale.vm import qemu
 
 REPO_ROOT = runner.REPO_ROOT
 # Enough for the U test to call a 20% change significant; see DEFAULT_MIN_REPETITIONS.
@@ -61,8 +62,8 @@ def check_lineage_options(parser, args):
         parser.error("--guest needs a kernel: a vmlinuz path or debian:6.12-cloud, ...")
     if args.guest_cpus is not None and args.guest is None:
         parser.error("--guest-cpus sizes the --guest kernel's machine: it needs --guest")
-    if args.guest_cpus is not None and not 1 <= args.guest_cpus <= 255:
-        parser.error("--guest-cpus must be in 1..255, got %d" % args.guest_cpus)
+    if args.guest_cpus is not None and not 1 <= args.guest_cpus <= qemu.MAX_CPUS:
+        parser.error("--guest-cpus must be in 1..%d, got %d" % (qemu.MAX_CPUS, args.guest_cpus))
 
 
 @dataclasses.dataclass

@@ -19,6 +19,7 @@ binary, dry runs): nothing is built, and it gets the binary's flags (--benchmark
 --benchmark_repetitions=N, ...).
 """
 
+import contextlib
 import dataclasses
 import datetime
 import functools
@@ -262,3 +263,24 @@ def run_suite(options: Options, runner: Sequence[str] = (), tag: str = "",
         print("profile: %s" % profile)
     sys.stdout.flush()
     return Result(0, out, profile)
+
+
+@contextlib.contextmanager
+def output_to(path):
+    """Everything written to stdout and stderr, by us or the processes we start, goes to
+    `path` (trials and bisect: the benchmark binary's tables would bury their lines)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        with open(path, "w", encoding="utf-8") as log:
+            os.dup2(log.fileno(), 1)
+            os.dup2(log.fileno(), 2)
+            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+                yield
+                sys.stdout.flush()
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in saved:
+            os.close(fd)

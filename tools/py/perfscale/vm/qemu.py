@@ -352,6 +352,42 @@ class Machine:
     clock: str = "real"
 
 
+# 255: the most vCPUs QEMU's pc machine takes without an IOMMU for x2APIC.
+MAX_CPUS = 255
+INSTRUCTIONS_NEED_SINGLE = ("--clock instructions counts every vCPU's instructions on one "
+                            "host thread: it needs --tcg-threads single")
+
+
+def machine_problem(machine):
+    """What is wrong with `machine`, naming the flag; None when nothing is. `vm`,
+    `vm guest` and `bisect` refuse the same machines with the same words."""
+    if not 1 <= machine.cpus <= MAX_CPUS:
+        return "--cpus values must be in 1..%d, got '%d'" % (MAX_CPUS, machine.cpus)
+    if not 256 <= machine.mem <= 65536:
+        return "--mem must be MiB in 256..65536, got '%s'" % machine.mem
+    if machine.timeout < 1:
+        return "--timeout must be a positive number of seconds, got '%s'" % machine.timeout
+    if machine.tcg_threads not in ("multi", "single"):
+        return "--tcg-threads must be multi or single, got '%s'" % machine.tcg_threads
+    if machine.clock not in comparability.CLOCKS:
+        return "--clock must be %s, got '%s'" % (" or ".join(comparability.CLOCKS),
+                                                 machine.clock)
+    if machine.clock == "instructions" and machine.tcg_threads != "single":
+        return INSTRUCTIONS_NEED_SINGLE
+    return None
+
+
+def launcher(machine):
+    """The command the suite runner puts before the binary to run it in `machine`:
+    `vm guest` (perfscale.commands.vm) through the one interpreter, tools/py/python."""
+    python = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "python")
+    return [python, "-m", "perfscale.cli", "vm", "guest", "--kernel", machine.kernel,
+            "--cpus", str(machine.cpus), "--mem", str(machine.mem),
+            "--timeout", str(machine.timeout), "--append", machine.append,
+            "--tcg-threads", machine.tcg_threads, "--clock", machine.clock, "--"]
+
+
 def run_guest(args, command):
     """Boots `args` (a Machine) and runs `command` (BINARY FLAGS...) in it; returns the
     command's exit status. Raises VmError."""
