@@ -108,40 +108,33 @@ const FlagList<Flags> flags(
             .Quick("0,4 up to the hardware's slots",
                    [](const FlagEnv&) {
                      return UpToSlots({0, 4});
-                   })
-            .Was("breakpoints"),
+                   }),
         IntListFlag(&Flags::parallelism, "breakpoint_parallelism", 1, 4096,
                     "workers creating threads concurrently (BM_BreakpointThread)")
             .Default("1,CPUs", [](const FlagEnv& env) { return absl::StrCat("1,", env.cpus); })
-            .Quick("CPUs", [](const FlagEnv& env) { return absl::StrCat(env.cpus); })
-            .Was("parallelism"),
+            .Quick("CPUs", [](const FlagEnv& env) { return absl::StrCat(env.cpus); }),
         IntFlag(&Flags::threads, "breakpoint_threads", 1, 100000,
                 "threads each batch creates and joins (BM_BreakpointThread)")
-            .Default("20")
-            .Was("threads"),
+            .Default("20"),
         IntFlag(&Flags::repeat, "breakpoint_repeat", 1, 1000000,
                 "batches per iteration of BM_BreakpointThread, shared by the workers (perf bench "
                 "--repeat)")
-            .Default("10")
-            .Was("repeat"),
+            .Default("10"),
         IntListFlag(&Flags::passive, "breakpoint_passive", 0, 1000000,
                     "blocked threads inheriting the toggled breakpoint (BM_BreakpointEnable)")
             .Default("0,CPUs,4xCPUs",
                      [](const FlagEnv& env) {
                        return absl::StrCat("0,", env.cpus, ",", 4 * env.cpus);
                      })
-            .Quick("0,4xCPUs", [](const FlagEnv& env) { return absl::StrCat("0,", 4 * env.cpus); })
-            .Was("passive"),
+            .Quick("0,4xCPUs", [](const FlagEnv& env) { return absl::StrCat("0,", 4 * env.cpus); }),
         IntListFlag(&Flags::active, "breakpoint_active", 0, 4096,
                     "spinning threads inheriting the toggled breakpoint (BM_BreakpointEnable)")
             .Default("1..4, then powers of two, and CPUs", OneToCpus)
-            .Quick("1")
-            .Was("active"),
+            .Quick("1"),
         ChoiceListFlag(&Flags::placements, "breakpoint_placement", ChoicesOf(PlacementNames()),
                        "where the inheriting threads run: unpinned (perf bench), same_cpu (with "
                        "the toggling thread), other_cpus (the toggler alone on its CPU)")
-            .Default("unpinned,same_cpu,other_cpus")
-            .Was("placement"),
+            .Default("unpinned,same_cpu,other_cpus"),
     });
 
 // One byte per possible breakpoint, never read or written, so breakpoints never fire.

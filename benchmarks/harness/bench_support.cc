@@ -13,15 +13,16 @@ namespace perfscale {
 namespace {
 
 Flag& attribution_flag = DefineFlag(
-    FlagInfo{"attribution",
-             "suite",
-             "count what the benchmark's own tasks cause (ipis_sent, xcalls, lock_contended, "
-             "lock_wait_us, ctx_switches, cpu_migrations, page_faults per op)",
-             "true or false",
-             "true (false before Linux 6.4, and for BM_BreakpointThread)",
-             "",
-             /*is_bool=*/true,
-             {}},
+    FlagInfo{
+        "attribution",
+        "suite",
+        "count what the benchmark's own tasks cause (ipis_sent, xcalls, lock_contended, "
+        "lock_wait_us, ctx_switches, cpu_migrations, page_faults per op)",
+        "true or false",
+        "true (false before Linux 6.4, and for BM_BreakpointThread)",
+        "",
+        /*is_bool=*/true,
+    },
     "true");
 
 Flag& count_syscalls_flag =

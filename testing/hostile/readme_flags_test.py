@@ -1,12 +1,11 @@
 """The README's flag tables against the binary's --help, which prints every flag from its
 family's table (lib/flags.h): the same flags, each with the same values, default and
-`--quick` default, and the same old names. A flag added, renamed or given another default
-without its README row fails here.
+`--quick` default. A flag added, renamed or given another default without its README row
+fails here.
 
 A flag table is a Markdown table whose header is `| flag | values | default | --quick |
 ...`; the cells are compared without backticks, an empty `--quick` cell meaning the flag
-has no `--quick` default of its own. The renamed-flags table (`| old name | new name |`)
-must list exactly the old names --help lists. Examples in the README use no old name.
+has no `--quick` default of its own.
 
 Usage: readme_flags_test.py PATH_TO_ALL_BINARY PATH_TO_README
 """
@@ -25,7 +24,7 @@ def normalize(cell):
 
 
 def help_flags():
-    """{name: {"group", "help", "values", "default", "quick", "old"}} from --help."""
+    """{name: {"group", "help", "values", "default", "quick"}} from --help."""
     result = subprocess.run([BINARY, "--help"], capture_output=True, text=True, timeout=120)
     section = result.stdout.split("Google Benchmark flags:")[0]
     flags = {}
@@ -39,7 +38,7 @@ def help_flags():
         match = re.match(r"^  --([a-z_]+)$", line)
         if match:
             current = {"group": group, "help": None, "values": None, "default": None,
-                       "quick": "", "old": []}
+                       "quick": ""}
             flags[match.group(1)] = current
             continue
         if current is None or not line.startswith("      "):
@@ -51,16 +50,14 @@ def help_flags():
                 current[key] = normalize(body[len(prefix):])
                 break
         else:
-            if body.startswith("old name: --"):
-                current["old"].append(body[len("old name: --"):])
-            elif current["help"] is None:
+            if current["help"] is None:
                 current["help"] = body
     return flags
 
 
 def readme_tables():
-    """(flag rows {name: {"values", "default", "quick", "line"}}, renamed {old: new})."""
-    rows, renamed, duplicates = {}, {}, []
+    """(flag rows {name: {"values", "default", "quick", "line"}}, names with two rows)."""
+    rows, duplicates = {}, []
     kind = None
     with open(README) as f:
         for number, line in enumerate(f, 1):
@@ -71,27 +68,21 @@ def readme_tables():
             if cells[:4] == ["flag", "values", "default", "--quick"]:
                 kind = "flags"
                 continue
-            if cells[:2] == ["old name", "new name"]:
-                kind = "renamed"
-                continue
             if kind is None or set("".join(cells)) <= set("-: "):
                 continue
-            if kind == "flags":
-                name = cells[0].lstrip("-")
-                if name in rows:
-                    duplicates.append(name)
-                rows[name] = {"values": cells[1], "default": cells[2], "quick": cells[3],
-                              "line": number}
-            else:
-                renamed[cells[0].lstrip("-")] = cells[1].lstrip("-")
-    return rows, renamed, duplicates
+            name = cells[0].lstrip("-")
+            if name in rows:
+                duplicates.append(name)
+            rows[name] = {"values": cells[1], "default": cells[2], "quick": cells[3],
+                          "line": number}
+    return rows, duplicates
 
 
 class ReadmeMatchesHelp(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.help = help_flags()
-        cls.rows, cls.renamed, cls.duplicates = readme_tables()
+        cls.rows, cls.duplicates = readme_tables()
 
     def test_help_lists_flags(self):
         self.assertIn("breakpoint_passive", self.help)
@@ -116,23 +107,6 @@ class ReadmeMatchesHelp(unittest.TestCase):
                     self.assertEqual(row[key], flag[key],
                                      "README.md:%d --%s %s: README %r, --help %r" % (
                                          row["line"], name, key, row[key], flag[key]))
-
-    def test_renamed_flags_table_lists_every_old_name(self):
-        old = {o: name for name, flag in self.help.items() for o in flag["old"]}
-        self.assertEqual(self.renamed, old)
-
-    def test_examples_use_no_old_name(self):
-        old = {o for flag in self.help.values() for o in flag["old"]}
-        pattern = re.compile(r"(?<![\w-])--(%s)=" % "|".join(sorted(old, key=len, reverse=True)))
-        with open(README) as f:
-            for number, line in enumerate(f, 1):
-                if line.startswith("|") and "deprecated" not in line:
-                    cells = [normalize(c) for c in line.strip().strip("|").split("|")]
-                    if cells and cells[0].lstrip("-") in old:
-                        continue  # a row of the renamed-flags table
-                with self.subTest(line=number):
-                    self.assertIsNone(pattern.search(line), "README.md:%d uses an old name: %s"
-                                      % (number, line.strip()))
 
 
 if __name__ == "__main__":
