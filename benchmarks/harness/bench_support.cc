@@ -8,6 +8,7 @@
 #include "benchmarks/harness/profile_support.h"
 #include "lib/errno_status.h"
 #include "lib/flags.h"
+#include "lib/json_string.h"
 
 namespace perfscale {
 namespace {
@@ -52,23 +53,6 @@ bool KernelPredatesAttribution() {
 
 bool AttributionOn() {
   return attribution_flag.is_set() ? attribution_flag.bool_value() : !KernelPredatesAttribution();
-}
-
-std::string JsonString(absl::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof(escaped), "\\u%04x", c);
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
 }
 
 }  // namespace

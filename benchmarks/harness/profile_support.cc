@@ -12,6 +12,7 @@
 #include "benchmarks/harness/cpu_profiler.h"
 #include "benchmarks/harness/profile_summary.h"
 #include "lib/flags.h"
+#include "lib/json_string.h"
 #include "lib/symbols.h"
 
 namespace perfscale {
