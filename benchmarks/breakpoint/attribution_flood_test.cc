@@ -102,16 +102,16 @@ TEST(AttributionFloodTest, AttributedCountsIgnoreAnotherProcesssIpis) {
     std::printf("%s: ipis_sent/op %.3f xcalls/op %.3f ipis_system/op %.3f\n", what,
                 counts.ipis_sent, counts.xcalls, counts.ipis_system);
   }
-  // 2 per inherited copy per toggle (README, "Attributed counters"): 16 for 8 copies.
+  // 2 per inherited copy per toggle (docs/counters.md): 16 for 8 copies.
   EXPECT_NEAR(quiet.xcalls, 16.0, 16.0 * 0.02);
   EXPECT_NEAR(flooded.xcalls, quiet.xcalls, quiet.xcalls * 0.02);
-  // An IPI goes only to a target that is not polling in idle (README, "Attributed
-  // counters"): at most one per queued call, fewer on a quiet machine whose other CPU idles.
+  // An IPI goes only to a target that is not polling in idle (docs/counters.md): at most one per
+  // queued call, fewer on a quiet machine whose other CPU idles.
   EXPECT_LE(quiet.ipis_sent, quiet.xcalls * 1.02);
   EXPECT_LE(flooded.ipis_sent, flooded.xcalls * 1.02);
   // ipis_system/op grows by the flood's IPIs during each toggle, but on a machine that
   // other work already keeps busy with IPIs that growth is within their noise: printed,
-  // not asserted (README, "Attributed counters").
+  // not asserted (docs/counters.md).
 }
 
 }  // namespace

@@ -231,7 +231,7 @@ void BM_BreakpointThread(benchmark::State& state, ThreadParams params) {
 
   ThreadChurn churn(params);
   // Off unless --attribution=true: every churned thread would inherit the ~8 + 2 x CPUs
-  // counters, and copying them made thread create+join 2.5x slower here (README).
+  // counters, and copying them made thread create+join 2.5x slower (docs/counters.md).
   KernelCostMeter meter = BenchmarkMeter(/*include_children=*/false,
                                          /*attribute_by_default=*/false);
   if (!StartOrSkip(state, meter)) return;

@@ -40,7 +40,7 @@ TaskCounters::Options CounterOptions() {
 
 // Before Linux 6.4 the IPI and cross-call tracepoints do not exist, so there attribution
 // is off unless --attribution=true asks for it. (It was also blamed for Debian 6.1 guests
-// that soft-locked; that lockup is QEMU's multi-threaded TCG, see the README's "Guests
+// that soft-locked; that lockup is QEMU's multi-threaded TCG, see docs/vm.md, "Guests
 // that lock up", and `vm` avoids it.)
 bool KernelPredatesAttribution() {
   struct utsname kernel;

@@ -206,7 +206,7 @@ def binary_flags(options: Options, out: Optional[str]) -> List[str]:
     if options.quick:
         flags += ["--benchmark_min_time=0.01", "--quick=true"]
     if out is not None and options.profile:
-        # Top kernel and user symbols of each benchmark, beside the results (README).
+        # Top kernel and user symbols of each benchmark, beside the results (docs/user-guide.md).
         flags += ["--profile", "--profile_out=%s.profile.json" % out]
     if options.repetitions > 0:
         flags += ["--benchmark_repetitions=%d" % options.repetitions]

@@ -76,7 +76,7 @@ def add_lineage_options(parser, config_help, run_cmd_help,
                         help="run the suite in KERNEL (a vmlinuz path or debian:6.12-cloud, "
                         "...; see `tools/perfscale vm`) booted in QEMU on its instruction "
                         "clock: timed in guest instructions, which the host's load cannot "
-                        "move (README, 'A clock the host cannot move')")
+                        "move (docs/gate.md, 'A clock the host cannot move')")
     parser.add_argument("--guest-cpus", type=int, metavar="N",
                         help="the guest's vCPUs (default: this host's CPUs)")
 

@@ -286,8 +286,7 @@ def build_initramfs(binary, argv, env):
 # that count, 2^0 ns per instruction (shift=0); sleep=off jumps an idle guest to its next
 # timer instead of waiting for the host's time, and align=off never slows the guest to
 # the host's pace. A guest timed so runs the same path in the same time whatever the host
-# does: on this project's 2-CPU VM, where host timings of the quick suite spread 5-15%
-# between runs, most rows spread 0.05-1% (README, "A clock the host cannot move").
+# does (docs/gate.md, "A clock the host cannot move").
 ICOUNT = "shift=0,sleep=off,align=off"
 # Under -icount, QEMU 7.2's emulation of an unlocked `cmpxchg16b %gs:(...)` (the kernel's
 # this_cpu_cmpxchg128 in the slab allocator) corrupted the guest's RFLAGS now and then:
@@ -398,7 +397,7 @@ def lockup_hint(text, accel, tcg_threads, cpus):
     if accel != "tcg" or tcg_threads != "multi" or cpus < 2:
         return ""
     if "text_poke" in text or "asm_exc_int3" in text:
-        return ("\n  This is multi-threaded TCG's lockup (README, 'Guests that lock up'): the "
+        return ("\n  This is multi-threaded TCG's lockup (docs/vm.md, 'Guests that lock up'): the "
                 "kernel patched its own text (a static key) while other vCPUs ran it, and "
                 "they keep trapping on an int3 already removed from memory. "
                 "--tcg-threads single avoids it.")
@@ -650,7 +649,7 @@ def main(argv):
     guest.add_argument("--tcg-threads", choices=("multi", "single"), default="single",
                        help="under TCG: one host thread for all vCPUs (single, the default) "
                        "or one each (multi: faster on an idle host, but guests lock up "
-                       "when the kernel patches its text: README)")
+                       "when the kernel patches its text: docs/vm.md)")
     guest.add_argument("--clock", choices=comparability.CLOCKS, default="real",
                        help="what the guest's clocks count: real time (the default), or "
                        "instructions (QEMU's -icount: 1 ns per guest instruction; "

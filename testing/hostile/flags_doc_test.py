@@ -1,13 +1,14 @@
-"""The README's flag tables against the binary's --help, which prints every flag from its
-family's table (lib/flags.h): the same flags, each with the same values, default and
-`--quick` default. A flag added, renamed or given another default without its README row
-fails here.
+"""The flag reference (docs/flags.md) against the binary's --help, which prints every flag
+from its family's table (lib/flags.h): the same flags, each with the same values, default
+and `--quick` default. A flag added, renamed or given another default without its row
+fails here. And every family flag the documentation names (README.md, docs/) exists, so
+an example cannot teach a name the binary refuses.
 
 A flag table is a Markdown table whose header is `| flag | values | default | --quick |
 ...`; the cells are compared without backticks, an empty `--quick` cell meaning the flag
 has no `--quick` default of its own.
 
-Usage: readme_flags_test.py PATH_TO_ALL_BINARY PATH_TO_README
+Usage: flags_doc_test.py PATH_TO_ALL_BINARY PATH_TO_FLAGS_MD [OTHER_DOC.md ...]
 """
 
 import re
@@ -16,7 +17,8 @@ import sys
 import unittest
 
 BINARY = None
-README = None
+FLAGS_DOC = None
+DOCS = []
 
 
 def normalize(cell):
@@ -55,11 +57,11 @@ def help_flags():
     return flags
 
 
-def readme_tables():
+def flag_tables():
     """(flag rows {name: {"values", "default", "quick", "line"}}, names with two rows)."""
     rows, duplicates = {}, []
     kind = None
-    with open(README) as f:
+    with open(FLAGS_DOC) as f:
         for number, line in enumerate(f, 1):
             if not line.startswith("|"):
                 kind = None
@@ -78,11 +80,11 @@ def readme_tables():
     return rows, duplicates
 
 
-class ReadmeMatchesHelp(unittest.TestCase):
+class DocsMatchHelp(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.help = help_flags()
-        cls.rows, cls.duplicates = readme_tables()
+        cls.rows, cls.duplicates = flag_tables()
 
     def test_help_lists_flags(self):
         self.assertIn("breakpoint_passive", self.help)
@@ -93,11 +95,11 @@ class ReadmeMatchesHelp(unittest.TestCase):
                     self.assertTrue(flag[key], "--help gives --%s no %s" % (name, key))
 
     def test_every_flag_has_one_row_and_every_row_a_flag(self):
-        self.assertEqual(self.duplicates, [], "flags with two README rows")
+        self.assertEqual(self.duplicates, [], "flags with two rows")
         missing = sorted(set(self.help) - set(self.rows))
         unknown = sorted(set(self.rows) - set(self.help))
-        self.assertEqual(missing, [], "flags --help lists but no README table has")
-        self.assertEqual(unknown, [], "README rows for flags the binary does not have")
+        self.assertEqual(missing, [], "flags --help lists but no table in %s has" % FLAGS_DOC)
+        self.assertEqual(unknown, [], "rows for flags the binary does not have")
 
     def test_values_defaults_and_quick_defaults_agree(self):
         for name in sorted(set(self.help) & set(self.rows)):
@@ -105,11 +107,28 @@ class ReadmeMatchesHelp(unittest.TestCase):
             for key in ["values", "default", "quick"]:
                 with self.subTest(flag=name, column=key):
                     self.assertEqual(row[key], flag[key],
-                                     "README.md:%d --%s %s: README %r, --help %r" % (
-                                         row["line"], name, key, row[key], flag[key]))
+                                     "%s:%d --%s %s: the page %r, --help %r" % (
+                                         FLAGS_DOC, row["line"], name, key, row[key],
+                                         flag[key]))
+
+    def test_docs_name_only_family_flags_that_exist(self):
+        families = sorted({flag["group"] for flag in self.help.values()} - {"suite"},
+                          key=len, reverse=True)
+        self.assertIn("breakpoint", families)
+        pattern = re.compile(r"(?<![\w-])--((?:%s)_[a-z_]*[a-z])" % "|".join(families))
+        self.assertTrue(DOCS, "no documentation pages given")
+        for path in DOCS:
+            with open(path) as f:
+                for number, line in enumerate(f, 1):
+                    for name in pattern.findall(line):
+                        with self.subTest(page=path, line=number, flag=name):
+                            self.assertTrue(name in self.help, "%s:%d names --%s, which --help "
+                                            "does not list" % (path, number, name))
 
 
 if __name__ == "__main__":
     BINARY = sys.argv.pop(1)
-    README = sys.argv.pop(1)
+    FLAGS_DOC = sys.argv.pop(1)
+    DOCS = [FLAGS_DOC] + sys.argv[1:]
+    del sys.argv[1:]
     unittest.main(verbosity=2)
