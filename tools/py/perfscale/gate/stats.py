@@ -3,7 +3,7 @@
 Two views of the same data. Uncalibrated, the figures are compare.py's, so our verdicts
 agree with its table: change = (new - old) / |old| of the median real time over
 repetitions, and a two-sided Mann-Whitney U test over the per-repetition real times. A
-gate built on that alone fails most nights on this kind of machine (issue 13): whole runs
+gate built on that alone fails most nights on a shared or virtual machine: whole runs
 shift by more than their repetitions spread, so the U test calls A/A noise significant.
 
 So a benchmark calibrated on this host (`tools/perfscale calibrate`: sigma, the spread of
