@@ -68,3 +68,132 @@ def test_nightly_fails_closed_on_rows_that_vanished_and_records_nothing(cli, tmp
         assert conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 1
     finally:
         conn.close()
+
+
+# Items 2, 3, 4, 5, 14: the history and the report folder.
+
+@pytest.fixture
+def nightly(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("PERFSCALE_BINARY", FAKE_RUN)
+    monkeypatch.setenv("PERFSCALE_COMPARE_PY", str(tmp_path / "no-compare.py"))
+
+    def run(db, *run_args, reports=None):
+        return cli("nightly", "--history", db, "--report-dir", reports or tmp_path / "nightly",
+                   "--no-plots", "--config", "ci", "--", "--", *run_args)
+    return run
+
+
+def _damage_the_end(path):
+    """Overwrites the last pages, as a crash of the disk or a stray write does."""
+    size = os.path.getsize(path)
+    with open(path, "r+b") as f:
+        f.seek(size - 2 * 4096)
+        f.write(b"\xa5" * 2 * 4096)
+
+
+def test_plot_and_nightly_name_a_damaged_history_without_a_traceback(cli, nightly, tmp_path):
+    """Item 2 (and 14): before, plot died in a traceback (exit 1) and nightly ran the whole
+    suite, then called the file 'cannot write'."""
+    db = tmp_path / "h.sqlite"
+    assert nightly(db, "--fixture=base.json")[0] == 0
+    assert nightly(db, "--fixture=clean.json")[0] == 0
+    _damage_the_end(db)
+    code, _, err = cli("plot", "--history", db, "-o", tmp_path / "plots")
+    assert code == 2, err
+    assert "damaged" in err and "Traceback" not in err
+    runs_before = sorted(os.listdir(tmp_path / "nightly"))
+    code, _, err = nightly(db, "--fixture=clean.json")
+    assert code == 2
+    assert "damaged" in err and "cannot write" not in err
+    # Refused before the suite ran: no new run folder.
+    assert sorted(os.listdir(tmp_path / "nightly")) == runs_before
+
+
+def _hold_write_lock(db):
+    import subprocess
+    import sys
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sqlite3, sys\n"
+         "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+         "c.execute('BEGIN IMMEDIATE'); print('locked', flush=True); sys.stdin.read()", str(db)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "locked"
+    return holder
+
+
+def test_a_locked_history_is_read_and_its_writer_waited_for_not_thrown_away(
+        cli, nightly, tmp_path, monkeypatch):
+    """Item 3: before, plot took the write lock to read, and a writer timing out was told
+    'not a usable history (database is locked); move it away to start a new one'."""
+    from perfscale.history import store
+    db = tmp_path / "h.sqlite"
+    assert nightly(db, "--fixture=base.json")[0] == 0
+    monkeypatch.setattr(store, "_LOCK_TIMEOUT_S", 1)
+    holder = _hold_write_lock(db)
+    try:
+        code, out, err = cli("plot", "--history", db, "-o", tmp_path / "plots")
+        assert code == 0, err
+        code, _, err = nightly(db, "--fixture=clean.json")
+        assert code == 2
+        assert "locked by another writer" in err and "move it away" not in err
+    finally:
+        holder.communicate("", timeout=30)
+
+
+def test_report_with_a_mistyped_history_creates_nothing(cli, tmp_path):
+    """Item 4: before, an empty history was created at the mistyped path, exit 0."""
+    typo = tmp_path / "histroy.sqlite"
+    out_dir = tmp_path / "report"
+    code, _, err = cli("report", data("base.json"), "-o", out_dir, "--no-plots",
+                       "--history", typo)
+    assert code == 2
+    assert "no such history" in err
+    assert not typo.exists() and not out_dir.exists()
+
+
+def _in_tiny_tmpfs(tmp_path, size_kib, *argv):
+    """Runs `tools/perfscale ARGV` in a private mount namespace where tmp_path/full is a
+    tmpfs of size_kib (root only); the mount dies with the namespace."""
+    import subprocess
+    import sys
+    if os.geteuid() != 0:
+        pytest.skip("needs root for a tmpfs in a private mount namespace")
+    full = tmp_path / "full"
+    full.mkdir()
+    env = dict(os.environ, PERFSCALE_BINARY=FAKE_RUN,
+               PERFSCALE_COMPARE_PY=str(tmp_path / "no-compare.py"))
+    tools_py = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "tools", "py")
+    script = ("mount -t tmpfs -o size=%dk none %s && dd if=/dev/zero of=%s/filler bs=1k "
+              "count=%d 2>/dev/null; ls -A %s > %s/../listing; exec \"$@\""
+              % (size_kib, full, full, size_kib, full, full))
+    code = ("import sys; sys.path.insert(0, %r)\nfrom perfscale import cli\n"
+            "rc = cli.main(sys.argv[1:])\nimport os\n"
+            "open(%r, 'w').write(' '.join(sorted(os.listdir(%r))))\nsys.exit(rc)"
+            % (tools_py, str(tmp_path / "after"), str(full)))
+    result = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                             script, "sh", sys.executable, "-c", code, *map(str, argv)],
+                            capture_output=True, text=True, env=env, timeout=120)
+    return result, (tmp_path / "after").read_text().split()
+
+
+def test_nightly_on_a_full_history_filesystem_says_so_before_running(tmp_path):
+    """Items 5 and 14: before, the suite ran first, then a bare '[Errno 28] No space left
+    on device'."""
+    result, left = _in_tiny_tmpfs(tmp_path, 256, "nightly", "--history",
+                                  tmp_path / "full" / "h.sqlite", "--report-dir",
+                                  tmp_path / "nightly", "--no-plots", "--", "--")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "filesystem is full" in result.stderr and "free space" in result.stderr
+    assert "results: " not in result.stdout  # refused before the run
+    assert not (tmp_path / "nightly").exists() or not os.listdir(tmp_path / "nightly")
+
+
+def test_nightly_with_a_full_report_folder_leaves_no_empty_page(tmp_path):
+    """Item 5: before, an empty nightly.md was left behind and the message was bare."""
+    result, left = _in_tiny_tmpfs(tmp_path, 256, "nightly", "--history",
+                                  tmp_path / "h.sqlite", "--report-dir", tmp_path / "full",
+                                  "--no-plots", "--", "--")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "full" in result.stderr and "--report-dir" in result.stderr
+    assert left == ["filler"], left  # no run folder, no empty page
