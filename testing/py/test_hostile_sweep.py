@@ -197,3 +197,62 @@ def test_nightly_with_a_full_report_folder_leaves_no_empty_page(tmp_path):
     assert result.returncode == 2, result.stdout + result.stderr
     assert "full" in result.stderr and "--report-dir" in result.stderr
     assert left == ["filler"], left  # no run folder, no empty page
+
+
+# Item 8: `run` when the binary dies, when it is interrupted, when its build fails.
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _perfscale(*argv, env=None, **kwargs):
+    import subprocess
+    return subprocess.Popen([os.path.join(REPO, "tools", "perfscale"), *argv],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, **(env or {})), **kwargs)
+
+
+@pytest.mark.parametrize("signame, status, words", [
+    ("KILL", 137, "killed by SIGKILL: killed outright, most often by the kernel's OOM killer"),
+    ("PIPE", 141, "killed by SIGPIPE: its output's reader went away"),
+])
+def test_run_says_what_killed_the_binary(tmp_path, signame, status, words):
+    """Before: exit 247 / 243 (256 - signal), no message."""
+    proc = _perfscale("run", "--out", str(tmp_path / "r.json"),
+                      env={"PERFSCALE_BINARY": "sh -c 'kill -%s $$'" % signame})
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == status, err
+    assert words in err and "no results file was written" in err
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_ctrl_c_of_run_is_one_line_and_exit_130(tmp_path):
+    """Before: a 25-line KeyboardInterrupt traceback (the cleanup was right)."""
+    import signal
+    import time
+    from conftest import alive, wait_for
+    pidfile = tmp_path / "pid"
+    proc = _perfscale("run", "--out", str(tmp_path / "r.json"),
+                      env={"PERFSCALE_BINARY": "sh -c 'echo $$ > %s; exec sleep 60'" % pidfile},
+                      start_new_session=True)
+    assert wait_for(lambda: pidfile.exists() and pidfile.read_text().strip(), 60)
+    time.sleep(0.2)
+    child = int(pidfile.read_text())
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C sends: the whole group
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "perfscale run: interrupted" in err
+    assert wait_for(lambda: not alive(child), 10)
+
+
+def test_a_failed_build_says_why(tmp_path):
+    """Before: BuildError's message was dropped (and bazel missing was a traceback)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "bazel").write_text("#!/bin/sh\necho 'ERROR: simulated' >&2\nexit 1\n")
+    (bin_dir / "bazel").chmod(0o755)
+    proc = _perfscale("run", "--family", "breakpoint", "--out", str(tmp_path / "r.json"),
+                      env={"PATH": "%s:%s" % (bin_dir, os.environ["PATH"])})
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    assert "perfscale run: bazel query for the families failed" in err
+    assert "Traceback" not in err

@@ -55,7 +55,24 @@ def main(argv):
               " ".join(argv[:2] if command == "parity" else argv[:1]),
               file=sys.stderr)
         return 2
-    return module.main(rest)
+    try:
+        return module.main(rest)
+    except KeyboardInterrupt:
+        # The children are gone with the terminal's process group; what is left to say is
+        # that it stopped, not where Python was at that moment.
+        print("perfscale %s: interrupted" % command, file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # our own output's reader went away (`| head`)
+        _quiet_stdout()
+        return 141
+
+
+def _quiet_stdout():
+    """Points stdout at /dev/null, so that flushing at exit does not fail again."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except OSError:
+        pass
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ import functools
 import os
 import re
 import shlex
+import signal
 import socket
 import subprocess
 import sys
@@ -123,7 +124,8 @@ def families() -> List[str]:
          r'attr(tags, "\bperfscale_family\b", //benchmarks/...)'],
         cwd=REPO_ROOT, capture_output=True, text=True)
     if result.returncode != 0:
-        raise BuildError("bazel query for the families failed:\n%s" % result.stderr[-2000:])
+        raise BuildError("bazel query for the families failed:\n%s" % result.stderr[-2000:],
+                         result.returncode)
     return ["suite"] + sorted(label.rsplit(":", 1)[-1] for label in result.stdout.split())
 
 
@@ -254,6 +256,9 @@ def run_suite(options: Options, runner: Sequence[str] = (), tag: str = "",
         print("perfscale run: cannot start %s: %s" % (command[0], err.strerror or err),
               file=sys.stderr)
         return Result(127)
+    if status < 0:
+        print("perfscale run: %s" % killed_reason(-status, command[0]), file=sys.stderr)
+        return Result(128 - status)  # the shell's convention, not 256 - signal
     if status != 0 or out is None:
         return Result(status)
     print("results: %s" % out)
@@ -262,6 +267,20 @@ def run_suite(options: Options, runner: Sequence[str] = (), tag: str = "",
         print("profile: %s" % profile)
     sys.stdout.flush()
     return Result(0, out, profile)
+
+
+def killed_reason(signum, program):
+    """What a signal that killed the binary means: a closed pipe is the reader's doing;
+    SIGKILL is most often the OOM killer."""
+    name = signal.Signals(signum).name if signum in set(signal.Signals) else str(signum)
+    why = {signal.SIGPIPE: "its output's reader went away (a pipe such as `| head` closed "
+                           "early); send the output to a file instead",
+           signal.SIGKILL: "killed outright, most often by the kernel's OOM killer "
+                           "(`journalctl -k | grep -i oom`) or a job limit; give it more "
+                           "memory or run fewer benchmarks (--benchmark_filter)",
+           signal.SIGINT: "interrupted", signal.SIGTERM: "asked to stop (SIGTERM)"}
+    return "%s was killed by %s: %s; no results file was written" % (
+        os.path.basename(program), name, why.get(signum, "see its output above"))
 
 
 def main(argv):
@@ -283,4 +302,9 @@ def main(argv):
         print(err, file=sys.stderr)
         return 2
     except BuildError as err:
+        print("perfscale run: %s" % err, file=sys.stderr)
         return err.status
+    except OSError as err:  # bazel itself missing or not executable
+        print("perfscale run: cannot start %s: %s" % (err.filename or "a build step",
+                                                      err.strerror or err), file=sys.stderr)
+        return 127
