@@ -256,3 +256,79 @@ def test_a_failed_build_says_why(tmp_path):
     assert proc.returncode == 1, err
     assert "perfscale run: bazel query for the families failed" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("kernel", ["/nonexistent/vmlinuz", "debian:5.10"])
+def test_vm_with_a_kernel_that_does_not_exist_is_a_usage_error(tmp_path, kernel):
+    """Item 9: before, exit 1 (usage errors are 2 everywhere else), and only after
+    tools/setup vm had run."""
+    proc = _perfscale("vm", "--kernel", kernel, "--cpus", "1", "--", "run", "--quick",
+                      env={"TMPDIR": str(tmp_path)})
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 2, err
+    assert "--kernel: " in err and kernel in err
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_tmpdir_that_does_not_exist_is_said_before_bazel(tmp_path):
+    """Item 10: before, the BPF skeleton genrule failed inside Bazel with mktemp's error,
+    exit 1."""
+    missing = tmp_path / "no-such-dir"
+    proc = _perfscale("run", "--quick", env={"TMPDIR": str(missing)})
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, err
+    assert "TMPDIR=%s is not a folder you can write" % missing in err
+    assert not missing.exists()
+
+
+def _fake_apt(tmp_path):
+    """dpkg-query says nothing is installed; apt-get records its arguments and where its
+    output goes, and takes a second (two at once then overlap). Not a package manager: it
+    stands in for the one this machine must not change under a test."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "dpkg-query").write_text("#!/bin/sh\nexit 1\n")
+    (bin_dir / "apt-get").write_text(
+        "#!/bin/sh\necho \"$$ $(readlink /proc/$$/fd/1) $*\" >> %s\nsleep 1\n"
+        % (tmp_path / "calls"))
+    for tool in ("dpkg-query", "apt-get"):
+        (bin_dir / tool).chmod(0o755)
+    return {"PATH": "%s:%s" % (bin_dir, os.environ["PATH"]), "TMPDIR": str(tmp_path)}
+
+
+def test_two_first_time_setups_wait_for_dpkgs_lock_and_keep_their_own_logs(tmp_path):
+    """Item 12: before, the second install failed at once on dpkg's lock, and both wrote
+    /tmp/perfscale-apt.log."""
+    if os.geteuid() != 0:
+        pytest.skip("tools/setup installs only as root")
+    env = _fake_apt(tmp_path)
+    setups = [_perfscale_tool("setup", "tools", env=env) for _ in range(2)]
+    for proc in setups:
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+    calls = (tmp_path / "calls").read_text().splitlines()
+    assert len(calls) == 2 and all("-o DPkg::Lock::Timeout=" in c for c in calls)
+    logs = {c.split()[1] for c in calls}
+    assert len(logs) == 2 and all(l.startswith(str(tmp_path)) for l in logs), logs
+    assert [p for p in os.listdir(tmp_path) if p.endswith(".log")] == []  # removed on success
+
+
+def test_compare_asks_only_for_the_result_tools(tmp_path):
+    """Item 12: before, `report` and `compare` installed the test set (QEMU, clang)."""
+    if os.geteuid() != 0:
+        pytest.skip("tools/setup installs only as root")
+    env = _fake_apt(tmp_path)
+    proc = _perfscale("compare", data("base.json"), data("base.json"), "--no-table", env=env)
+    proc.communicate(timeout=120)
+    installs = [c for c in (tmp_path / "calls").read_text().splitlines() if " install " in c]
+    assert installs, "no install asked for"
+    for call in installs:
+        assert "python3-scipy" in call
+        for heavy in ("qemu-system-x86", "clang", "bazel-bootstrap"):
+            assert heavy not in call.split(), call
+
+
+def _perfscale_tool(name, *argv, env):
+    import subprocess
+    return subprocess.Popen([os.path.join(REPO, "tools", name), *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=dict(os.environ, **env))

@@ -73,6 +73,10 @@ class VmError(Exception):
     """What stopped a guest run, in words a user can act on."""
 
 
+class VmUsageError(VmError):
+    """A bad vm argument (exit 2, as usage errors are everywhere else)."""
+
+
 # --- kernels -------------------------------------------------------------------------
 
 def _debian_kernel_packages(series, flavour):
@@ -102,9 +106,9 @@ def debian_package(spec):
         if match:
             break
     if not match:
-        raise VmError("--kernel: unknown Debian kernel '%s' (one of: %s, or %s)"
-                      % (spec, ", ".join(DEBIAN_NAMES),
-                         ", ".join("%s[-rt|-cloud]" % s[3] for s in SERIES.values())))
+        raise VmUsageError("--kernel: unknown Debian kernel '%s' (one of: %s, or %s)"
+                           % (spec, ", ".join(DEBIAN_NAMES),
+                              ", ".join("%s[-rt|-cloud]" % s[3] for s in SERIES.values())))
     flavour = match.group(2) + "-" if match.group(2) else ""
     packages = _debian_kernel_packages(series, flavour)
     if match.group(1) is None:
@@ -155,7 +159,8 @@ def resolve_kernel(spec):
         path = fetch_debian_kernel(debian_package(spec))
         return path, "%s (%s)" % (spec, os.path.basename(path))
     if not os.path.isfile(spec):
-        raise VmError("--kernel: no such kernel image '%s'" % spec)
+        raise VmUsageError("--kernel: no such kernel image '%s' (a vmlinuz path, or "
+                           "debian:6.1, debian:6.12[-rt|-cloud])" % spec)
     return os.path.abspath(spec), os.path.abspath(spec)
 
 
@@ -675,8 +680,9 @@ def main(argv):
         return run_guest(args)
     except VmError as err:
         print("perfscale vm: %s" % err, file=sys.stderr)
-        return 1
+        return 2 if isinstance(err, VmUsageError) else 1
     except KeyboardInterrupt:
+        print("perfscale vm: interrupted; the guest is stopped", file=sys.stderr)
         return 130
 
 
