@@ -350,3 +350,18 @@ def test_a_kvm_probe_that_fails_fast_says_why_and_is_tried_again(tmp_path):
     assert "QEMU" in why or "qemu" in why
     assert not (tmp_path / "cache" / "accel").exists() or \
         os.listdir(tmp_path / "cache" / "accel") == []
+
+
+def test_run_as_another_user_in_roots_checkout_says_whose_it_is(tmp_path):
+    """Item 11: before, exit 127 'Permission denied' on root's bazel-bin, or root's
+    (maybe stale) binary run silently where it was readable."""
+    import subprocess
+    if os.geteuid() != 0 or not os.path.lexists(os.path.join(REPO, "bazel-bin")):
+        pytest.skip("needs root and a checkout root has built")
+    result = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "env",
+         "HOME=%s" % tmp_path, os.path.join(REPO, "tools", "perfscale"), "run", "--quick"],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert "was built by root and you cannot build in it" in result.stderr
+    assert "results: " not in result.stdout

@@ -157,6 +157,7 @@ def build_target(label: str, setup: Optional[str] = None) -> str:
     """Installs what `tools/setup SETUP` wants (None: nothing), builds LABEL once per
     process; returns bazel_bin(LABEL). Raises BuildError."""
     if label not in _built:
+        check_own_tree()
         sys.stdout.flush()
         status = subprocess.call([os.path.join(REPO_ROOT, "tools", "setup"), setup]) \
             if setup else 0
@@ -170,6 +171,27 @@ def build_target(label: str, setup: Optional[str] = None) -> str:
                              status)
         _built.add(label)
     return bazel_bin(label)
+
+
+def check_own_tree() -> None:
+    """Refuses to build in a checkout another user built and we cannot write: Bazel would
+    fail on its symlinks ('Permission denied', exit 127 from deep inside), or, where the
+    other user's outputs are readable, we would run their binary, maybe a stale one."""
+    link = os.path.join(REPO_ROOT, "bazel-bin")
+    try:
+        owner = os.lstat(link).st_uid
+    except FileNotFoundError:
+        owner = os.geteuid()
+    if not os.access(REPO_ROOT, os.W_OK):  # Bazel could not point bazel-bin at our build
+        import pwd
+        try:
+            name = pwd.getpwuid(owner).pw_name
+        except KeyError:
+            name = "uid %d" % owner
+        whose = "was built by %s and " % name if owner != os.geteuid() else ""
+        raise BuildError("this checkout (%s) %syou cannot build in it: run as its owner, "
+                         "or use a checkout of your own (git clone %s ~/perfscale)"
+                         % (REPO_ROOT, whose, REPO_ROOT), 2)
 
 
 def build(family: str, setup: Optional[str] = "run") -> str:
