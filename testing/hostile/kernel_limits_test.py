@@ -1,4 +1,4 @@
-"""Kernel limits lowered under the suite (issue 33): each is named, with what to do.
+"""Kernel limits and CPU sets under the suite (issue 33): each is named, with what to do.
 
 Needs root (it changes a sysctl for a second and restores it). Run:
     bazel test //testing/hostile:kernel_limits_test
@@ -6,6 +6,7 @@ Needs root (it changes a sysctl for a second and restores it). Run:
 Usage: kernel_limits_test.py PATH_TO_SUITE_BINARY
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -44,6 +45,29 @@ class KernelLimits(unittest.TestCase):
             self.assertIn("sysctl kernel.perf_event_max_sample_rate=%d" % asked,
                           result.stderr)
             self.assertEqual(os.listdir(directory), [])
+
+
+    def test_cpu_major_and_parallel_say_they_left_the_cpus_given(self):
+        """Item 7: under `taskset -c 0`, cpu_major and parallel opened from CPU 1 too, and
+        the rows did not say so."""
+        if len(os.sched_getaffinity(0)) < 2:
+            self.skipTest("needs 2 CPUs")
+        result = subprocess.run(
+            ["taskset", "-c", "0", BINARY, "--benchmark_filter=BM_EventOpen/strategy:",
+             "--event_open_strategy=event_major,cpu_major,parallel", "--quick=true",
+             "--benchmark_min_time=0.001", "--benchmark_format=json"],
+            capture_output=True, text=True, timeout=300)
+        self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+        rows = json.loads(result.stdout)["benchmarks"]
+        labels = {}
+        for row in rows:
+            strategy = row["name"].split("strategy:")[1].split("/")[0]
+            labels.setdefault(strategy, set()).add(row.get("label", ""))
+        for strategy in ("cpu_major", "parallel"):
+            self.assertTrue(labels.get(strategy), sorted(labels))
+            for label in labels[strategy]:
+                self.assertIn("outside the affinity it was given", label)
+        self.assertFalse(any("outside the affinity" in l for l in labels["event_major"]))
 
 
 if __name__ == "__main__":

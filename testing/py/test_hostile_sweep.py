@@ -365,3 +365,29 @@ def test_run_as_another_user_in_roots_checkout_says_whose_it_is(tmp_path):
     assert result.returncode == 2, result.stderr
     assert "was built by root and you cannot build in it" in result.stderr
     assert "results: " not in result.stdout
+
+
+def test_nightly_on_a_read_only_history_says_so_before_running(tmp_path, cli, nightly):
+    """Item 14: before, a read-only history was found out only when the run was recorded,
+    after the whole suite."""
+    import subprocess
+    import sys
+    if os.geteuid() != 0:
+        pytest.skip("needs root for a read-only bind mount in a private namespace")
+    store = tmp_path / "store"
+    store.mkdir()
+    assert nightly(store / "h.sqlite", "--fixture=base.json")[0] == 0
+    tools_py = os.path.join(REPO, "tools", "py")
+    code = ("import sys; sys.path.insert(0, %r)\nfrom perfscale import cli\n"
+            "sys.exit(cli.main(sys.argv[1:]))" % tools_py)
+    script = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"'
+    env = dict(os.environ, PERFSCALE_BINARY=FAKE_RUN,
+               PERFSCALE_COMPARE_PY=str(tmp_path / "no-compare.py"))
+    result = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, str(store),
+         sys.executable, "-c", code, "nightly", "--history", str(store / "h.sqlite"),
+         "--report-dir", str(tmp_path / "reports"), "--no-plots", "--config", "ci", "--", "--"],
+        capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "read-only" in result.stderr and "results: " not in result.stdout
+    assert not (tmp_path / "reports").exists()
