@@ -391,3 +391,77 @@ def test_nightly_on_a_read_only_history_says_so_before_running(tmp_path, cli, ni
     assert result.returncode == 2, result.stdout + result.stderr
     assert "read-only" in result.stderr and "results: " not in result.stdout
     assert not (tmp_path / "reports").exists()
+
+
+# The sweep of 2026-12-02 (docs/measurements/2026-12-02-hostile-sweep.md): the cases it
+# found failing, one test each.
+
+def test_sweep_negative_timings_are_not_a_speedup(cli, tmp_path):
+    """Before: real_time -5 read as 'faster (-133%)' and 'no regression', exit 0."""
+    with open(data("base.json"), encoding="utf-8") as f:
+        doc = json.load(f)
+    for bench in doc["benchmarks"]:
+        if "real_time" in bench:
+            bench["real_time"] = -5.0
+    path = tmp_path / "negative.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    code, out, _ = cli("compare", data("base.json"), path, "--no-table")
+    assert code == 2 and "faster" not in out and "no valid timings in the new run" in out
+
+
+def test_sweep_an_infinite_threshold_is_a_usage_error(cli):
+    """Before: --threshold inf passed a 20% slowdown, exit 0."""
+    with pytest.raises(SystemExit) as exit_info:
+        cli("compare", data("base.json"), data("slow.json"), "--threshold", "inf")
+    assert exit_info.value.code == 2
+
+
+def test_sweep_plot_into_a_file_is_a_message_not_a_traceback(cli, tmp_path):
+    """Before: FileExistsError traceback, exit 1."""
+    target = tmp_path / "afile"
+    target.write_text("")
+    code, _, err = cli("plot", data("base.json"), "-o", target)
+    assert code == 2 and "cannot write the plots in -o" in err
+
+
+@pytest.mark.parametrize("history", ["/dev/null", "DIR"])
+def test_sweep_a_history_that_is_not_a_file(cli, tmp_path, history):
+    """Before: /dev/null was 'damaged ... (cannot rollback - no transaction is active)'
+    with advice to recover it; a folder was 'no such history'."""
+    path = str(tmp_path) if history == "DIR" else history
+    code, _, err = cli("plot", "--history", path, "-o", tmp_path / "p")
+    assert code == 2 and "not a regular file" in err
+
+
+def test_sweep_run_refuses_a_benchmark_out_that_would_lose_its_results(cli, tmp_path,
+                                                                        monkeypatch):
+    """Before: `run --out A -- --benchmark_out=B` wrote B and said 'results: A', exit 0."""
+    monkeypatch.setenv("PERFSCALE_BINARY", FAKE_RUN)
+    code, out, err = cli("run", "--out", tmp_path / "a.json", "--",
+                         "--benchmark_out=%s" % (tmp_path / "b.json"))
+    assert code == 2 and "--benchmark_out is run's to set; use run's --out FILE" in err
+    assert "results: " not in out and os.listdir(tmp_path) == []
+
+
+def test_sweep_run_with_stdout_closed(tmp_path):
+    """Before: AttributeError traceback ('NoneType' object has no attribute 'flush'), exit 1."""
+    import subprocess
+    result = subprocess.run(
+        ["sh", "-c", '"$0" run --out "$1" >&-', os.path.join(REPO, "tools", "perfscale"),
+         str(tmp_path / "r.json")], capture_output=True, text=True, timeout=120,
+        env=dict(os.environ, PERFSCALE_BINARY=FAKE_RUN))
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "r.json").exists()
+
+
+def test_sweep_vm_with_an_unwritable_home_says_so_before_downloading(tmp_path):
+    """Before: FileNotFoundError traceback after the download, exit 1."""
+    import subprocess
+    import sys
+    result = subprocess.run([sys.executable, "-m", "perfscale.cli", "vm", "kernel", "debian:6.1"],
+                            capture_output=True, text=True, timeout=120,
+                            env=dict(os.environ, HOME="/proc", TMPDIR=str(tmp_path),
+                                     PYTHONPATH=os.path.join(REPO, "tools", "py")))
+    assert result.returncode == 1, result.stderr
+    assert "set HOME to a folder you can write" in result.stderr
+    assert "Traceback" not in result.stderr and "fetching" not in result.stderr

@@ -35,6 +35,9 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
 MAX_REPETITIONS = 1000
 STAND_IN_ENV = "PERFSCALE_BINARY"
+# The binary's flags that say where run's results file goes: run sets them from --out.
+RUN_OWNS = {"--benchmark_out": "run's --out FILE",
+            "--benchmark_out_format": "run's --out FILE (always JSON)"}
 
 
 class UsageError(Exception):
@@ -109,6 +112,13 @@ def parse_args(argv: Sequence[str]) -> Options:
         raise UsageError("perfscale run: --repetitions must be an integer in 0..%d, got '%s'"
                          % (MAX_REPETITIONS, repetitions))
     options.repetitions = int(repetitions)
+    for flag in options.flags:
+        # run sets these itself; the binary keeps the last one given, so a user's would
+        # send the results elsewhere while run names a file that was never written.
+        owned = next((own for own in RUN_OWNS if flag.partition("=")[0] == own), None)
+        if owned and not options.plan:
+            raise UsageError("perfscale run: %s is run's to set; use %s" % (owned,
+                                                                           RUN_OWNS[owned]))
     if options.plan_cpus and not options.plan:
         raise UsageError("perfscale run: --cpus plans for another machine's size; it needs "
                          "--plan")
@@ -263,7 +273,11 @@ def run_suite(options: Options, runner: Sequence[str] = (), tag: str = "",
     out = None
     if not options.plan:
         out = os.path.abspath(options.out) if options.out else default_out(tag)
-        os.makedirs(os.path.dirname(out), exist_ok=True)
+        try:
+            os.makedirs(os.path.dirname(out), exist_ok=True)
+        except OSError as err:
+            raise UsageError("perfscale run: --out %s: cannot create its folder: %s"
+                             % (out, err.strerror or err)) from None
     command = list(runner) + binary + binary_flags(options, out)
     env = dict(os.environ, PERFSCALE_REVISION=revision())
     sys.stdout.flush()

@@ -117,6 +117,9 @@ def open_history(path, read_only=False):
     one. read_only: for readers (plot, report): the file must exist, and no write lock is
     taken, so a reader neither creates a history at a mistyped path nor waits for a
     writer."""
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise HistoryError("%s: not a regular file, so not a history (a history is an SQLite "
+                           "file; give its path)" % path)
     if read_only and not os.path.isfile(path):
         raise HistoryError("%s: no such history (check the path; `tools/perfscale nightly "
                            "--history PATH` creates one)" % path)

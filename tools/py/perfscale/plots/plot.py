@@ -252,6 +252,10 @@ def main(argv):
     except (results_io.ResultsError, history.HistoryError) as err:
         print("perfscale plot: %s" % err, file=sys.stderr)
         return 2
+    except OSError as err:  # the results were read: this is the output folder
+        print("perfscale plot: cannot write the plots in -o %s: %s"
+              % (args.output, err.strerror or err), file=sys.stderr)
+        return 2
     if not written:
         print("perfscale plot: nothing to plot (no benchmark with timings matched)",
               file=sys.stderr)

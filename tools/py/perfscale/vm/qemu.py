@@ -130,6 +130,11 @@ def fetch_debian_kernel(package, cache=CACHE):
     vmlinuz = _unpacked_vmlinuz(directory)
     if vmlinuz:
         return vmlinuz
+    try:  # before the download, not after it
+        os.makedirs(os.path.dirname(directory), exist_ok=True)
+    except OSError as err:
+        raise VmError("cannot keep kernels in %s (%s): set HOME to a folder you can write"
+                      % (os.path.dirname(directory), err.strerror or err)) from None
     print("perfscale vm: fetching %s" % package, file=sys.stderr)
     scratch = tempfile.mkdtemp(prefix="perfscale-kernel-")
     try:
