@@ -187,6 +187,9 @@ def test_nightly_on_a_full_history_filesystem_says_so_before_running(tmp_path):
     assert "filesystem is full" in result.stderr and "free space" in result.stderr
     assert "results: " not in result.stdout  # refused before the run
     assert not (tmp_path / "nightly").exists() or not os.listdir(tmp_path / "nightly")
+    # No half-made history: at most the empty file SQLite opened, which the next nightly
+    # takes as a new history (removing it could race another opener that just made it).
+    assert set(left) <= {"filler", "h.sqlite"}, left
 
 
 def test_nightly_with_a_full_report_folder_leaves_no_empty_page(tmp_path):

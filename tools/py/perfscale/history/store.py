@@ -201,7 +201,7 @@ def _create_or_check(conn, path, read_only=False):
     try:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if read_only and version != SCHEMA_VERSION and version <= SCHEMA_VERSION:
+        if read_only and version < SCHEMA_VERSION:  # a reader migrates nothing
             raise HistoryError("%s: not a perfscale history of this version (schema %d); "
                                "open it once with `tools/perfscale nightly`" % (path, version)
                                if "runs" in tables else
