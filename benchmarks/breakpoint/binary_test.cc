@@ -177,13 +177,13 @@ TEST_F(BreakpointBinaryTest, BadValuesExitTwoNamingTheFlagBeforeRunning) {
       {{"--breakpoint_parallelism=4096", "--breakpoint_threads=100000"},
        "--breakpoint_parallelism=4096 --breakpoint_threads=100000: needs"},
   };
-  absl::StatusOr<int> slots = ProbeBreakpointSlots();
-  if (slots.ok() && *slots < 64) {
-    std::string too_many = absl::StrCat(*slots + 1);
+  absl::StatusOr<BreakpointSlots> slots = ProbeBreakpointSlots();
+  if (slots.ok() && slots->hardware < 64) {
+    std::string too_many = absl::StrCat(slots->hardware + 1);
     cases.push_back({{"--breakpoint_breakpoints=0," + too_many},
                      absl::StrCat("--breakpoint_breakpoints=0,", too_many, ": ", too_many,
-                                  " breakpoints asked for, but this machine has ", *slots,
-                                  " hardware breakpoint slots")});
+                                  " breakpoints asked for, but the hardware has ",
+                                  slots->hardware, " breakpoint slots")});
   }
   ::perfscale::testing::ExpectUsageErrors(kBinary, cases);
 }

@@ -31,6 +31,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -60,11 +61,12 @@
 namespace perfscale {
 namespace {
 
-// The most breakpoints a run may ask for: the hardware's slots when they can be probed;
-// otherwise (no PMU, no permission) the benchmarks will skip with the reason at run time.
+// The most breakpoints a run may ask for: the hardware's slots when they can be probed,
+// free or not (a row whose slots another process holds is kept, and says so when it
+// runs); otherwise (no PMU, no permission) the benchmarks skip with the reason at run time.
 int MaxBreakpoints() {
-  absl::StatusOr<int> slots = ProbeBreakpointSlots();
-  return slots.ok() ? *slots : 64;
+  absl::StatusOr<BreakpointSlots> slots = ProbeBreakpointSlots();
+  return slots.ok() ? slots->hardware : 64;
 }
 
 // `counts` without those above the hardware's slots.
@@ -227,6 +229,14 @@ void BM_BreakpointThread(benchmark::State& state, ThreadParams params) {
   if (SkipIfError(state, caps.RequireBreakpointPmu())) return;
   if (SkipIfError(state, caps.RequireThreads(ThreadsNeeded(params)))) return;
   absl::StatusOr<std::vector<PerfEvent>> held = OpenInheritedBreakpoints(params.breakpoints);
+  if (!held.ok() && StatusErrno(held.status()) == ENOSPC) {
+    // Say whose slots they are: the kernel's ENOSPC alone reads as a machine too small.
+    absl::StatusOr<BreakpointSlots> slots = ProbeBreakpointSlots();
+    if (slots.ok()) {
+      held = absl::ResourceExhaustedError(absl::StrCat(
+          params.breakpoints, " breakpoints needed, but ", slots->Describe()));
+    }
+  }
   if (SkipIfError(state, held.status())) return;
 
   ThreadChurn churn(params);
@@ -294,12 +304,18 @@ void BM_BreakpointEnable(benchmark::State& state, EnableParams params) {
 }
 
 absl::Status RegisterThreadFamily(const Flags& f, const Capabilities& caps) {
-  const int slots = MaxBreakpoints();
+  absl::StatusOr<BreakpointSlots> slots = ProbeBreakpointSlots();
   for (int64_t b : f.breakpoints) {
-    if (b > slots) {
+    if (!slots.ok()) break;  // the benchmarks skip with the probe's reason
+    if (b > slots->hardware) {
       return flags.Reject(&Flags::breakpoints, absl::StrJoin(f.breakpoints, ","),
-                          absl::StrCat(b, " breakpoints asked for, but this machine has ", slots,
-                                       " hardware breakpoint slots"));
+                          absl::StrCat(b, " breakpoints asked for, but the hardware has ",
+                                       slots->hardware, " breakpoint slots"));
+    }
+    if (b > slots->free && flags.Given(&Flags::breakpoints)) {
+      return flags.Reject(&Flags::breakpoints, absl::StrJoin(f.breakpoints, ","),
+                          absl::StrCat(b, " breakpoints asked for, but ", slots->Describe(),
+                                       "; free them or ask for at most ", slots->free));
     }
   }
   // Values a user asked for that cannot fit are a usage error; defaults that do not fit

@@ -257,6 +257,20 @@ std::string DescribeNotes(const GridNotes& notes) {
   return label;
 }
 
+// The grid's CPUs outside the affinity this process was given (taskset, sched_setaffinity
+// by its parent): cpu_major and parallel run there anyway, since the experiment is opening
+// on each CPU from that CPU, and the row must say so. A cpuset that forbids them shows up
+// as refused affinity instead.
+std::vector<int> OutsideGivenAffinity(const std::vector<int>& cpus) {
+  absl::StatusOr<CpuMask> given = GetAffinity();
+  std::vector<int> outside;
+  if (!given.ok()) return outside;
+  for (int cpu : cpus) {
+    if (!given->IsSet(cpu)) outside.push_back(cpu);
+  }
+  return outside;
+}
+
 void BM_EventOpen(benchmark::State& state, OpenParams params) {
   Capabilities caps = ProbeCapabilities();
   if (SkipIfError(state, caps.RequireSystemWide())) return;
@@ -294,6 +308,9 @@ void BM_EventOpen(benchmark::State& state, OpenParams params) {
   double phase_seconds[kNumPhases] = {};
   KernelCost cost;  // summed over the iterations' timed phases
   GridNotes notes;
+  const std::vector<int> outside = params.order == GridOrder::kEventMajor
+                                       ? std::vector<int>{}
+                                       : OutsideGivenAffinity(params.cpus);
   for (auto _ : state) {
     EventGrid grid(spec, params.order, workers.get());
     if (!StartOrSkip(state, meter)) return;
@@ -332,7 +349,19 @@ void BM_EventOpen(benchmark::State& state, OpenParams params) {
   if (params.group_size > 1) {
     state.counters["weak_fallbacks"] = static_cast<double>(notes.weak_group_fallbacks);
   }
-  if (std::string label = DescribeNotes(notes); !label.empty()) state.SetLabel(label);
+  std::string label = DescribeNotes(notes);
+  std::vector<int> left;  // those it really moved to: a refused CPU is said above
+  for (int cpu : outside) {
+    if (std::find(notes.affinity_refused.begin(), notes.affinity_refused.end(), cpu) ==
+        notes.affinity_refused.end()) {
+      left.push_back(cpu);
+    }
+  }
+  if (!left.empty()) {
+    absl::StrAppend(&label, label.empty() ? "" : "; ", "ran on CPU(s) ", FormatCpuList(left),
+                    ", outside the affinity it was given (taskset), to open there");
+  }
+  if (!label.empty()) state.SetLabel(label);
 }
 
 // Counts what the resolver asks of sysfs.

@@ -16,6 +16,7 @@ figure perf bench prints), else real time.
 import argparse
 import os
 import re
+import sqlite3
 import statistics
 import sys
 
@@ -226,11 +227,13 @@ def main(argv):
         parser.error("--filter: %s" % err)
     try:
         if args.history:
-            if not os.path.exists(args.history):
-                raise history.HistoryError("%s: no such history" % args.history)
-            conn = history.open_history(args.history)
-            trend_map = history.trends(conn, args.host, args.config)
-            conn.close()
+            conn = history.open_history(args.history, read_only=True)
+            try:
+                trend_map = history.trends(conn, args.host, args.config)
+            except sqlite3.DatabaseError as err:  # damage quick_check did not reach
+                raise history.HistoryError(history.unusable_reason(args.history, err)) from None
+            finally:
+                conn.close()
             if pattern:
                 trend_map = {k: v for k, v in trend_map.items() if pattern.search(k)}
             written = history_plots(trend_map, args.output)
@@ -248,6 +251,10 @@ def main(argv):
                 written = scaling_plots(result_sets, args.output)
     except (results_io.ResultsError, history.HistoryError) as err:
         print("perfscale plot: %s" % err, file=sys.stderr)
+        return 2
+    except OSError as err:  # the results were read: this is the output folder
+        print("perfscale plot: cannot write the plots in -o %s: %s"
+              % (args.output, err.strerror or err), file=sys.stderr)
         return 2
     if not written:
         print("perfscale plot: nothing to plot (no benchmark with timings matched)",

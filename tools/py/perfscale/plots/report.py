@@ -10,6 +10,7 @@ benchmark and the scaling pictures, all relative to DIR so it can be published a
 import argparse
 import math
 import os
+import sqlite3
 import statistics
 import sys
 
@@ -103,15 +104,23 @@ def _text(value):
 
 def write_report(results, outdir, plots=True, history_path=None):
     """Writes DIR/report.md and DIR/report.html; returns their paths."""
-    os.makedirs(outdir, exist_ok=True)
+    # The history first: a mistyped path must not leave an empty report folder behind.
+    conn = history.open_history(history_path, read_only=True) if history_path else None
+    try:
+        os.makedirs(outdir, exist_ok=True)
+    except BaseException:
+        if conn is not None:
+            conn.close()
+        raise
     page = results_page.Page("perfscale results: %s, %d CPUs" % (results.host, results.cpus))
     page.text("From %s." % results.source)
     add_results_sections(page, results, outdir, plots)
-    if history_path:
+    if conn is not None:
         from perfscale.gate import calibrate  # the gate's section, only when asked for
-        conn = history.open_history(history_path)
         try:
             calibrate.add_calibration_section(page, conn, results.host, results.cpus)
+        except sqlite3.DatabaseError as err:  # damage quick_check did not reach
+            raise history.HistoryError(history.unusable_reason(history_path, err)) from None
         finally:
             conn.close()
     return page.write(os.path.join(outdir, "report"))

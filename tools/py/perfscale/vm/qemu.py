@@ -73,6 +73,10 @@ class VmError(Exception):
     """What stopped a guest run, in words a user can act on."""
 
 
+class VmUsageError(VmError):
+    """A bad vm argument (exit 2, as usage errors are everywhere else)."""
+
+
 # --- kernels -------------------------------------------------------------------------
 
 def _debian_kernel_packages(series, flavour):
@@ -102,9 +106,9 @@ def debian_package(spec):
         if match:
             break
     if not match:
-        raise VmError("--kernel: unknown Debian kernel '%s' (one of: %s, or %s)"
-                      % (spec, ", ".join(DEBIAN_NAMES),
-                         ", ".join("%s[-rt|-cloud]" % s[3] for s in SERIES.values())))
+        raise VmUsageError("--kernel: unknown Debian kernel '%s' (one of: %s, or %s)"
+                           % (spec, ", ".join(DEBIAN_NAMES),
+                              ", ".join("%s[-rt|-cloud]" % s[3] for s in SERIES.values())))
     flavour = match.group(2) + "-" if match.group(2) else ""
     packages = _debian_kernel_packages(series, flavour)
     if match.group(1) is None:
@@ -126,6 +130,11 @@ def fetch_debian_kernel(package, cache=CACHE):
     vmlinuz = _unpacked_vmlinuz(directory)
     if vmlinuz:
         return vmlinuz
+    try:  # before the download, not after it
+        os.makedirs(os.path.dirname(directory), exist_ok=True)
+    except OSError as err:
+        raise VmError("cannot keep kernels in %s (%s): set HOME to a folder you can write"
+                      % (os.path.dirname(directory), err.strerror or err)) from None
     print("perfscale vm: fetching %s" % package, file=sys.stderr)
     scratch = tempfile.mkdtemp(prefix="perfscale-kernel-")
     try:
@@ -155,7 +164,8 @@ def resolve_kernel(spec):
         path = fetch_debian_kernel(debian_package(spec))
         return path, "%s (%s)" % (spec, os.path.basename(path))
     if not os.path.isfile(spec):
-        raise VmError("--kernel: no such kernel image '%s'" % spec)
+        raise VmUsageError("--kernel: no such kernel image '%s' (a vmlinuz path, or "
+                           "debian:6.1, debian:6.12[-rt|-cloud])" % spec)
     return os.path.abspath(spec), os.path.abspath(spec)
 
 
@@ -543,6 +553,8 @@ def choose_accelerator(vmlinuz, cache=CACHE):
     archive.file("init", ("#!/bin/busybox sh\n/bin/busybox echo %s\n/bin/busybox reboot -f\n"
                           % STARTED).encode())
     scratch = tempfile.mkdtemp(prefix="perfscale-kvm-probe-")
+    start = time.monotonic()
+    hung = False
     try:
         initrd = os.path.join(scratch, "initrd")
         with open(initrd, "wb") as f:
@@ -550,14 +562,20 @@ def choose_accelerator(vmlinuz, cache=CACHE):
         boot(vmlinuz, initrd, 1, 256, "kvm", KVM_PROBE_TIMEOUT_S, scratch,
              boot_timeout_s=KVM_PROBE_TIMEOUT_S)
         accel, why = "kvm", "a KVM probe guest booted"
-    except VmError:
-        accel, why = "tcg", "a KVM probe guest did not reach /init in %d s" % (
-            KVM_PROBE_TIMEOUT_S)
+    except VmError as err:
+        elapsed = time.monotonic() - start
+        hung = elapsed >= KVM_PROBE_TIMEOUT_S
+        accel, why = "tcg", (
+            "a KVM probe guest did not reach /init in %d s" % KVM_PROBE_TIMEOUT_S if hung else
+            "a KVM probe guest failed after %.1f s: %s" % (elapsed, str(err).split("\n")[0]))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    os.makedirs(os.path.dirname(memo), exist_ok=True)
-    with open(memo, "w") as f:
-        f.write("%s\n%s\n" % (accel, why))
+    # Kept for the boot only when it describes the host (KVM works, or its guests hang);
+    # a failure of this one try (the kernel, memory, a busy /dev/kvm) is tried again.
+    if accel == "kvm" or hung:
+        os.makedirs(os.path.dirname(memo), exist_ok=True)
+        with open(memo, "w") as f:
+            f.write("%s\n%s\n" % (accel, why))
     return accel, why
 
 
@@ -674,8 +692,9 @@ def main(argv):
         return run_guest(args)
     except VmError as err:
         print("perfscale vm: %s" % err, file=sys.stderr)
-        return 1
+        return 2 if isinstance(err, VmUsageError) else 1
     except KeyboardInterrupt:
+        print("perfscale vm: interrupted; the guest is stopped", file=sys.stderr)
         return 130
 
 
