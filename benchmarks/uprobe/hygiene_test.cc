@@ -49,7 +49,8 @@ TEST(UprobeFamilies, RunCleanAndReportTheirCounters) {
       EXPECT_GT(run.counters.at("hits/s").value, 0);
       EXPECT_EQ(run.counters.count("counted/hit"), baseline ? 0u : 1u);
       if (!baseline) {
-        EXPECT_EQ(run.counters.at("counted/hit").value, 1.0);
+        EXPECT_GE(run.counters.at("counted/hit").value, 1.0);  // above 1: run twice
+        EXPECT_LT(run.counters.at("counted/hit").value, 1.01);
       }
       EXPECT_EQ(run.counters.count("sys_us/hit"), 1u);
     } else {

@@ -16,8 +16,9 @@
 // as one BPF uprobe is. Manual time: from releasing the threads to the last one done.
 // usecs/hit is that time over the calls of one thread (what one caller waits per call;
 // flat when hits scale), hits/s the machine's rate (all threads' hits over the same
-// time). The probe's own count must equal the calls (a wrong file offset counts 0):
-// a difference is an error, not a figure. Kernel-cost counters per hit
+// time). The probe's own count must reach the calls (a wrong file offset counts 0):
+// fewer is an error, not a figure; more (the handler run twice for one call) is
+// reported in the label and counted/hit. Kernel-cost counters per hit
 // (bench_support.h): lock_contended, lock_wait_us, xcalls, ...
 //
 // BM_UprobeAttach: P child processes (forked before timing: they map this binary and
@@ -266,12 +267,18 @@ void BM_UprobeHit(benchmark::State& state, HitParams params) {
     // The inherited copies in the threads are summed into the parent's count.
     absl::StatusOr<uint64_t> counted = probe.ReadCount();
     if (SkipIfError(state, counted.status())) return;
-    if (static_cast<double>(*counted) != hits) {
+    // Fewer counts than calls is a probe in the wrong place (a wrong file offset counts
+    // 0) or lost hits: an error. More is the kernel running the handler again for one
+    // call (seen on 6.1 under TCG, 4001 of 4000): reported, the figure kept.
+    if (static_cast<double>(*counted) < hits) {
       state.SkipWithError(absl::StrCat("the ", ProbeKindName(params.probe), " on ", location.path,
                                        "+0x", absl::Hex(location.offset), " counted ", *counted,
                                        " hits of ", hits, " calls (a wrong file offset counts 0)")
                               .c_str());
       return;
+    }
+    if (static_cast<double>(*counted) > hits) {
+      state.SetLabel(absl::StrCat("the probe counted ", *counted, " hits of ", hits, " calls"));
     }
     state.counters["counted/hit"] = static_cast<double>(*counted) / hits;
   }
