@@ -55,6 +55,8 @@ TEST(UprobeBinary, JsonHasTheCounters) {
     if (absl::StartsWith(bench.name, "BM_UprobeAttach/")) {
       EXPECT_GT(bench.Number("usecs/probe"), 0);
       EXPECT_EQ(bench.Number("processes"), 2);
+      EXPECT_NEAR(bench.Number("open_usecs/probe") + bench.Number("close_usecs/probe"),
+                  bench.Number("usecs/probe"), bench.Number("usecs/probe") * 1e-6);
       continue;
     }
     // usecs/hit is per call of one thread; hits/s counts both threads' calls.
