@@ -64,7 +64,7 @@ TEST(UprobeBinary, JsonHasTheCounters) {
     EXPECT_GT(usecs, 0);
     EXPECT_NEAR(bench.Number("hits/s"), 2 * 1e6 / usecs, 2 * 1e6 / usecs * 0.01);
     if (!absl::StrContains(bench.name, "probe:none")) {
-      EXPECT_GE(bench.Number("counted/hit"), 1.0);  // above 1: the handler ran twice
+      EXPECT_GE(bench.Number("counted/hit"), 1.0);  // above 1: a call counted twice
       EXPECT_LT(bench.Number("counted/hit"), 1.01);
     }
   }

@@ -90,8 +90,8 @@ absl::StatusOr<CodeLocation> SelfCodeLocation(const void* code) {
   holder.address = reinterpret_cast<uintptr_t>(code);
   dl_iterate_phdr(&FindHolder, &holder);
   if (!holder.found) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "0x", absl::Hex(holder.address), " is in no loaded object of this process"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("0x", absl::Hex(holder.address), " is in no loaded object of this process"));
   }
   std::string path = holder.name;
   if (holder.main_program) {

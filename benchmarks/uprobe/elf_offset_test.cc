@@ -128,8 +128,7 @@ TEST(SelfCodeLocation, FindsSharedObjectsToo) {
 
 TEST(SelfCodeLocation, RefusesAnAddressNoObjectHolds) {
   int on_the_stack = 0;
-  EXPECT_EQ(SelfCodeLocation(&on_the_stack).status().code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(SelfCodeLocation(&on_the_stack).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

@@ -24,10 +24,10 @@ bool CanProbe() {
 }
 
 TEST(UprobeFamilies, RunCleanAndReportTheirCounters) {
-  ASSERT_TRUE(testing::RegisterFamily("uprobe", {"--uprobe_threads=1,3", "--uprobe_calls=200",
-                                                 "--uprobe_attach_probes=1,4",
-                                                 "--uprobe_processes=0,3"})
-                  .ok());
+  ASSERT_TRUE(
+      testing::RegisterFamily("uprobe", {"--uprobe_threads=1,3", "--uprobe_calls=200",
+                                         "--uprobe_attach_probes=1,4", "--uprobe_processes=0,3"})
+          .ok());
   testing::InitializeBenchmark({"--benchmark_min_time=0.002"});
   std::vector<BenchmarkRun> runs;
   EXPECT_TRUE(testing::LeavesProcessAsFound([&] { runs = testing::RunBenchmarks(); }));
@@ -49,7 +49,7 @@ TEST(UprobeFamilies, RunCleanAndReportTheirCounters) {
       EXPECT_GT(run.counters.at("hits/s").value, 0);
       EXPECT_EQ(run.counters.count("counted/hit"), baseline ? 0u : 1u);
       if (!baseline) {
-        EXPECT_GE(run.counters.at("counted/hit").value, 1.0);  // above 1: run twice
+        EXPECT_GE(run.counters.at("counted/hit").value, 1.0);  // above 1: counted twice
         EXPECT_LT(run.counters.at("counted/hit").value, 1.01);
       }
       EXPECT_EQ(run.counters.count("sys_us/hit"), 1u);

@@ -40,8 +40,8 @@ absl::StatusOr<UprobePmu> ProbeUprobePmu(const std::string& dir) {
   absl::StatusOr<std::string> type_text = ReadTextFile(dir + "/type");
   if (!type_text.ok()) {
     return absl::NotFoundError(absl::StrCat(
-        "no uprobe PMU: ", dir,
-        "/type is missing (CONFIG_UPROBE_EVENTS, Linux 4.17 or later): ", type_text.status().message()));
+        "no uprobe PMU: ", dir, "/type is missing (CONFIG_UPROBE_EVENTS, Linux 4.17 or later): ",
+        type_text.status().message()));
   }
   absl::StatusOr<int64_t> type = ParseSysctlInt(*type_text);
   if (!type.ok() || *type < 0 || *type > UINT32_MAX) {
@@ -49,8 +49,8 @@ absl::StatusOr<UprobePmu> ProbeUprobePmu(const std::string& dir) {
   }
   absl::StatusOr<std::string> format = ReadTextFile(dir + "/format/retprobe");
   if (!format.ok()) {
-    return absl::NotFoundError(absl::StrCat("the uprobe PMU has no retprobe format: ",
-                                            format.status().message()));
+    return absl::NotFoundError(
+        absl::StrCat("the uprobe PMU has no retprobe format: ", format.status().message()));
   }
   absl::StatusOr<int> bit = ParseConfigBit(*format);
   if (!bit.ok()) {

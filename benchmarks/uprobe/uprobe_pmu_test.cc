@@ -39,8 +39,8 @@ TEST(ParseConfigBit, OneBitOfConfigOnly) {
 }
 
 std::string MakeFakePmu(const std::string& type, const std::string* retprobe) {
-  std::string dir = std::string(getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp") +
-                    "/uprobe_pmu_XXXXXX";
+  std::string dir =
+      std::string(getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp") + "/uprobe_pmu_XXXXXX";
   if (mkdtemp(dir.data()) == nullptr) return "";
   std::ofstream(dir + "/type") << type;
   if (retprobe != nullptr) {
@@ -70,8 +70,7 @@ TEST(ProbeUprobePmu, MissingOrMalformedSaysWhat) {
   absl::StatusOr<UprobePmu> none = ProbeUprobePmu("/nonexistent/uprobe");
   EXPECT_EQ(none.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(none.status().message().find("no uprobe PMU"), absl::string_view::npos);
-  EXPECT_EQ(ProbeUprobePmu(MakeFakePmu("9", nullptr)).status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(ProbeUprobePmu(MakeFakePmu("9", nullptr)).status().code(), absl::StatusCode::kNotFound);
   std::string range = "config:0-1";
   EXPECT_EQ(ProbeUprobePmu(MakeFakePmu("9", &range)).status().code(),
             absl::StatusCode::kInvalidArgument);
@@ -81,16 +80,16 @@ TEST(ProbeUprobePmu, MissingOrMalformedSaysWhat) {
 }
 
 // Opens a probe on `function` or skips the test with the reason.
-#define OPEN_OR_SKIP(var, function, retprobe)                                              \
-  absl::StatusOr<UprobePmu> var##_pmu = ProbeUprobePmu();                                  \
-  if (!var##_pmu.ok()) GTEST_SKIP() << var##_pmu.status();                                 \
-  absl::StatusOr<CodeLocation> var##_at =                                                  \
-      SelfCodeLocation(reinterpret_cast<const void*>(&function));                          \
-  ASSERT_TRUE(var##_at.ok()) << var##_at.status();                                         \
+#define OPEN_OR_SKIP(var, function, retprobe)                                               \
+  absl::StatusOr<UprobePmu> var##_pmu = ProbeUprobePmu();                                   \
+  if (!var##_pmu.ok()) GTEST_SKIP() << var##_pmu.status();                                  \
+  absl::StatusOr<CodeLocation> var##_at =                                                   \
+      SelfCodeLocation(reinterpret_cast<const void*>(&function));                           \
+  ASSERT_TRUE(var##_at.ok()) << var##_at.status();                                          \
   absl::StatusOr<PerfEvent> var = OpenUprobe(*var##_pmu, *var##_at, retprobe, 0, -1, true); \
-  if (var.status().code() == absl::StatusCode::kPermissionDenied) {                        \
-    GTEST_SKIP() << var.status();                                                          \
-  }                                                                                        \
+  if (var.status().code() == absl::StatusCode::kPermissionDenied) {                         \
+    GTEST_SKIP() << var.status();                                                           \
+  }                                                                                         \
   ASSERT_TRUE(var.ok()) << var.status();
 
 TEST(UprobeKernel, CountsEveryCallExactly) {
