@@ -81,19 +81,24 @@ absl::StatusOr<PerfEvent> OpenUprobe(const UprobePmu& pmu, const CodeLocation& l
   std::optional<int> err = StatusErrno(event.status());
   if (err != EACCES && err != EPERM) return event.status();
   // perf_uprobe_event_init refuses without CAP_PERFMON/CAP_SYS_ADMIN at every paranoid
-  // level; a locked-down kernel may refuse even those.
+  // level (so the generic advice to lower perf_event_paranoid does not apply); a
+  // locked-down kernel may refuse even those.
   Capabilities caps = ProbeCapabilities();
   std::string why = absl::StrCat(
-      "the uprobe PMU refused the probe (", event.status().message(),
-      "): it needs CAP_PERFMON or CAP_SYS_ADMIN (root: ", caps.is_root ? "yes" : "no",
-      ", CAP_PERFMON: ", caps.cap_perfmon ? "yes" : "no", ", kernel.perf_event_paranoid=",
-      caps.perf_event_paranoid ? absl::StrCat(*caps.perf_event_paranoid) : "absent", ")");
+      ErrnoStatus(*err,
+                  absl::StrCat("perf_event_open of the uprobe PMU (pid ", pid, ", cpu ", cpu, ")"))
+          .message(),
+      ": the uprobe PMU needs CAP_PERFMON or CAP_SYS_ADMIN whatever "
+      "kernel.perf_event_paranoid says (it is ",
+      caps.perf_event_paranoid ? absl::StrCat(*caps.perf_event_paranoid) : "absent",
+      "; root: ", caps.is_root ? "yes" : "no", ", CAP_PERFMON: ", caps.cap_perfmon ? "yes" : "no",
+      ")");
   std::string lockdown = LockdownMode();
   if (!lockdown.empty() && lockdown != "none") {
     absl::StrAppend(&why, "; the kernel is locked down (", lockdown,
                     "), which may refuse it to root as well");
   } else if (caps.is_root || caps.cap_perfmon) {
-    absl::StrAppend(&why, "; an LSM (SELinux perf_event, lockdown) refused it");
+    absl::StrAppend(&why, "; with the capability, an LSM (SELinux's perf_event class) refused it");
   } else {
     absl::StrAppend(&why, ": run as root or 'sudo setcap cap_perfmon+ep BINARY'");
   }
