@@ -1,7 +1,7 @@
 """`tools/perfscale parity uprobe`: a uprobe that perf attaches (perf probe + perf stat)
 vs the one //benchmarks:uprobe attaches, on the same loop of the same function.
 
-`perf bench uprobe` (perf 6.7 and later, 2023) is not the reference: it times
+`perf bench uprobe` (added to perf in 2023, after 6.1) is not the reference: it times
 usleep(1000) calls with and without an empty BPF program on usleep, so the probe's
 microsecond is measured inside a millisecond of sleep and its timer slack, and its
 consumer is BPF where ours is a counting perf event. perf 6.1 (Debian 12) has no
