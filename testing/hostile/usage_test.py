@@ -130,7 +130,7 @@ class UsageErrors(unittest.TestCase):
                                       "(allowed: " + allowed)
 
     def test_every_family_flag_carries_its_family_prefix(self):
-        families = ["breakpoint", "event_open", "synthesize", "trace_overhead"]
+        families = ["breakpoint", "event_open", "synthesize", "trace_overhead", "uprobe"]
         groups = re.findall(r"^([a-z_]+) flags:$", perfscale_help(), re.M)
         self.assertEqual(groups, ["suite"] + families)
         for name in perfscale_flags():

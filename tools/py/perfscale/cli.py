@@ -22,7 +22,7 @@ MODULES = {
     "vm": "perfscale.vm.qemu",
     "bisect": "perfscale.vm.bisect",
 }
-PARITY_FAMILIES = ("breakpoint", "event_open", "synthesize", "trace_overhead")
+PARITY_FAMILIES = ("breakpoint", "event_open", "synthesize", "trace_overhead", "uprobe")
 
 
 def _usage() -> str:

@@ -2,7 +2,7 @@
 
 Writes DIR/report.md and DIR/report.html with the run's context, where each kernel-cost
 counter came from, the headline figures (breakpoint slowdowns, IPIs saved by affinity,
-synthesis speed-up, tracing overhead), each beside the kernel-cost counters of the two
+synthesis speed-up, tracing overhead, uprobe hit and attach costs), each beside the kernel-cost counters of the two
 runs it compares (ipis_sent/op, xcalls/op, lock_wait_us/op, ...), a table of every
 benchmark and the scaling pictures, all relative to DIR so it can be published as is.
 """
