@@ -18,10 +18,7 @@ namespace {
 
 constexpr size_t kMaxListValues = 4096;
 
-struct FlagTable {
-  std::map<std::string, std::unique_ptr<Flag>> flags;
-  std::map<std::string, std::string> old_names;  // old name -> new name
-};
+using FlagTable = std::map<std::string, std::unique_ptr<Flag>>;
 
 FlagTable& Table() {
   static FlagTable* table = new FlagTable;
@@ -149,18 +146,10 @@ void Abort(const std::string& message) {
 Flag& DefineFlag(FlagInfo info, std::string default_value) {
   FlagTable& table = Table();
   std::string name = info.name;
-  if (table.flags.count(name) != 0 || table.old_names.count(name) != 0) {
-    Abort(absl::StrCat("flag --", name, " is defined twice"));
-  }
-  for (const std::string& old_name : info.old_names) {
-    if (table.flags.count(old_name) != 0 || table.old_names.count(old_name) != 0) {
-      Abort(absl::StrCat("flag --", old_name, " is defined twice"));
-    }
-    table.old_names[old_name] = name;
-  }
+  if (table.count(name) != 0) Abort(absl::StrCat("flag --", name, " is defined twice"));
   auto flag = std::make_unique<Flag>(std::move(info), std::move(default_value));
   Flag& ref = *flag;
-  table.flags[name] = std::move(flag);
+  table[name] = std::move(flag);
   return ref;
 }
 
@@ -187,7 +176,7 @@ Flag& DefineSuiteBoolFlag(std::string name, bool default_value, std::string help
   return DefineFlag(std::move(info), std::move(text));
 }
 
-absl::Status ParseFlags(int argc, char** argv, std::vector<std::string>* notices) {
+absl::Status ParseFlags(int argc, char** argv) {
   FlagTable& table = Table();
   for (int i = 1; i < argc; ++i) {
     absl::string_view arg = argv[i];
@@ -198,19 +187,8 @@ absl::Status ParseFlags(int argc, char** argv, std::vector<std::string>* notices
     absl::string_view body = arg.substr(2);
     size_t eq = body.find('=');
     std::string name(body.substr(0, eq));
-    std::string given = name;
-    if (auto renamed = table.old_names.find(name); renamed != table.old_names.end()) {
-      name = renamed->second;
-      std::string notice =
-          absl::StrCat("perfscale: --", given, " is deprecated: use --", name, " (same values)");
-      if (notices != nullptr) {
-        notices->push_back(std::move(notice));
-      } else {
-        std::fprintf(stderr, "%s\n", notice.c_str());
-      }
-    }
-    auto it = table.flags.find(name);
-    if (it == table.flags.end()) {
+    auto it = table.find(name);
+    if (it == table.end()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "unknown flag --", name, " (--help lists perfscale's and Google Benchmark's flags)"));
     }
@@ -223,11 +201,11 @@ absl::Status ParseFlags(int argc, char** argv, std::vector<std::string>* notices
     } else if (i + 1 < argc && !absl::StartsWith(argv[i + 1], "--")) {
       value = argv[++i];
     } else {
-      return absl::InvalidArgumentError(absl::StrCat("flag --", given, " needs a value"));
+      return absl::InvalidArgumentError(absl::StrCat("flag --", name, " needs a value"));
     }
     if (absl::StripAsciiWhitespace(value).empty()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--", given, "=: empty value (leave the flag out for its default)"));
+          absl::StrCat("--", name, "=: empty value (leave the flag out for its default)"));
     }
     if (flag.is_bool() && !ParseBool(value).ok()) {
       return flag.Reject(value, NotABoolean(value));
@@ -240,7 +218,7 @@ absl::Status ParseFlags(int argc, char** argv, std::vector<std::string>* notices
 std::string FlagsHelp() {
   // "suite" first, then the families in name order.
   std::map<std::pair<bool, std::string>, std::vector<const Flag*>> groups;
-  for (const auto& [name, flag] : Table().flags) {
+  for (const auto& [name, flag] : Table()) {
     const std::string& group = flag->info().group;
     groups[{group != "suite", group}].push_back(flag.get());
   }
@@ -252,10 +230,8 @@ std::string FlagsHelp() {
       absl::StrAppend(
           &help, "  --", info.name, "\n      ", info.help, "\n      values: ", info.values,
           "\n      default: ", info.default_text.empty() ? "(none)" : info.default_text, "\n");
-      if (!info.quick_text.empty())
+      if (!info.quick_text.empty()) {
         absl::StrAppend(&help, "      --quick: ", info.quick_text, "\n");
-      for (const std::string& old_name : info.old_names) {
-        absl::StrAppend(&help, "      old name: --", old_name, "\n");
       }
     }
   }
@@ -264,12 +240,12 @@ std::string FlagsHelp() {
 
 std::vector<const Flag*> AllFlags() {
   std::vector<const Flag*> flags;
-  for (const auto& [name, flag] : Table().flags) flags.push_back(flag.get());
+  for (const auto& [name, flag] : Table()) flags.push_back(flag.get());
   return flags;
 }
 
 void ResetFlagsForTest() {
-  for (auto& [name, flag] : Table().flags) flag->Reset();
+  for (auto& [name, flag] : Table()) flag->Reset();
 }
 
 ChoiceTable<std::string> ChoicesOf(const std::vector<std::string>& names) {

@@ -12,10 +12,9 @@
 // `--name=value: what is wrong (allowed: what is allowed)`, and the binary exits 2.
 //
 // A family's flags are named `<family>_<parameter>`, so that in the combined binary a
-// flag's family is obvious; flags without a family prefix belong to the whole suite. An
-// old name (`Was`) still works, with a one-line notice on stderr naming the new one.
+// flag's family is obvious; flags without a family prefix belong to the whole suite.
 // `--help` (FlagsHelp) prints every flag's help, values, default and `--quick` default
-// from the same table; the README's flag tables are checked against it.
+// from the same table; docs/flags.md is checked against it.
 //
 // Example:
 //   struct Params {
@@ -25,7 +24,7 @@
 //   const FlagList<Params> flags("breakpoint", {
 //       IntListFlag(&Params::breakpoints, "breakpoint_breakpoints", 0, 64,
 //                   "breakpoints held during thread churn")
-//           .Default("0,1,2,4").Quick("0,4").Was("breakpoints"),
+//           .Default("0,1,2,4").Quick("0,4"),
 //       IntFlag(&Params::threads, "breakpoint_threads", 1, 100000, "threads per batch")
 //           .Default("20"),
 //   });
@@ -73,14 +72,13 @@ absl::Status NotABoolean(absl::string_view text);
 
 // What --help says about a flag, and what ParseFlags needs to know.
 struct FlagInfo {
-  std::string name;                    // without the dashes
-  std::string group;                   // the family, or "suite" for the suite-wide flags
-  std::string help;                    // what it is for
-  std::string values;                  // what is allowed: "integers 0..64, as a list (0,4 or 1-8)"
-  std::string default_text;            // the default as --help and the README state it
-  std::string quick_text;              // the default under --quick, when it differs
-  bool is_bool = false;                // `--name` alone means true
-  std::vector<std::string> old_names;  // still accepted, with a notice
+  std::string name;          // without the dashes
+  std::string group;         // the family, or "suite" for the suite-wide flags
+  std::string help;          // what it is for
+  std::string values;        // what is allowed: "integers 0..64, as a list (0,4 or 1-8)"
+  std::string default_text;  // the default as --help and docs/flags.md state it
+  std::string quick_text;    // the default under --quick, when it differs
+  bool is_bool = false;      // `--name` alone means true
 };
 
 // One flag's text as the command line left it.
@@ -115,9 +113,9 @@ class Flag {
   bool is_set_ = false;
 };
 
-// Registers a flag (call from a static initializer). The same name, or old name,
-// defined twice aborts at startup: two families must not disagree on a flag.
-// `default_value` is the text used when the flag is not given ("" for none).
+// Registers a flag (call from a static initializer). The same name defined twice aborts at startup:
+// two families must not disagree on a flag. `default_value` is the text used when the flag is not
+// given ("" for none).
 Flag& DefineFlag(FlagInfo info, std::string default_value);
 
 // A suite-wide flag with a fixed default, e.g. DefineSuiteFlag("budget", "10m", ...).
@@ -128,14 +126,12 @@ Flag& DefineSuiteBoolFlag(std::string name, bool default_value, std::string help
 // Parses argv[1..argc) as --name=value (or --name value) against the table, leaving
 // argv untouched. Unknown flags, positional arguments, empty values (`--name=`: leave
 // the flag out for its default) and non-booleans for boolean flags are errors naming
-// the flag, the same for every flag. An old name sets its new flag and adds one line
-// to `notices` ("--threads is deprecated: use --breakpoint_threads"); without
-// `notices`, the lines go to stderr.
-absl::Status ParseFlags(int argc, char** argv, std::vector<std::string>* notices = nullptr);
+// the flag, the same for every flag.
+absl::Status ParseFlags(int argc, char** argv);
 
 // For --help: per group ("suite" first, then the families), each flag sorted by name:
 //   "  --name\n      help\n      values: ...\n      default: ...\n"
-//   "      --quick: ...\n" (when it differs), "      old name: --x\n" (when renamed).
+//   "      --quick: ...\n" (when it differs).
 std::string FlagsHelp();
 
 // The flags of the table, sorted by name (for tests).
@@ -216,11 +212,6 @@ class FlagSpec {
   // not be the whole truth (a power of two; at most one per CPU).
   FlagSpec Values(std::string values) && {
     info_.values = std::move(values);
-    return std::move(*this);
-  }
-  // A name the flag had before: still accepted, with a notice naming the new one.
-  FlagSpec Was(std::string old_name) && {
-    info_.old_names.push_back(std::move(old_name));
     return std::move(*this);
   }
 
@@ -415,7 +406,7 @@ class FlagList {
     }
     return params;
   }
-  // Whether the user gave the field's flag (or one of its old names).
+  // Whether the user gave the field's flag.
   template <typename T>
   bool Given(T P::*field) const {
     return flag(field).is_set();

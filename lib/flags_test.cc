@@ -1,6 +1,6 @@
 // perf-bench-style flags: the pure value parsers fed edge cases (signs, whitespace,
 // overflow at the int64 limits, huge ranges, duplicates), ParseFlags over flags this test
-// defines itself, and a family's typed table (defaults, --quick, old names, rejections).
+// defines itself, and a family's typed table (defaults, --quick, rejections).
 #include "lib/flags.h"
 
 #include <cstdint>
@@ -187,8 +187,7 @@ const FlagList<TestParams> test_flags(
     {
         IntListFlag(&TestParams::counts, "flagtest_counts", 0, 64, "counts")
             .Default("0,CPUs", [](const FlagEnv& env) { return absl::StrCat("0,", env.cpus); })
-            .Quick("CPUs", [](const FlagEnv& env) { return absl::StrCat(env.cpus); })
-            .Was("flagtest_old_counts"),
+            .Quick("CPUs", [](const FlagEnv& env) { return absl::StrCat(env.cpus); }),
         IntFlag(&TestParams::size, "flagtest_size", 1, 100, "a size").Default("20").Quick("2"),
         BoolFlag(&TestParams::verbose, "flagtest_verbose", "talk more"),
         ChoiceListFlag(&TestParams::colors, "flagtest_colors",
@@ -232,10 +231,8 @@ class ParseFlagsTest : public ::testing::Test {
   void TearDown() override { ResetFlagsForTest(); }
   absl::Status Parse(std::vector<std::string> args) {
     Argv argv(std::move(args));
-    notices_.clear();
-    return ParseFlags(argv.argc(), argv.argv(), &notices_);
+    return ParseFlags(argv.argc(), argv.argv());
   }
-  std::vector<std::string> notices_;
 };
 
 TEST_F(ParseFlagsTest, DefaultsWhenNotGiven) {
@@ -268,7 +265,7 @@ TEST_F(ParseFlagsTest, ValuesWithEqualsSigns) {
 TEST_F(ParseFlagsTest, EmptyValueIsRejectedForEveryFlag) {
   // `--passive=` once silently meant the default while `--events=` exited 2.
   for (const char* arg : {"--test_flag_x=", "--test_flag_y=", "--test_flag_z= ", "--test_flag_b=",
-                          "--flagtest_counts=", "--flagtest_old_counts="}) {
+                          "--flagtest_counts="}) {
     absl::Status status = Parse({arg});
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << arg;
     std::string name = std::string(arg).substr(0, std::string(arg).find('='));
@@ -427,19 +424,12 @@ TEST_F(ParseFlagsTest, TypedBadValuesNameTheFlagTheValueAndWhatIsAllowed) {
             "or 1-8))");
 }
 
-TEST_F(ParseFlagsTest, AnOldNameSetsTheNewFlagWithANotice) {
-  ASSERT_TRUE(Parse({"--flagtest_old_counts=4"}).ok());
-  ASSERT_EQ(notices_.size(), 1u);
-  EXPECT_EQ(notices_[0],
-            "perfscale: --flagtest_old_counts is deprecated: use --flagtest_counts (same values)");
-  absl::StatusOr<TestParams> params = test_flags.Resolve(FlagEnv{});
-  ASSERT_TRUE(params.ok());
-  EXPECT_EQ(params->counts, (std::vector<int64_t>{4}));
-  EXPECT_TRUE(test_flags.Given(&TestParams::counts));
-  // A bad value under the old name is rejected naming the new flag.
-  ASSERT_TRUE(Parse({"--flagtest_old_counts=99"}).ok());
-  EXPECT_TRUE(
-      absl::StartsWith(test_flags.Resolve(FlagEnv{}).status().message(), "--flagtest_counts=99: "));
+TEST_F(ParseFlagsTest, AFamilyFlagWithoutItsPrefixIsUnknown) {
+  // The family prefix is part of the name: `--counts` is not `--flagtest_counts`.
+  absl::Status parsed = Parse({"--counts=4"});
+  EXPECT_EQ(parsed.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StartsWith(parsed.message(), "unknown flag --counts ")) << parsed;
+  EXPECT_FALSE(test_flags.Given(&TestParams::counts));
 }
 
 TEST(FlagTest, AnnotatePrefixesTheFlagName) {
@@ -449,7 +439,7 @@ TEST(FlagTest, AnnotatePrefixesTheFlagName) {
   EXPECT_TRUE(test_flag_x.Annotate(absl::OkStatus()).ok());
 }
 
-TEST(FlagTest, HelpListsEveryFlagWithValuesDefaultsAndOldNames) {
+TEST(FlagTest, HelpListsEveryFlagWithValuesAndDefaults) {
   std::string help = FlagsHelp();
   EXPECT_TRUE(absl::StrContains(help,
                                 "  --test_flag_x\n      an integer for the test\n      values: an "
@@ -458,7 +448,7 @@ TEST(FlagTest, HelpListsEveryFlagWithValuesDefaultsAndOldNames) {
   EXPECT_TRUE(absl::StrContains(help,
                                 "  --flagtest_counts\n      counts\n      values: integers 0..64, "
                                 "as a list (0,4 or 1-8)\n      default: 0,CPUs\n      --quick: "
-                                "CPUs\n      old name: --flagtest_old_counts\n"))
+                                "CPUs\n  --flagtest_loads\n"))
       << help;
   EXPECT_TRUE(absl::StrContains(help,
                                 "  --flagtest_verbose\n      talk more\n      values: true "
@@ -474,8 +464,8 @@ TEST(FlagTest, HelpListsEveryFlagWithValuesDefaultsAndOldNames) {
 TEST(FlagDeathTest, DefiningAFlagTwiceAborts) {
   EXPECT_DEATH(DefineSuiteFlag("test_flag_x", "2", "", "again"),
                "flag --test_flag_x is defined twice");
-  EXPECT_DEATH(DefineSuiteFlag("flagtest_old_counts", "2", "", "again"),
-               "flag --flagtest_old_counts is defined twice");
+  EXPECT_DEATH(DefineSuiteFlag("flagtest_counts", "2", "", "again"),
+               "flag --flagtest_counts is defined twice");
 }
 
 TEST(FlagDeathTest, AFamilyFlagWithoutTheFamilyPrefixAborts) {

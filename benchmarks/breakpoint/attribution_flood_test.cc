@@ -19,7 +19,7 @@
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "lib/cpu_set.h"
-#include "testing/common/mini_json.h"
+#include "testing/common/benchmark_json.h"
 #include "testing/common/run_command.h"
 
 extern char** environ;
@@ -27,8 +27,7 @@ extern char** environ;
 namespace perfscale {
 namespace {
 
-using ::perfscale::testing::Json;
-using ::perfscale::testing::ParseJson;
+using ::perfscale::testing::ParseBenchmarkJson;
 
 struct Counts {
   double ipis_sent = 0;
@@ -49,20 +48,17 @@ Counts RunEnable() {
        "--breakpoint_placement=other_cpus", "--benchmark_min_time=0.1", "--benchmark_repetitions=5",
        "--benchmark_report_aggregates_only=false", "--benchmark_format=json"});
   EXPECT_EQ(result.exit_code, 0) << result.err;
-  absl::StatusOr<Json> doc = ParseJson(result.out);
+  absl::StatusOr<nlohmann::json> doc = ParseBenchmarkJson(result.out);
   EXPECT_TRUE(doc.ok()) << doc.status();
   std::vector<double> sent, xcalls, system;
-  if (!doc.ok() || doc->Find("benchmarks") == nullptr) return {};
-  for (const Json& run : doc->Find("benchmarks")->array) {
-    const Json* type = run.Find("run_type");
-    if (type == nullptr || type->string != "iteration") continue;
-    const Json* error = run.Find("error_message");
-    EXPECT_EQ(error, nullptr) << error->string;
+  if (!doc.ok() || !doc->contains("benchmarks")) return {};
+  for (const nlohmann::json& run : doc->at("benchmarks")) {
+    if (run.value("run_type", "") != "iteration") continue;
+    EXPECT_FALSE(run.contains("error_message")) << run.value("error_message", "");
     for (auto [key, into] : {std::pair{"ipis_sent/op", &sent}, std::pair{"xcalls/op", &xcalls},
                              std::pair{"ipis_system/op", &system}}) {
-      const Json* value = run.Find(key);
-      EXPECT_NE(value, nullptr) << "no " << key;
-      if (value != nullptr) into->push_back(value->number);
+      EXPECT_TRUE(run.contains(key)) << "no " << key;
+      if (run.contains(key)) into->push_back(run.at(key).get<double>());
     }
   }
   return {Median(sent), Median(xcalls), Median(system)};
@@ -106,16 +102,16 @@ TEST(AttributionFloodTest, AttributedCountsIgnoreAnotherProcesssIpis) {
     std::printf("%s: ipis_sent/op %.3f xcalls/op %.3f ipis_system/op %.3f\n", what,
                 counts.ipis_sent, counts.xcalls, counts.ipis_system);
   }
-  // 2 per inherited copy per toggle (README, "Attributed counters"): 16 for 8 copies.
+  // 2 per inherited copy per toggle (docs/counters.md): 16 for 8 copies.
   EXPECT_NEAR(quiet.xcalls, 16.0, 16.0 * 0.02);
   EXPECT_NEAR(flooded.xcalls, quiet.xcalls, quiet.xcalls * 0.02);
-  // An IPI goes only to a target that is not polling in idle (README, "Attributed
-  // counters"): at most one per queued call, fewer on a quiet machine whose other CPU idles.
+  // An IPI goes only to a target that is not polling in idle (docs/counters.md): at most one per
+  // queued call, fewer on a quiet machine whose other CPU idles.
   EXPECT_LE(quiet.ipis_sent, quiet.xcalls * 1.02);
   EXPECT_LE(flooded.ipis_sent, flooded.xcalls * 1.02);
   // ipis_system/op grows by the flood's IPIs during each toggle, but on a machine that
   // other work already keeps busy with IPIs that growth is within their noise: printed,
-  // not asserted (README, "Attributed counters").
+  // not asserted (docs/counters.md).
 }
 
 }  // namespace

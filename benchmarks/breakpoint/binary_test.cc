@@ -17,13 +17,11 @@
 #include "gtest/gtest.h"
 #include "lib/capabilities.h"
 #include "lib/file_reader.h"
+#include "nlohmann/json.hpp"
 #include "testing/common/family_harness.h"
 
 namespace perfscale {
 namespace {
-
-using ::perfscale::testing::Json;
-using ::perfscale::testing::ParseJson;
 
 using ::perfscale::testing::BadFlag;
 using ::perfscale::testing::BenchmarkResult;
@@ -53,30 +51,29 @@ TEST_F(BreakpointBinaryTest, JsonHasTheBenchmarksCountersAndContext) {
   ASSERT_EQ(run.exit_code, 0) << run.err;
   ASSERT_TRUE(run.json.ok()) << run.json.status() << "\n" << run.out;
 
-  const Json* context = &run.context;
+  const nlohmann::json& context = run.context;
   for (const char* key : {"kernel_release", "perf_event_paranoid", "online_cpus", "num_online_cpus",
                           "hypervisor", "clocksource", "perfscale_revision"}) {
-    const Json* value = context->Find(key);
-    ASSERT_NE(value, nullptr) << "context has no " << key;
-    EXPECT_EQ(value->type, Json::kString) << key;
-    EXPECT_FALSE(value->string.empty()) << key;
+    ASSERT_TRUE(context.contains(key)) << "context has no " << key;
+    ASSERT_TRUE(context.at(key).is_string()) << key;
+    EXPECT_FALSE(context.at(key).get<std::string>().empty()) << key;
   }
-  // Which source each kernel-cost counter used: a JSON object in a string.
-  const Json* sources = context->Find("counter_sources");
-  ASSERT_NE(sources, nullptr);
-  absl::StatusOr<Json> parsed_sources = ParseJson(sources->string);
-  ASSERT_TRUE(parsed_sources.ok()) << parsed_sources.status() << ": " << sources->string;
+  // Which source each kernel-cost counter used: a JSON object in a string (our own,
+  // strict JSON).
+  ASSERT_TRUE(context.contains("counter_sources"));
+  std::string sources = context.at("counter_sources").get<std::string>();
+  nlohmann::json parsed_sources = nlohmann::json::parse(sources, nullptr, false);
+  ASSERT_TRUE(parsed_sources.is_object()) << sources;
   for (const char* key : {"ipis_sent", "xcalls", "lock_contended", "lock_wait_us", "ctx_switches",
                           "cpu_migrations", "page_faults", "ipis_system", "sys_us"}) {
-    EXPECT_NE(parsed_sources->Find(key), nullptr) << "counter_sources has no " << key;
+    EXPECT_TRUE(parsed_sources.contains(key)) << "counter_sources has no " << key;
   }
   utsname names{};
   ASSERT_EQ(uname(&names), 0);
-  EXPECT_EQ(context->Find("kernel_release")->string, names.release);
+  EXPECT_EQ(context.at("kernel_release"), names.release);
   absl::StatusOr<std::string> paranoid = ReadTextFile("/proc/sys/kernel/perf_event_paranoid");
   ASSERT_TRUE(paranoid.ok());
-  EXPECT_EQ(context->Find("perf_event_paranoid")->string,
-            std::string(absl::StripAsciiWhitespace(*paranoid)));
+  EXPECT_EQ(context.at("perf_event_paranoid"), std::string(absl::StripAsciiWhitespace(*paranoid)));
 
   for (const BenchmarkResult& benchmark : run.benchmarks) {
     SCOPED_TRACE(benchmark.name);
@@ -121,29 +118,27 @@ TEST_F(BreakpointBinaryTest, ProfileNamesTheKernelPathOfTheToggle) {
                 "--benchmark_min_time=0.2", "--profile", absl::StrCat("--profile_out=", path)});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   ASSERT_TRUE(run.json.ok()) << run.json.status();
-  const Json* named = run.context.Find("profile_file");
-  ASSERT_NE(named, nullptr);
-  EXPECT_EQ(named->string, path);
+  ASSERT_TRUE(run.context.contains("profile_file"));
+  EXPECT_EQ(run.context.at("profile_file"), path);
   absl::StatusOr<std::string> text = ReadTextFile(path);
   ASSERT_TRUE(text.ok()) << text.status();
-  absl::StatusOr<Json> profile = ParseJson(*text);
-  ASSERT_TRUE(profile.ok()) << profile.status() << "\n" << *text;
-  const Json* benchmarks = profile->Find("benchmarks");
-  ASSERT_NE(benchmarks, nullptr);
-  ASSERT_EQ(benchmarks->array.size(), 1u) << *text;
-  const Json& entry = benchmarks->array[0];
-  EXPECT_EQ(entry.Find("name")->string,
-            "BM_BreakpointEnable/passive:2/active:0/placement:other_cpus");
-  EXPECT_GT(entry.Find("samples")->number, 0) << *text;
-  if (profile->Find("kernel_symbols")->string != "ok" || !entry.Find("note")->string.empty()) {
-    GTEST_SKIP() << "no kernel symbols: " << profile->Find("kernel_symbols")->string << " "
-                 << entry.Find("note")->string;
+  // Our own file: strict JSON.
+  nlohmann::json profile = nlohmann::json::parse(*text, nullptr, false);
+  ASSERT_TRUE(profile.is_object()) << *text;
+  ASSERT_TRUE(profile.contains("benchmarks")) << *text;
+  const nlohmann::json& benchmarks = profile.at("benchmarks");
+  ASSERT_EQ(benchmarks.size(), 1u) << *text;
+  const nlohmann::json& entry = benchmarks[0];
+  EXPECT_EQ(entry.at("name"), "BM_BreakpointEnable/passive:2/active:0/placement:other_cpus");
+  EXPECT_GT(entry.at("samples").get<double>(), 0) << *text;
+  std::string kernel_symbols = profile.at("kernel_symbols").get<std::string>();
+  std::string note = entry.at("note").get<std::string>();
+  if (kernel_symbols != "ok" || !note.empty()) {
+    GTEST_SKIP() << "no kernel symbols: " << kernel_symbols << " " << note;
   }
   double ioctl_children = 0;
-  for (const Json& symbol : entry.Find("symbols")->array) {
-    if (symbol.Find("symbol")->string == "perf_ioctl") {
-      ioctl_children = symbol.Find("children")->number;
-    }
+  for (const nlohmann::json& symbol : entry.at("symbols")) {
+    if (symbol.at("symbol") == "perf_ioctl") ioctl_children = symbol.at("children").get<double>();
   }
   EXPECT_GT(ioctl_children, 0.5) << *text;
 }
@@ -182,13 +177,13 @@ TEST_F(BreakpointBinaryTest, BadValuesExitTwoNamingTheFlagBeforeRunning) {
       {{"--breakpoint_parallelism=4096", "--breakpoint_threads=100000"},
        "--breakpoint_parallelism=4096 --breakpoint_threads=100000: needs"},
   };
-  absl::StatusOr<int> slots = ProbeBreakpointSlots();
-  if (slots.ok() && *slots < 64) {
-    std::string too_many = absl::StrCat(*slots + 1);
+  absl::StatusOr<BreakpointSlots> slots = ProbeBreakpointSlots();
+  if (slots.ok() && slots->hardware < 64) {
+    std::string too_many = absl::StrCat(slots->hardware + 1);
     cases.push_back({{"--breakpoint_breakpoints=0," + too_many},
                      absl::StrCat("--breakpoint_breakpoints=0,", too_many, ": ", too_many,
-                                  " breakpoints asked for, but this machine has ", *slots,
-                                  " hardware breakpoint slots")});
+                                  " breakpoints asked for, but the hardware has ",
+                                  slots->hardware, " breakpoint slots")});
   }
   ::perfscale::testing::ExpectUsageErrors(kBinary, cases);
 }

@@ -31,6 +31,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -60,11 +61,12 @@
 namespace perfscale {
 namespace {
 
-// The most breakpoints a run may ask for: the hardware's slots when they can be probed;
-// otherwise (no PMU, no permission) the benchmarks will skip with the reason at run time.
+// The most breakpoints a run may ask for: the hardware's slots when they can be probed,
+// free or not (a row whose slots another process holds is kept, and says so when it
+// runs); otherwise (no PMU, no permission) the benchmarks skip with the reason at run time.
 int MaxBreakpoints() {
-  absl::StatusOr<int> slots = ProbeBreakpointSlots();
-  return slots.ok() ? *slots : 64;
+  absl::StatusOr<BreakpointSlots> slots = ProbeBreakpointSlots();
+  return slots.ok() ? slots->hardware : 64;
 }
 
 // `counts` without those above the hardware's slots.
@@ -108,40 +110,33 @@ const FlagList<Flags> flags(
             .Quick("0,4 up to the hardware's slots",
                    [](const FlagEnv&) {
                      return UpToSlots({0, 4});
-                   })
-            .Was("breakpoints"),
+                   }),
         IntListFlag(&Flags::parallelism, "breakpoint_parallelism", 1, 4096,
                     "workers creating threads concurrently (BM_BreakpointThread)")
             .Default("1,CPUs", [](const FlagEnv& env) { return absl::StrCat("1,", env.cpus); })
-            .Quick("CPUs", [](const FlagEnv& env) { return absl::StrCat(env.cpus); })
-            .Was("parallelism"),
+            .Quick("CPUs", [](const FlagEnv& env) { return absl::StrCat(env.cpus); }),
         IntFlag(&Flags::threads, "breakpoint_threads", 1, 100000,
                 "threads each batch creates and joins (BM_BreakpointThread)")
-            .Default("20")
-            .Was("threads"),
+            .Default("20"),
         IntFlag(&Flags::repeat, "breakpoint_repeat", 1, 1000000,
                 "batches per iteration of BM_BreakpointThread, shared by the workers (perf bench "
                 "--repeat)")
-            .Default("10")
-            .Was("repeat"),
+            .Default("10"),
         IntListFlag(&Flags::passive, "breakpoint_passive", 0, 1000000,
                     "blocked threads inheriting the toggled breakpoint (BM_BreakpointEnable)")
             .Default("0,CPUs,4xCPUs",
                      [](const FlagEnv& env) {
                        return absl::StrCat("0,", env.cpus, ",", 4 * env.cpus);
                      })
-            .Quick("0,4xCPUs", [](const FlagEnv& env) { return absl::StrCat("0,", 4 * env.cpus); })
-            .Was("passive"),
+            .Quick("0,4xCPUs", [](const FlagEnv& env) { return absl::StrCat("0,", 4 * env.cpus); }),
         IntListFlag(&Flags::active, "breakpoint_active", 0, 4096,
                     "spinning threads inheriting the toggled breakpoint (BM_BreakpointEnable)")
             .Default("1..4, then powers of two, and CPUs", OneToCpus)
-            .Quick("1")
-            .Was("active"),
+            .Quick("1"),
         ChoiceListFlag(&Flags::placements, "breakpoint_placement", ChoicesOf(PlacementNames()),
                        "where the inheriting threads run: unpinned (perf bench), same_cpu (with "
                        "the toggling thread), other_cpus (the toggler alone on its CPU)")
-            .Default("unpinned,same_cpu,other_cpus")
-            .Was("placement"),
+            .Default("unpinned,same_cpu,other_cpus"),
     });
 
 // One byte per possible breakpoint, never read or written, so breakpoints never fire.
@@ -234,11 +229,19 @@ void BM_BreakpointThread(benchmark::State& state, ThreadParams params) {
   if (SkipIfError(state, caps.RequireBreakpointPmu())) return;
   if (SkipIfError(state, caps.RequireThreads(ThreadsNeeded(params)))) return;
   absl::StatusOr<std::vector<PerfEvent>> held = OpenInheritedBreakpoints(params.breakpoints);
+  if (!held.ok() && StatusErrno(held.status()) == ENOSPC) {
+    // Say whose slots they are: the kernel's ENOSPC alone reads as a machine too small.
+    absl::StatusOr<BreakpointSlots> slots = ProbeBreakpointSlots();
+    if (slots.ok()) {
+      held = absl::ResourceExhaustedError(absl::StrCat(
+          params.breakpoints, " breakpoints needed, but ", slots->Describe()));
+    }
+  }
   if (SkipIfError(state, held.status())) return;
 
   ThreadChurn churn(params);
   // Off unless --attribution=true: every churned thread would inherit the ~8 + 2 x CPUs
-  // counters, and copying them made thread create+join 2.5x slower here (README).
+  // counters, and copying them made thread create+join 2.5x slower (docs/counters.md).
   KernelCostMeter meter = BenchmarkMeter(/*include_children=*/false,
                                          /*attribute_by_default=*/false);
   if (!StartOrSkip(state, meter)) return;
@@ -301,12 +304,18 @@ void BM_BreakpointEnable(benchmark::State& state, EnableParams params) {
 }
 
 absl::Status RegisterThreadFamily(const Flags& f, const Capabilities& caps) {
-  const int slots = MaxBreakpoints();
+  absl::StatusOr<BreakpointSlots> slots = ProbeBreakpointSlots();
   for (int64_t b : f.breakpoints) {
-    if (b > slots) {
+    if (!slots.ok()) break;  // the benchmarks skip with the probe's reason
+    if (b > slots->hardware) {
       return flags.Reject(&Flags::breakpoints, absl::StrJoin(f.breakpoints, ","),
-                          absl::StrCat(b, " breakpoints asked for, but this machine has ", slots,
-                                       " hardware breakpoint slots"));
+                          absl::StrCat(b, " breakpoints asked for, but the hardware has ",
+                                       slots->hardware, " breakpoint slots"));
+    }
+    if (b > slots->free && flags.Given(&Flags::breakpoints)) {
+      return flags.Reject(&Flags::breakpoints, absl::StrJoin(f.breakpoints, ","),
+                          absl::StrCat(b, " breakpoints asked for, but ", slots->Describe(),
+                                       "; free them or ask for at most ", slots->free));
     }
   }
   // Values a user asked for that cannot fit are a usage error; defaults that do not fit

@@ -161,11 +161,11 @@ TEST_F(BreakpointHygieneTest, EachBenchmarkLeavesProcessAsFound) {
 // skip with the kernel's reason, and still leave nothing behind (the enable family has
 // already pinned the thread when its open fails).
 TEST_F(BreakpointHygieneTest, SkipsWhenSlotsAreTakenAndLeavesProcessAsFound) {
-  absl::StatusOr<int> slots = ProbeBreakpointSlots();
+  absl::StatusOr<BreakpointSlots> slots = ProbeBreakpointSlots();
   ASSERT_TRUE(slots.ok()) << slots.status();
   static volatile char taken[64];
   std::vector<PerfEvent> held;
-  for (int i = 0; i < *slots; ++i) {
+  for (int i = 0; i < slots->free; ++i) {
     BreakpointSpec spec;
     spec.address = &taken[i];
     absl::StatusOr<PerfEvent> event = PerfEvent::Open(BreakpointAttr(spec), 0, -1);

@@ -48,7 +48,7 @@ TEST(EventOpenBinary, JsonHasTheCounters) {
                 "--benchmark_min_time=0.002"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   ASSERT_TRUE(run.json.ok()) << run.json.status() << "\n" << run.out;
-  EXPECT_NE(run.context.Find("perf_event_paranoid"), nullptr);
+  EXPECT_TRUE(run.context.contains("perf_event_paranoid"));
   std::vector<std::string> names = run.names();
   // 3 strategies x 2 kinds x 3 phase plans x 2 loads (0, all), then 2 lookups.
   EXPECT_EQ(CountPrefix(names, "BM_EventOpen/"), 36);

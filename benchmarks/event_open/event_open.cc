@@ -144,8 +144,7 @@ const FlagList<Flags> flags(
         IntListFlag(&Flags::events, "event_open_events", 1, 100000,
                     "events opened on every CPU (and names resolved by BM_PmuResolve)")
             .Default("1,100,700")
-            .Quick("100")
-            .Was("events"),
+            .Quick("100"),
         ChoiceListFlag(&Flags::strategies, "event_open_strategy",
                        ChoicesOf({GridOrder::kEventMajor, GridOrder::kCpuMajor,
                                   GridOrder::kParallel},
@@ -153,20 +152,17 @@ const FlagList<Flags> flags(
                        "order of the per-CPU event operations: event_major (for each event, "
                        "each CPU), cpu_major (move to each CPU, then its events), parallel (a "
                        "pinned worker per CPU)")
-            .Default("event_major,cpu_major,parallel")
-            .Was("strategy"),
+            .Default("event_major,cpu_major,parallel"),
         ParsedFlag<Flags, std::vector<int>>(&Flags::cpus, "event_open_cpus",
                                             "a CPU list (0-3,6) of online CPUs", ParseOnlineCpus,
                                             "CPUs to open events on")
-            .DefaultMeans("every online CPU (with --plan_cpus=N: 0..N-1)")
-            .Was("cpus"),
+            .DefaultMeans("every online CPU (with --plan_cpus=N: 0..N-1)"),
         ParsedFlag<Flags, std::vector<std::string>>(
             &Flags::kinds, "event_open_event_kinds",
             "software events by perf name (cpu-clock, dummy, ...) or tracepoints subsystem:name",
             ParseEventKinds, "kinds of event to open")
             .Default("cpu-clock,dummy,sched:sched_switch")
-            .Quick("cpu-clock")
-            .Was("event_kinds"),
+            .Quick("cpu-clock"),
         ChoiceListFlag(&Flags::phases, "event_open_phases",
                        ChoiceTable<PhasePlan>{{"open", PhasePlan::kOpen},
                                               {"open_enabled", PhasePlan::kOpenEnabled},
@@ -175,12 +171,10 @@ const FlagList<Flags> flags(
                        "open_enabled (opening enabled events, as perf record), lifecycle "
                        "(open, enable, read, disable, close)")
             .Default("open,open_enabled,lifecycle")
-            .Quick("open_enabled,lifecycle")
-            .Was("phases"),
+            .Quick("open_enabled,lifecycle"),
         IntListFlag(&Flags::group_sizes, "event_open_group_size", 1, 1024,
                     "1: independent events; N > 1: weak groups of N events ({...}:W)")
-            .Default("1")
-            .Was("group_size"),
+            .Default("1"),
         IntListFlag(&Flags::loads, "event_open_load", 0, 4096,
                     "spinning threads pinned to the CPUs while BM_EventOpen runs, at most one "
                     "per CPU of --event_open_cpus; all: one per CPU",
@@ -188,20 +182,17 @@ const FlagList<Flags> flags(
             .Values("integers 0..C (the CPUs the events are opened on) or all, as a list (0,4 or "
                     "1-8)")
             .Default("0,all")
-            .Quick("0")
-            .Was("load"),
+            .Quick("0"),
         ParsedFlag<Flags, std::vector<std::string>>(
             &Flags::pmu_events, "event_open_pmu_events",
             "event names as for perf -e, comma-separated (msr/tsc/,software/config=0/)",
             ParsePmuEvents, "event names BM_PmuResolve resolves through sysfs")
-            .DefaultMeans("every alias of every PMU, pmu/config=0/ for PMUs without")
-            .Was("pmu_events"),
+            .DefaultMeans("every alias of every PMU, pmu/config=0/ for PMUs without"),
         ChoiceListFlag(&Flags::lookups, "event_open_pmu_lookup",
                        ChoicesOf({PmuCaching::kPerEvent, PmuCaching::kPerPmu}, PmuCachingName),
                        "BM_PmuResolve's sysfs reads: per_event (load the PMU for every event), "
                        "per_pmu (once per PMU)")
-            .Default("per_event,per_pmu")
-            .Was("pmu_lookup"),
+            .Default("per_event,per_pmu"),
     });
 
 struct OpenParams {
@@ -266,6 +257,20 @@ std::string DescribeNotes(const GridNotes& notes) {
   return label;
 }
 
+// The grid's CPUs outside the affinity this process was given (taskset, sched_setaffinity
+// by its parent): cpu_major and parallel run there anyway, since the experiment is opening
+// on each CPU from that CPU, and the row must say so. A cpuset that forbids them shows up
+// as refused affinity instead.
+std::vector<int> OutsideGivenAffinity(const std::vector<int>& cpus) {
+  absl::StatusOr<CpuMask> given = GetAffinity();
+  std::vector<int> outside;
+  if (!given.ok()) return outside;
+  for (int cpu : cpus) {
+    if (!given->IsSet(cpu)) outside.push_back(cpu);
+  }
+  return outside;
+}
+
 void BM_EventOpen(benchmark::State& state, OpenParams params) {
   Capabilities caps = ProbeCapabilities();
   if (SkipIfError(state, caps.RequireSystemWide())) return;
@@ -303,6 +308,9 @@ void BM_EventOpen(benchmark::State& state, OpenParams params) {
   double phase_seconds[kNumPhases] = {};
   KernelCost cost;  // summed over the iterations' timed phases
   GridNotes notes;
+  const std::vector<int> outside = params.order == GridOrder::kEventMajor
+                                       ? std::vector<int>{}
+                                       : OutsideGivenAffinity(params.cpus);
   for (auto _ : state) {
     EventGrid grid(spec, params.order, workers.get());
     if (!StartOrSkip(state, meter)) return;
@@ -341,7 +349,19 @@ void BM_EventOpen(benchmark::State& state, OpenParams params) {
   if (params.group_size > 1) {
     state.counters["weak_fallbacks"] = static_cast<double>(notes.weak_group_fallbacks);
   }
-  if (std::string label = DescribeNotes(notes); !label.empty()) state.SetLabel(label);
+  std::string label = DescribeNotes(notes);
+  std::vector<int> left;  // those it really moved to: a refused CPU is said above
+  for (int cpu : outside) {
+    if (std::find(notes.affinity_refused.begin(), notes.affinity_refused.end(), cpu) ==
+        notes.affinity_refused.end()) {
+      left.push_back(cpu);
+    }
+  }
+  if (!left.empty()) {
+    absl::StrAppend(&label, label.empty() ? "" : "; ", "ran on CPU(s) ", FormatCpuList(left),
+                    ", outside the affinity it was given (taskset), to open there");
+  }
+  if (!label.empty()) state.SetLabel(label);
 }
 
 // Counts what the resolver asks of sysfs.

@@ -8,20 +8,22 @@
 #include "benchmarks/harness/profile_support.h"
 #include "lib/errno_status.h"
 #include "lib/flags.h"
+#include "lib/json_string.h"
 
 namespace perfscale {
 namespace {
 
 Flag& attribution_flag = DefineFlag(
-    FlagInfo{"attribution",
-             "suite",
-             "count what the benchmark's own tasks cause (ipis_sent, xcalls, lock_contended, "
-             "lock_wait_us, ctx_switches, cpu_migrations, page_faults per op)",
-             "true or false",
-             "true (false before Linux 6.4, and for BM_BreakpointThread)",
-             "",
-             /*is_bool=*/true,
-             {}},
+    FlagInfo{
+        "attribution",
+        "suite",
+        "count what the benchmark's own tasks cause (ipis_sent, xcalls, lock_contended, "
+        "lock_wait_us, ctx_switches, cpu_migrations, page_faults per op)",
+        "true or false",
+        "true (false before Linux 6.4, and for BM_BreakpointThread)",
+        "",
+        /*is_bool=*/true,
+    },
     "true");
 
 Flag& count_syscalls_flag =
@@ -38,7 +40,7 @@ TaskCounters::Options CounterOptions() {
 
 // Before Linux 6.4 the IPI and cross-call tracepoints do not exist, so there attribution
 // is off unless --attribution=true asks for it. (It was also blamed for Debian 6.1 guests
-// that soft-locked; that lockup is QEMU's multi-threaded TCG, see the README's "Guests
+// that soft-locked; that lockup is QEMU's multi-threaded TCG, see docs/vm.md, "Guests
 // that lock up", and `vm` avoids it.)
 bool KernelPredatesAttribution() {
   struct utsname kernel;
@@ -51,23 +53,6 @@ bool KernelPredatesAttribution() {
 
 bool AttributionOn() {
   return attribution_flag.is_set() ? attribution_flag.bool_value() : !KernelPredatesAttribution();
-}
-
-std::string JsonString(absl::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof(escaped), "\\u%04x", c);
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
 }
 
 }  // namespace

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "benchmark/benchmark.h"
 #include "benchmarks/harness/bench_support.h"
@@ -28,6 +30,21 @@
 #include "lib/interrupt_cleanup.h"
 
 namespace {
+
+// The ways out besides 0: a usage error (2) is a bad flag or a machine that cannot do what
+// was asked, found before any benchmark ran; a failure (1) is a result lost after the run.
+constexpr int kUsageError = 2;
+constexpr int kFailed = 1;
+
+// "<program>: <message>" on stderr; returns `code` for main to return.
+int Exit(int code, const char* program, absl::string_view message) {
+  std::fprintf(stderr, "%s: %.*s\n", program, static_cast<int>(message.size()), message.data());
+  return code;
+}
+
+int UsageError(const char* program, absl::string_view message) {
+  return Exit(kUsageError, program, message);
+}
 
 bool WantsHelp(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
@@ -69,8 +86,7 @@ int main(int argc, char** argv) {
   }
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (absl::Status checked = perfscale::CheckBenchmarkFlags(args); !checked.ok()) {
-    std::fprintf(stderr, "%s: %s\n", argv[0], std::string(checked.message()).c_str());
-    return 2;
+    return UsageError(argv[0], checked.message());
   }
   // perfscale keeps --benchmark_out whole itself (result_file.h): Google Benchmark gets
   // /dev/null to write, so it neither truncates the file early nor leaves it half done.
@@ -96,31 +112,23 @@ int main(int argc, char** argv) {
   request.list_only = list_only;
   benchmark::Initialize(&argc, argv);  // exits after printing its help for --help
   if (absl::Status parsed = perfscale::ParseFlags(argc, argv); !parsed.ok()) {
-    std::fprintf(stderr, "%s: %s\n", argv[0], std::string(parsed.message()).c_str());
-    return 2;
+    return UsageError(argv[0], parsed.message());
   }
   if (absl::Status injection = perfscale::CheckSyscallInjectionFlags(); !injection.ok()) {
-    std::fprintf(stderr, "%s: %s\n", argv[0], std::string(injection.message()).c_str());
-    return 2;
+    return UsageError(argv[0], injection.message());
   }
   perfscale::SetRunSelection(benchmark::GetBenchmarkFilter(), list_only);
   if (absl::Status profiling = perfscale::SetUpProfiling(args); !profiling.ok()) {
-    std::fprintf(stderr, "%s: %s\n", argv[0], std::string(profiling.message()).c_str());
-    return 2;
+    return UsageError(argv[0], profiling.message());
   }
   for (const perfscale::Family& family : perfscale::Families()) {
     if (absl::Status registered = family.register_benchmarks(); !registered.ok()) {
-      std::fprintf(stderr, "%s: %s: %s\n", argv[0], family.name.c_str(),
-                   std::string(registered.message()).c_str());
-      return 2;
+      return UsageError(argv[0], absl::StrCat(family.name, ": ", registered.message()));
     }
   }
   const std::string filter = benchmark::GetBenchmarkFilter();
   absl::StatusOr<perfscale::SuitePlan> plan = perfscale::PlanSuite(request);
-  if (!plan.ok()) {
-    std::fprintf(stderr, "%s: %s\n", argv[0], std::string(plan.status().message()).c_str());
-    return 2;
-  }
+  if (!plan.ok()) return UsageError(argv[0], plan.status().message());
   std::fputs(plan->text.c_str(), stderr);
   if (perfscale::PlanOnly()) return 0;
   perfscale::InstallInterruptCleanup();
@@ -135,9 +143,8 @@ int main(int argc, char** argv) {
     absl::StatusOr<std::unique_ptr<perfscale::SyscallInjector>> started =
         perfscale::StartSyscallInjection();
     if (!started.ok()) {
-      std::fprintf(stderr, "%s: --inject_syscall_events: %s\n", argv[0],
-                   std::string(started.status().message()).c_str());
-      return 2;
+      return UsageError(argv[0],
+                        absl::StrCat("--inject_syscall_events: ", started.status().message()));
     }
     injector = *std::move(started);
   }
@@ -161,20 +168,16 @@ int main(int argc, char** argv) {
   perfscale::SetStartListener(nullptr);
   benchmark::Shutdown();
   if (matched == 0) {
-    std::fprintf(stderr,
-                 "%s: --benchmark_filter=%s: no benchmark matches (--benchmark_list_tests lists "
-                 "them)\n",
-                 argv[0], filter.c_str());
-    return 2;
+    return UsageError(argv[0], absl::StrCat("--benchmark_filter=", filter,
+                                            ": no benchmark matches (--benchmark_list_tests "
+                                            "lists them)"));
   }
   if (result_file != nullptr && !result_file->status().ok()) {
-    std::fprintf(stderr, "%s: --benchmark_out=%s: %s\n", argv[0], out_path.c_str(),
-                 std::string(result_file->status().message()).c_str());
-    return 1;
+    return Exit(kFailed, argv[0],
+                absl::StrCat("--benchmark_out=", out_path, ": ", result_file->status().message()));
   }
   if (absl::Status written = perfscale::FinishProfiling(); !written.ok()) {
-    std::fprintf(stderr, "%s: --profile: %s\n", argv[0], std::string(written.message()).c_str());
-    return 1;
+    return Exit(kFailed, argv[0], absl::StrCat("--profile: ", written.message()));
   }
   return 0;
 }

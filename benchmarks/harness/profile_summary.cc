@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "lib/json_string.h"
 
 namespace perfscale {
 namespace {
@@ -143,23 +144,6 @@ std::string FormatProfile(const ProfileSummary& summary, size_t lines) {
     ++shown;
   }
   return out;
-}
-
-std::string JsonString(const std::string& text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20 || c >= 0x7f) {
-      // Symbol names are ASCII; anything else is escaped byte by byte so the file is
-      // always valid JSON.
-      out += absl::StrFormat("\\u%04x", c);
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
 }
 
 std::string ProfileSummaryJson(const ProfileSummary& summary) {

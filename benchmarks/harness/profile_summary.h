@@ -68,9 +68,6 @@ std::string FormatProfile(const ProfileSummary& summary, size_t lines);
 // "children": 0.95, "self_samples": ..., "children_samples": ...}, ...]} (no newline).
 std::string ProfileSummaryJson(const ProfileSummary& summary);
 
-// A JSON string literal of `text`, quotes included.
-std::string JsonString(const std::string& text);
-
 }  // namespace perfscale
 
 #endif  // PERFSCALE_BENCHMARKS_HARNESS_PROFILE_SUMMARY_H_

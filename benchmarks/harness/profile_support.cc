@@ -12,6 +12,7 @@
 #include "benchmarks/harness/cpu_profiler.h"
 #include "benchmarks/harness/profile_summary.h"
 #include "lib/flags.h"
+#include "lib/json_string.h"
 #include "lib/symbols.h"
 
 namespace perfscale {
@@ -126,6 +127,19 @@ void PauseProfile() {
   if (absl::Status disabled = Active()->Disable(); !disabled.ok()) Note(ActiveName(), disabled);
 }
 
+namespace {
+
+// kernel.perf_event_max_sample_rate, or 0 where it cannot be read. Above it the kernel
+// throttles a sampling event (PERF_RECORD_THROTTLE, until the next tick): fewer samples
+// than the rate asked for, and nothing says so.
+int64_t MaxSampleRate() {
+  std::ifstream in("/proc/sys/kernel/perf_event_max_sample_rate");
+  int64_t rate = 0;
+  return in >> rate ? rate : 0;
+}
+
+}  // namespace
+
 absl::Status SetUpProfiling(const std::vector<std::string>& args) {
   absl::StatusOr<int64_t> hz = ParseInt(profile_hz_flag.value(), 1, 100000);
   if (!hz.ok()) return profile_hz_flag.Reject(profile_hz_flag.value(), hz.status());
@@ -133,6 +147,18 @@ absl::Status SetUpProfiling(const std::vector<std::string>& args) {
   settings.on = profile_flag.bool_value();
   settings.hz = static_cast<int>(*hz);
   if (!settings.on) return absl::OkStatus();
+  if (const int64_t max_rate = MaxSampleRate(); max_rate > 0 && *hz > max_rate) {
+    if (profile_hz_flag.is_set()) {
+      return profile_hz_flag.Reject(
+          profile_hz_flag.value(),
+          absl::InvalidArgumentError(absl::StrCat(
+              "above kernel.perf_event_max_sample_rate (", max_rate,
+              "), where the kernel throttles the profile silently; ask for at most ", max_rate,
+              " or raise it: sudo sysctl kernel.perf_event_max_sample_rate=", *hz)));
+    }
+    // The default: the fastest rate the kernel keeps, said in the header.
+    settings.hz = static_cast<int>(max_rate);
+  }
   settings.path = profile_out_flag.value().empty() ? DefaultPath(args) : profile_out_flag.value();
   // Fail before anything runs, not after an hour of benchmarks; a file the probe
   // created is removed again, so an interrupted run leaves nothing behind.
@@ -164,6 +190,12 @@ absl::Status FinishProfiling() {
                                   " Hz, kernel+user callchains): ", settings.path, "\n");
   if (!kernel_status.ok()) {
     absl::StrAppend(&text, "  kernel symbols missing: ", kernel_status.message(), "\n");
+  }
+  // The kernel lowers the limit itself when sampling interrupts take too long.
+  if (const int64_t max_rate = MaxSampleRate(); max_rate > 0 && max_rate < settings.hz) {
+    absl::StrAppend(&text, "  throttled: the kernel lowered perf_event_max_sample_rate to ",
+                    max_rate, " during the run, so fewer than ", settings.hz,
+                    " samples per second were kept\n");
   }
   bool first = true;
   for (const BenchmarkProfile& profile : Profiles()) {

@@ -114,64 +114,52 @@ const FlagList<Flags> flags(
                     "synthesis workers")
             .Default("1..2xCPUs (every count up to 8; powers of two, CPUs and 2xCPUs beyond)",
                      DefaultWorkers)
-            .Quick("1,CPUs", [](const FlagEnv& env) { return absl::StrCat("1,", env.cpus); })
-            .Was("synth_workers"),
+            .Quick("1,CPUs", [](const FlagEnv& env) { return absl::StrCat("1,", env.cpus); }),
         ChoiceListFlag(&Flags::strategies, "synthesize_strategy",
                        ChoicesOf({OutputStrategy::kMutex, OutputStrategy::kAtomic,
                                   OutputStrategy::kPerWorker},
                                  OutputStrategyName),
                        "how records reach the output: mutex (a lock per record, perf record), "
                        "atomic (a fetch_add reserves the bytes), per_worker (private buffers)")
-            .Default("mutex,atomic,per_worker")
-            .Was("synth_strategy"),
+            .Default("mutex,atomic,per_worker"),
         ChoiceListFlag(&Flags::workloads, "synthesize_workload",
                        ChoiceTable<Workload>{{"controlled", Workload::kControlled},
                                              {"system", Workload::kSystem}},
                        "what is synthesized: controlled (a child process tree) or system (all "
                        "of /proc)")
             .Default("controlled,system")
-            .Quick("controlled")
-            .Was("synth_workload"),
+            .Quick("controlled"),
         ChoiceListFlag(&Flags::sinks, "synthesize_sink",
                        ChoicesOf({OutputSink::kMemory, OutputSink::kFile}, OutputSinkName),
                        "where records go: memory, or file (write(2) under --synthesize_dir)")
             .Default("memory,file")
-            .Quick("memory")
-            .Was("synth_sink"),
+            .Quick("memory"),
         IntFlag(&Flags::processes, "synthesize_processes", 1, kMaxTreeProcesses,
                 "processes of the controlled workload")
-            .Default("100")
-            .Was("synth_processes"),
+            .Default("100"),
         IntFlag(&Flags::threads, "synthesize_threads", 1, kMaxTreeThreads,
                 "tasks per process of the controlled workload, main thread included")
-            .Default("10")
-            .Was("synth_threads"),
+            .Default("10"),
         IntFlag(&Flags::exec_maps, "synthesize_exec_maps", 0, kMaxTreeMappings,
                 "executable mappings each controlled process adds")
-            .Default("16")
-            .Was("synth_exec_maps"),
+            .Default("16"),
         IntFlag(&Flags::data_maps, "synthesize_data_maps", 0, kMaxTreeMappings,
                 "data mappings each controlled process adds (synthesized only with "
                 "--synthesize_data)")
-            .Default("16")
-            .Was("synth_data_maps"),
+            .Default("16"),
         BoolFlag(&Flags::data, "synthesize_data",
-                 "also synthesize readable data mappings (perf record --data)")
-            .Was("synth_data"),
+                 "also synthesize readable data mappings (perf record --data)"),
         BoolFlag(&Flags::namespaces, "synthesize_namespaces",
-                 "also synthesize NAMESPACES records (perf record --namespaces)")
-            .Was("synth_namespaces"),
+                 "also synthesize NAMESPACES records (perf record --namespaces)"),
         ChoiceFlag(&Flags::comm, "synthesize_comm",
                    ChoiceTable<CommSource>{{"status", CommSource::kStatus},
                                            {"comm", CommSource::kCommFile}},
                    "where COMM names come from: status (its Name: line, as perf) or comm (the "
                    "comm file too)")
-            .Default("status")
-            .Was("synth_comm"),
+            .Default("status"),
         ParsedFlag<Flags, std::string>(&Flags::dir, "synthesize_dir", "a writable directory",
                                        ParseDir, "directory for the file sink")
-            .Default("$TMPDIR or /tmp", [](const FlagEnv&) { return ScratchFile::DefaultDir(); })
-            .Was("synth_dir"),
+            .Default("$TMPDIR or /tmp", [](const FlagEnv&) { return ScratchFile::DefaultDir(); }),
     });
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {

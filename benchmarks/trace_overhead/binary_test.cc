@@ -13,13 +13,14 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "lib/capabilities.h"
+#include "nlohmann/json.hpp"
+#include "testing/common/benchmark_json.h"
 #include "testing/common/family_harness.h"
 
 namespace perfscale {
 namespace {
 
-using ::perfscale::testing::Json;
-using ::perfscale::testing::ParseJson;
+using ::perfscale::testing::ParseBenchmarkJson;
 
 using Result = ::perfscale::testing::CommandResult;
 using ::perfscale::testing::BadFlag;
@@ -206,15 +207,15 @@ TEST_F(TraceOverheadBinaryTest, RingBuffersOverTheMlockLimitExitTwo) {
       "--benchmark_min_time=0.01 --benchmark_format=json");
   Result defaulted = RunCommand({"/bin/sh", "-c", by_default});
   ASSERT_EQ(defaulted.exit_code, 0) << defaulted.err;
-  absl::StatusOr<Json> doc = ParseJson(defaulted.out);
+  absl::StatusOr<nlohmann::json> doc = ParseBenchmarkJson(defaulted.out);
   ASSERT_TRUE(doc.ok()) << doc.status() << defaulted.out;
-  const Json* benchmarks = doc->Find("benchmarks");
-  ASSERT_NE(benchmarks, nullptr);
-  ASSERT_EQ(benchmarks->array.size(), 2u);
-  const Json& recorded = benchmarks->array[1];
-  ASSERT_NE(recorded.Find("error_occurred"), nullptr);
-  EXPECT_TRUE(recorded.Find("error_occurred")->boolean);
-  const std::string& why = recorded.Find("error_message")->string;
+  ASSERT_TRUE(doc->contains("benchmarks")) << defaulted.out;
+  const nlohmann::json& benchmarks = doc->at("benchmarks");
+  ASSERT_EQ(benchmarks.size(), 2u);
+  const nlohmann::json& recorded = benchmarks[1];
+  ASSERT_TRUE(recorded.contains("error_occurred"));
+  EXPECT_EQ(recorded.at("error_occurred"), true);
+  std::string why = recorded.value("error_message", "");
   EXPECT_TRUE(absl::StrContains(why, "SKIPPED: the default --trace_overhead_ring_pages=1024"))
       << why;
   EXPECT_TRUE(absl::StrContains(why, "RLIMIT_MEMLOCK 64 KiB")) << why;

@@ -113,35 +113,30 @@ const FlagList<Flags> flags(
                        "tracepoint sets recorded during the pipe ping-pong (set custom is added "
                        "by --trace_overhead_tracepoints)")
             .Default("none,lock,sched,syscalls")
-            .Quick("none,sched")
-            .Was("trace_sets"),
+            .Quick("none,sched"),
         ParsedFlag<Flags, std::vector<std::string>>(
             &Flags::tracepoints, "trace_overhead_tracepoints",
             "comma-separated subsystem:event names", ParseTracepointList,
             "the tracepoints of an extra set custom, e.g. irq:irq_handler_entry")
-            .DefaultMeans("(none)")
-            .Was("tracepoints"),
+            .DefaultMeans("(none)"),
         ChoiceListFlag(&Flags::callchains, "trace_overhead_callchains",
                        ChoiceTable<bool>{{"off", false}, {"on", true}},
                        "record callchains (frame pointer, depth 8)")
             .Default("off,on")
-            .Quick("off")
-            .Was("callchains"),
+            .Quick("off"),
         ChoiceListFlag(&Flags::scopes, "trace_overhead_scope",
                        ChoiceTable<TraceScope>{{"cpu", TraceScope::kSystemWide},
                                                {"task", TraceScope::kTask}},
                        "what is recorded: cpu (system-wide, perf record -a) or task (the "
                        "ping-pong tasks, inherited, perf record -- cmd)")
             .Default("cpu,task")
-            .Quick("cpu")
-            .Was("trace_scope"),
+            .Quick("cpu"),
         ChoiceListFlag(&Flags::tasks, "trace_overhead_tasks",
                        ChoiceTable<PipePingPong::Peer>{{"processes", PipePingPong::Peer::kProcess},
                                                        {"threads", PipePingPong::Peer::kThread}},
                        "the ping-pong peer: processes (fork, perf bench's default) or threads "
                        "(perf bench -T)")
-            .Default("processes")
-            .Was("pingpong_tasks"),
+            .Default("processes"),
         // Unpinned is perf bench's way, and its figure swings with where the scheduler
         // puts the two tasks (one CPU or two: on a VM, 8 us or 70 us a round trip);
         // same_cpu is the stable figure an overhead is best read from, so both run.
@@ -149,29 +144,25 @@ const FlagList<Flags> flags(
                        "where the ping-pong tasks run: unpinned (perf bench), same_cpu (both on "
                        "one CPU), other_cpus (one CPU each)")
             .Default("unpinned,same_cpu")
-            .Quick("same_cpu")
-            .Was("pingpong_placement"),
+            .Quick("same_cpu"),
         ChoiceListFlag(&Flags::recorders, "trace_overhead_recorder",
                        ChoiceTable<Recorder>{{"ring", Recorder::kRing}, {"bpf", Recorder::kBpf}},
                        "how the sets are recorded: ring (perf record's ring buffers, drained by "
                        "a thread) or bpf (BPF programs aggregating in kernel maps, perf lock "
                        "contention --use-bpf)")
-            .Default("ring,bpf")
-            .Was("trace_recorder"),
+            .Default("ring,bpf"),
         IntFlag(&Flags::ring_pages, "trace_overhead_ring_pages", 1,
                 static_cast<int64_t>(kMaxRingPages),
                 "data pages per CPU ring buffer, a power of two (perf lock record -m 1024: 4 "
                 "MiB)")
             .Values(absl::StrCat("a power of two 1..", kMaxRingPages))
-            .Default("1024")
-            .Was("ring_pages"),
+            .Default("1024"),
         ChoiceListFlag(&Flags::sinks, "trace_overhead_sink",
                        ChoiceTable<TraceSink>{{"discard", TraceSink::kDiscard},
                                               {"file", TraceSink::kFile}},
                        "what the reader does with the records: discard, or file (an unlinked "
                        "temp file in $TMPDIR, like perf.data)")
-            .Default("discard")
-            .Was("trace_sink"),
+            .Default("discard"),
     });
 
 struct Params {

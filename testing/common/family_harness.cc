@@ -9,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "benchmarks/harness/family.h"
 #include "lib/flags.h"
+#include "testing/common/benchmark_json.h"
 
 namespace perfscale {
 namespace testing {
@@ -103,10 +104,10 @@ std::string FamilyBinaryPath(absl::string_view binary) { return RunfilePath(bina
 
 namespace {
 
-const std::string& StringOf(const Json& object, absl::string_view key) {
-  static const std::string* empty = new std::string;
-  const Json* value = object.Find(key);
-  return value != nullptr && value->type == Json::kString ? value->string : *empty;
+// The member `key` of `object` when it is a string, else "".
+std::string StringOf(const nlohmann::json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
 }  // namespace
@@ -120,25 +121,34 @@ BinaryRun RunFamilyBinary(absl::string_view binary, const std::vector<std::strin
     run.json = absl::FailedPreconditionError(absl::StrCat("exit code ", run.exit_code));
     return run;
   }
-  run.json = ParseJson(run.out);
+  run.json = ParseBenchmarkJson(run.out);
   if (!run.json.ok()) return run;
-  if (const Json* context = run.json->Find("context"); context != nullptr) run.context = *context;
-  const Json* benchmarks = run.json->Find("benchmarks");
-  if (benchmarks == nullptr || benchmarks->type != Json::kArray) {
+  if (!run.json->is_object()) {
+    run.json = absl::InvalidArgumentError("not a JSON object");
+    return run;
+  }
+  if (auto context = run.json->find("context");
+      context != run.json->end() && context->is_object()) {
+    run.context = *context;
+  }
+  auto benchmarks = run.json->find("benchmarks");
+  if (benchmarks == run.json->end() || !benchmarks->is_array()) {
     run.json = absl::InvalidArgumentError("no \"benchmarks\" array");
     return run;
   }
-  for (const Json& entry : benchmarks->array) {
+  for (const nlohmann::json& entry : *benchmarks) {
     BenchmarkResult result;
     result.name = StringOf(entry, "name");
     result.error_message = StringOf(entry, "error_message");
     result.label = StringOf(entry, "label");
     result.time_unit = StringOf(entry, "time_unit");
-    if (const Json* error = entry.Find("error_occurred"); error != nullptr) {
-      result.error = error->boolean;
+    if (auto error = entry.find("error_occurred"); error != entry.end() && error->is_boolean()) {
+      result.error = error->get<bool>();
     }
-    for (const auto& [key, value] : entry.object) {
-      if (value.type == Json::kNumber) result.numbers[key] = value.number;
+    if (entry.is_object()) {
+      for (const auto& [key, value] : entry.items()) {
+        if (value.is_number()) result.numbers[key] = value.get<double>();
+      }
     }
     run.benchmarks.push_back(std::move(result));
   }

@@ -31,7 +31,7 @@
 #include "absl/strings/string_view.h"
 #include "benchmark/benchmark.h"
 #include "gtest/gtest.h"
-#include "testing/common/mini_json.h"
+#include "nlohmann/json.hpp"
 #include "testing/common/process_state.h"
 #include "testing/common/run_command.h"
 
@@ -105,8 +105,8 @@ struct BenchmarkResult {
 };
 
 struct BinaryRun : CommandResult {
-  absl::StatusOr<Json> json = absl::UnknownError("not parsed");
-  Json context;                             // the JSON's "context"
+  absl::StatusOr<nlohmann::json> json = absl::UnknownError("not parsed");
+  nlohmann::json context = nlohmann::json::object();  // the JSON's "context"
   std::vector<BenchmarkResult> benchmarks;  // in output order
   std::vector<std::string> names() const;
 };

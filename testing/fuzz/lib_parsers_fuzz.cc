@@ -52,8 +52,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
-  std::vector<std::string> notices;  // old flag names: kept off stderr
-  perfscale::ParseFlags(static_cast<int>(argv.size()), argv.data(), &notices).IgnoreError();
+  perfscale::ParseFlags(static_cast<int>(argv.size()), argv.data()).IgnoreError();
   perfscale::DetectHypervisor(text, text);
   perfscale::ResolveGitHead([text](const std::string&) -> absl::StatusOr<std::string> {
     return std::string(text);

@@ -14,6 +14,8 @@
 #include "benchmarks/synthesize/perf_records.h"
 #include "benchmarks/synthesize/proc_maps.h"
 #include "benchmarks/synthesize/proc_status.h"
+#include "benchmarks/uprobe/elf_offset.h"
+#include "benchmarks/uprobe/uprobe_pmu.h"
 #include "lib/symbols.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -31,6 +33,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   perfscale::ParseKallsyms(text).IgnoreError();
   absl::Span<const uint8_t> bytes(data, size);
   perfscale::ParseElfFunctions(bytes).IgnoreError();
+  // A uprobe's file offset: any address the bytes' program headers may or may not hold.
+  uint64_t vaddr = 0;
+  if (size > 0) std::memcpy(&vaddr, data, size < sizeof(vaddr) ? size : sizeof(vaddr));
+  perfscale::ElfFileOffset(bytes, vaddr).IgnoreError();
+  perfscale::ElfFileOffset(bytes, 0x401000).IgnoreError();
+  perfscale::ParseConfigBit(text).IgnoreError();
   perfscale::ParseProfileSample(bytes).IgnoreError();
   // The bytes as one callchain, context markers and all.
   std::vector<uint64_t> chain(size / 8);

@@ -1,6 +1,6 @@
 """A new machine as CI gets it: the kernel has tracefs, nothing has mounted it. Each case
 runs in its own private mount namespace (the host's mounts are never touched) with
-tracefs and debugfs unmounted, and checks what the README promises there:
+tracefs and debugfs unmounted, and checks what the documentation promises there:
 - as root, the quick suite mounts tracefs itself, once, says so, and measures
   BM_PipePingPong with recorded sets (none skipped);
 - as root, the tests that need tracefs pass there, none skipped;

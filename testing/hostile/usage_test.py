@@ -35,20 +35,6 @@ def perfscale_flags():
     return sorted(set(re.findall(r"^  --([a-z_]+)$", perfscale_help(), re.M)))
 
 
-def old_names():
-    """{old name: new name}, from --help ("      old name: --x" under its flag)."""
-    renamed = {}
-    flag = None
-    for line in perfscale_help().splitlines():
-        match = re.match(r"^  --([a-z_]+)$", line)
-        if match:
-            flag = match.group(1)
-        match = re.match(r"^      old name: --([a-z_]+)$", line)
-        if match:
-            renamed[match.group(1)] = flag
-    return renamed
-
-
 class UsageErrors(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="perfscale-usage-")
@@ -123,7 +109,7 @@ class UsageErrors(unittest.TestCase):
         flags = perfscale_flags()
         self.assertIn("breakpoint_breakpoints", flags)
         self.assertIn("event_open_events", flags)
-        for name in flags + sorted(old_names()):
+        for name in flags:
             with self.subTest(flag=name):
                 self.assertUsageError(run("--%s=" % name, "--benchmark_list_tests"), "--" + name)
 
@@ -144,7 +130,7 @@ class UsageErrors(unittest.TestCase):
                                       "(allowed: " + allowed)
 
     def test_every_family_flag_carries_its_family_prefix(self):
-        families = ["breakpoint", "event_open", "synthesize", "trace_overhead"]
+        families = ["breakpoint", "event_open", "synthesize", "trace_overhead", "uprobe"]
         groups = re.findall(r"^([a-z_]+) flags:$", perfscale_help(), re.M)
         self.assertEqual(groups, ["suite"] + families)
         for name in perfscale_flags():
@@ -153,24 +139,14 @@ class UsageErrors(unittest.TestCase):
             group = re.findall(r"^([a-z_]+) flags:$", section, re.M)[-1]
             self.assertEqual(owner, [] if group == "suite" else [group], name)
 
-    def test_old_names_work_with_one_notice_naming_the_new_flag(self):
-        renamed = old_names()
-        self.assertEqual(renamed["threads"], "breakpoint_threads")
-        self.assertEqual(renamed["synth_threads"], "synthesize_threads")
-        self.assertEqual(renamed["pingpong_placement"], "trace_overhead_placement")
-        old = run("--passive=0", "--active=1", "--placement=unpinned", "--benchmark_list_tests",
-                  "--benchmark_filter=BM_BreakpointEnable")
-        new = run("--breakpoint_passive=0", "--breakpoint_active=1",
-                  "--breakpoint_placement=unpinned", "--benchmark_list_tests",
-                  "--benchmark_filter=BM_BreakpointEnable")
-        self.assertEqual(old.returncode, 0, old.stderr[-500:])
-        self.assertEqual(old.stdout, new.stdout)
-        self.assertIn("--passive is deprecated: use --breakpoint_passive", old.stderr)
-        self.assertEqual(old.stderr.count("is deprecated"), 3, old.stderr)
-        self.assertNotIn("deprecated", new.stderr)
-        # A bad value under an old name is rejected naming the new flag.
-        self.assertUsageError(run("--passive=x", "--benchmark_list_tests"),
-                              "--breakpoint_passive=x:")
+    def test_a_family_flag_without_its_prefix_is_unknown(self):
+        # The names before December 2026's rename (`--passive`, `--synth_threads`) are gone:
+        # each is an unknown flag, rejected before anything runs.
+        self.assertNotIn("old name:", perfscale_help())
+        for name in ["passive", "threads", "synth_threads", "pingpong_placement"]:
+            with self.subTest(flag=name):
+                self.assertUsageError(run("--%s=1" % name, "--benchmark_list_tests"),
+                                      "unknown flag --" + name)
 
 
 class FamiliesNotRun(unittest.TestCase):

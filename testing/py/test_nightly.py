@@ -244,7 +244,7 @@ def test_guest_options_are_checked_before_anything_runs(cli, capsys, options, me
 
 
 def test_the_defaults_live_in_the_repositorys_results_folder():
-    # As the README says: results/history.sqlite, results/nightly, results/calibrate and
+    # As docs/gate.md says: results/history.sqlite, results/nightly, results/calibrate and
     # results/trials of the checkout, and an external runner starts from its root (the
     # subpackages' move put them one level too deep, under tools/, for a while).
     from conftest import REPO_ROOT

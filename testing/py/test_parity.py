@@ -185,4 +185,4 @@ def test_trace_overhead_takes_perfs_fixed_cost_out_and_prices_perf_lock():
 def test_parity_wants_one_of_its_families(cli, argv):
     code, _, err = cli("parity", *argv)
     assert code == 2
-    assert "(FAMILY: breakpoint, event_open, synthesize, trace_overhead)" in err
+    assert "(FAMILY: breakpoint, event_open, synthesize, trace_overhead, uprobe)" in err

@@ -194,3 +194,33 @@ def test_plot_needs_results_or_a_history(cli, tmp_path):
     assert exit_info.value.code == 2
     code, _, err = cli("plot", "--history", tmp_path / "none.sqlite", "-o", tmp_path)
     assert code == 2 and "no such history" in err
+
+
+def test_uprobe_headlines_put_threads_and_processes_against_their_base():
+    hit = "BM_UprobeHit/probe:%s/threads:%d/manual_time"
+    attach = "BM_UprobeAttach/probes:16/processes:%d/manual_time"
+    benchmarks = []
+    for name, counters in [
+            (hit % ("uprobe", 1), {"usecs/hit": 1.0, "hits/s": 1e6}),
+            (hit % ("uprobe", 2), {"usecs/hit": 2.0, "hits/s": 1e6}),
+            (hit % ("uprobe", 4), {"usecs/hit": 4.0, "hits/s": 1e6}),
+            (hit % ("none", 1), {"usecs/hit": 0.01, "hits/s": 1e8}),
+            (hit % ("none", 2), {"usecs/hit": 0.01, "hits/s": 2e8}),
+            (attach % 0, {"usecs/probe": 100.0}),
+            (attach % 16, {"usecs/probe": 300.0})]:
+        benchmarks.append(dict({"name": name, "run_name": name, "run_type": "iteration",
+                                "repetitions": 1, "real_time": 5.0, "cpu_time": 5.0,
+                                "time_unit": "us"}, **counters))
+    results = results_io.parse_results(json.dumps({"context": {}, "benchmarks": benchmarks}))
+    by_title = {h.spec.title: h for h in results_headlines.compute(results)}
+    cost = by_title["Uprobe hit cost against threads"]
+    assert cost.header[3] == "usecs/hit"
+    assert sorted([r[0], r[1], r[4]] for r in cost.rows) == [
+        ["probe=none", "threads=2", "1.0x"],
+        ["probe=uprobe", "threads=2", "2.0x"], ["probe=uprobe", "threads=4", "4.0x"]]
+    rate = by_title["Uprobe hits/s against threads"]
+    assert sorted([r[0], r[1], r[4]] for r in rate.rows) == [
+        ["probe=none", "threads=2", "2.00x"],
+        ["probe=uprobe", "threads=2", "1.00x"], ["probe=uprobe", "threads=4", "1.00x"]]
+    attach_rows = by_title["Uprobe attach cost against processes"].rows
+    assert [[r[0], r[1], r[4]] for r in attach_rows] == [["probes=16", "processes=16", "3.0x"]]

@@ -60,7 +60,8 @@ def test_a_plan_writes_nothing_and_says_the_size():
 
 def test_the_families_are_the_binaries_of_benchmarks():
     found = suite.families()
-    assert {"suite", "breakpoint", "event_open", "synthesize", "trace_overhead"} <= set(found)
+    assert {"suite", "breakpoint", "event_open", "synthesize", "trace_overhead",
+            "uprobe"} <= set(found)
     with pytest.raises(suite.UsageError) as error:
         suite.check_family("nope")
     assert "no family 'nope' (one of: " in str(error.value)

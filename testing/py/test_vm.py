@@ -493,7 +493,7 @@ def quick_suite_in_guest(tmp_path, kernel, cpus, clock="real"):
 
     The suite takes 1-3 minutes in these guests under TCG here. A guest that locks up or
     hangs must end cleanly (no QEMU left), and is tried once more, said as a warning
-    (multi-threaded TCG hung them; the default single-threaded TCG has not: README,
+    (multi-threaded TCG hung them; the default single-threaded TCG has not: docs/vm.md,
     "Guests that lock up"); any other failure fails at once, and so do two hangs.
     """
     reason = qemu_missing()
@@ -555,7 +555,7 @@ def test_older_kernel_runs_or_skips_every_family(tmp_path):
     context = results.context
     assert context["kernel_release"].startswith("6.1.0-")
     # Linux 6.1 has no ipi:ipi_send_cpu (6.4+), and attribution is off there by default
-    # (README, "Before Linux 6.4"): the attributed IPI count says why it is missing, and
+    # (docs/counters.md, "Before Linux 6.4"): the attributed IPI count says why it is missing, and
     # the system-wide one stands in, under its own name.
     sources = json.loads(context["counter_sources"])
     assert sources["ipis_sent"].startswith("unavailable: ")

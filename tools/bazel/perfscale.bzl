@@ -1,6 +1,6 @@
 """The stanzas every perfscale package repeats, written once.
 
-- perfscale_cc_library: one component, `foo.h` + `foo.cc` (README: one header, one job).
+- perfscale_cc_library: one component, `foo.h` + `foo.cc` (docs/architecture.md: one header, one job).
 - perfscale_cc_tests: every `*_test.cc` of a package as a cc_test (google/benchmark's
   test/BUILD style): a new test needs no BUILD line unless it needs more than the
   component it tests.
@@ -65,7 +65,7 @@ def perfscale_cc_tests(
     Args:
       size: the size of the package's tests unless `sizes` says otherwise.
       external: tests whose result depends on the running kernel, mounts, sysctls, limits
-        or privileges: tagged `external`, never cached (README).
+        or privileges: tagged `external`, never cached (docs/architecture.md).
       deps: test name -> what it depends on beyond its component.
       data: test name -> data dependencies.
       sizes: test name -> its size.

@@ -32,7 +32,7 @@ COMMANDS = (
     ("plot", "PNG scaling curves, counts against vCPUs (--vs-cpus), history trends"),
     ("report", "one page with the headline figures of a run"),
 )
-PARITY_FAMILIES = ("breakpoint", "event_open", "synthesize", "trace_overhead")
+PARITY_FAMILIES = ("breakpoint", "event_open", "synthesize", "trace_overhead", "uprobe")
 
 
 def usage() -> str:
@@ -46,6 +46,7 @@ def usage() -> str:
 
 
 def main(argv):
+    _reopen_closed_standard_fds()
     # tools/perfscale runs from the repository root; the user's relative paths are
     # relative to where the user was (the modules find the repository by __file__).
     if os.environ.get("PERFSCALE_CWD"):
@@ -77,7 +78,39 @@ def main(argv):
               " ".join(argv[:2] if command == "parity" else argv[:1]),
               file=sys.stderr)
         return 2
-    return module.main(rest)
+    try:
+        return module.main(rest)
+    except KeyboardInterrupt:
+        # The children are gone with the terminal's process group; what is left to say is
+        # that it stopped, not where Python was at that moment.
+        print("perfscale %s: interrupted" % command, file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # our own output's reader went away (`| head`)
+        _quiet_stdout()
+        return 141
+
+
+def _reopen_closed_standard_fds():
+    """Started with stdout (or stdin, stderr) closed (`>&-`): /dev/null in its place, or
+    the first file we or the binary open would become fd 1 and take the table."""
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+            if getattr(sys, name) is None:
+                setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False))
+
+
+def _quiet_stdout():
+    """Points stdout at /dev/null, so that flushing at exit does not fail again."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except OSError:
+        pass
 
 
 if __name__ == "__main__":

@@ -215,8 +215,8 @@ def clock_hint(calibrations, clock):
         return ""
     return ("%d of %d families have no benchmark that can detect a 10%% slowdown on this "
             "host (%s): its timings move more than that between runs. --guest KERNEL runs "
-            "the suite on QEMU's instruction clock, which the host cannot move (README, 'A "
-            "clock the host cannot move')" % (len(blind), len(families), ", ".join(blind)))
+            "the suite on QEMU's instruction clock, which the host cannot move (docs/gate.md, "
+            "'A clock the host cannot move')" % (len(blind), len(families), ", ".join(blind)))
 
 
 def _pct(value):

@@ -4,9 +4,10 @@ Prints Google Benchmark's compare.py table, then one verdict line per benchmark 
 the median with its bootstrap interval, U test p before and after Holm's correction over
 the suite, the attributed counters that moved), and exits 1 when any benchmark is slower
 (see perfscale.gate.stats) or an attributed count rose, so a script or CI job can stop
-on it (compare.py itself always exits 0). Exit 2: unusable input, or nothing that should
-have been judged could be (every timing NaN, every benchmark errored, too few
-repetitions): a gate never passes what it could not judge.
+on it (compare.py itself always exits 0). Exit 2: unusable input, or something that should
+have been judged could not be (every timing NaN, a benchmark errored, too few
+repetitions, a benchmark of the baseline absent from the new run): a gate never passes
+what it could not judge.
 """
 
 import argparse

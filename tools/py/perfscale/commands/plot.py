@@ -2,8 +2,8 @@
 drawing is perfscale.plots.plot's and perfscale.plots.cpus')."""
 
 import argparse
-import os
 import re
+import sqlite3
 import sys
 
 from perfscale.history import store
@@ -35,11 +35,13 @@ def main(argv):
         parser.error("--filter: %s" % err)
     try:
         if args.history:
-            if not os.path.exists(args.history):
-                raise store.HistoryError("%s: no such history" % args.history)
-            conn = store.open_history(args.history)
-            trend_map = store.trends(conn, args.host, args.config)
-            conn.close()
+            conn = store.open_history(args.history, read_only=True)
+            try:
+                trend_map = store.trends(conn, args.host, args.config)
+            except sqlite3.DatabaseError as err:  # damage quick_check did not reach
+                raise store.HistoryError(store.unusable_reason(args.history, err)) from None
+            finally:
+                conn.close()
             if pattern:
                 trend_map = {k: v for k, v in trend_map.items() if pattern.search(k)}
             written = plot.history_plots(trend_map, args.output)
@@ -56,6 +58,10 @@ def main(argv):
                 written = plot.scaling_plots(result_sets, args.output)
     except (io.ResultsError, store.HistoryError) as err:
         print("perfscale plot: %s" % err, file=sys.stderr)
+        return 2
+    except OSError as err:  # the results were read: this is the output folder
+        print("perfscale plot: cannot write the plots in -o %s: %s"
+              % (args.output, err.strerror or err), file=sys.stderr)
         return 2
     if not written:
         print("perfscale plot: nothing to plot (no benchmark with timings matched)",

@@ -15,4 +15,9 @@ def main(argv):
         print(err, file=sys.stderr)
         return 2
     except runner.BuildError as err:
+        print("perfscale run: %s" % err, file=sys.stderr)
         return err.status
+    except OSError as err:  # bazel itself missing or not executable
+        print("perfscale run: cannot start %s: %s" % (err.filename or "a build step",
+                                                      err.strerror or err), file=sys.stderr)
+        return 127

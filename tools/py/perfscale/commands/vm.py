@@ -19,6 +19,7 @@ import dataclasses
 import os
 import re
 import signal
+import subprocess
 import sys
 
 from perfscale.suite import runner
@@ -39,7 +40,7 @@ def add_machine_options(parser):
     parser.add_argument("--tcg-threads", default=defaults.tcg_threads, metavar="multi|single",
                         help="under TCG: one host thread for all vCPUs (single, the default) "
                         "or one each (multi: faster on an idle host, but guests lock up "
-                        "when the kernel patches its text)")
+                        "when the kernel patches its text: docs/vm.md)")
     parser.add_argument("--clock", default=defaults.clock, metavar="real|instructions",
                         help="what the guest's clocks count: real time (the default), or "
                         "instructions (QEMU's -icount: 1 ns per guest instruction; "
@@ -97,13 +98,22 @@ def main(argv):
     except runner.UsageError as err:
         print(err, file=sys.stderr)
         return 2
+    # A mistyped path is a usage error, said before setup installs anything.
+    if not args.kernel.startswith("debian:") and not os.path.isfile(args.kernel):
+        print("perfscale vm: --kernel: no such kernel image '%s' (%s)" % (args.kernel,
+                                                                         KERNEL_HELP),
+              file=sys.stderr)
+        return 2
+    status = subprocess.call([os.path.join(runner.REPO_ROOT, "tools", "setup"), "vm"])
+    if status != 0:
+        return status
     signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     try:
         # Fetches a Debian kernel once, before the first guest, and fails early on a bad path.
         vmlinuz = kernel.resolve_kernel(args.kernel)[0]
     except kernel.VmError as err:
         print("perfscale vm: %s" % err, file=sys.stderr)
-        return 1
+        return 2 if isinstance(err, kernel.VmUsageError) else 1
     except KeyboardInterrupt:
         return 130
     name = re.sub(r"^vmlinuz-", "", os.path.basename(vmlinuz))
@@ -118,6 +128,7 @@ def main(argv):
             print(err, file=sys.stderr)
             return 2
         except runner.BuildError as err:
+            print("perfscale run: %s" % err, file=sys.stderr)
             return err.status
         except KeyboardInterrupt:
             return 130
@@ -144,8 +155,9 @@ def guest(argv):
         return qemu.run_guest(guest_machine, command)
     except kernel.VmError as err:
         print("perfscale vm: %s" % err, file=sys.stderr)
-        return 1
+        return 2 if isinstance(err, kernel.VmUsageError) else 1
     except KeyboardInterrupt:
+        print("perfscale vm: interrupted; the guest is stopped", file=sys.stderr)
         return 130
 
 
@@ -157,7 +169,7 @@ def print_kernel(argv):
         print(kernel.resolve_kernel(args.spec)[0])
     except kernel.VmError as err:
         print("perfscale vm: %s" % err, file=sys.stderr)
-        return 1
+        return 2 if isinstance(err, kernel.VmUsageError) else 1
     return 0
 
 

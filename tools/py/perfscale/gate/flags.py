@@ -25,7 +25,8 @@ def gate_options(args):
 def check_gate_options(parser, args):
     if not 0 < args.alpha < 1:
         parser.error("--alpha must be between 0 and 1")
-    if args.threshold < 0:
-        parser.error("--threshold must not be negative")
+    if not 0 <= args.threshold < float("inf"):  # NaN fails too
+        parser.error("--threshold must be a number of percent, 0 or more (an infinite "
+                     "threshold would pass every slowdown)")
     if args.min_repetitions < 2:
         parser.error("--min-repetitions must be at least 2 (the U test needs two values)")

@@ -3,7 +3,7 @@
 Two views of the same data. Uncalibrated, the figures are compare.py's, so our verdicts
 agree with its table: change = (new - old) / |old| of the median real time over
 repetitions, and a two-sided Mann-Whitney U test over the per-repetition real times. A
-gate built on that alone fails most nights on this kind of machine (issue 13): whole runs
+gate built on that alone fails most nights on a shared or virtual machine: whole runs
 shift by more than their repetitions spread, so the U test calls A/A noise significant.
 
 So a benchmark calibrated on this host (`tools/perfscale calibrate`: sigma, the spread of
@@ -50,6 +50,8 @@ SCREEN_P = 0.2
 SLOWER, FASTER, SAME = "slower", "faster", "no significant change"
 COUNTS = "counts up"  # time not judged slower, but an attributed count rose
 TOO_FEW, MISSING, ERROR = "too few repetitions", "not compared", "error"
+# The note of a benchmark the baseline timed and the new run does not have at all.
+VANISHED = "timed in the baseline, absent from the new run"
 JUDGED = (SLOWER, FASTER, SAME, COUNTS)
 
 # The attributed counters (before the /unit). The counts gate; the times (lock_wait_us,
@@ -389,6 +391,14 @@ def gate_status(verdicts):
     if not any(v.verdict in JUDGED for v in verdicts):
         return 2, ("cannot judge: no benchmark has valid timings in both runs (%s)"
                    % (_reasons(verdicts) or "no benchmarks"))
+    vanished = [v.name for v in verdicts if v.verdict == MISSING and v.note == VANISHED]
+    if vanished:
+        # A row the new run lacks was not judged: passing it would let a run that lost
+        # benchmarks (a filter, a flag, a machine limit) hide a regression in them.
+        return 2, ("cannot judge %d benchmark(s) of the baseline that the new run lacks: %s. "
+                   "Run the same benchmarks as the baseline; if they were dropped on "
+                   "purpose, compare against a baseline without them (nightly: a new "
+                   "--config)" % (len(vanished), ", ".join(vanished)))
     unjudged = [v for v in verdicts if v.verdict in (TOO_FEW, ERROR) or (
         v.verdict == MISSING and v.baseline_valid and v.note.startswith("no valid timings"))]
     if unjudged:
@@ -423,8 +433,10 @@ def _per_benchmark(base_entries, new_entries, options):
             verdict = compare_samples(name, old.real_ns, entry.real_ns, options)
             verdict.baseline_valid = any(math.isfinite(v) for v in old.real_ns)
             verdicts.append(verdict)
-    for name in base_entries:
+    for name, old in base_entries.items():
         if name not in new_entries:
-            verdicts.append(Verdict(name, MISSING, note="in the baseline only",
-                                    baseline_valid=False))
+            timed = any(math.isfinite(v) for v in old.real_ns)
+            verdicts.append(Verdict(name, MISSING, note=VANISHED if timed else
+                                    "in the baseline only (no timings there either)",
+                                    baseline_valid=timed))
     return verdicts

@@ -16,6 +16,7 @@ import math
 import os
 import sqlite3
 import statistics
+import urllib.parse
 
 from perfscale.results import io, names
 
@@ -111,22 +112,35 @@ class RunInfo:
         return "host %s, %d CPUs, config '%s'" % (self.host, self.cpus, self.config)
 
 
-def open_history(path):
-    """Opens (creating if new) the history at `path`; refuses a file that is not one."""
+def open_history(path, read_only=False):
+    """Opens the history at `path` and checks that it is whole; refuses a file that is not
+    one. read_only: for readers (plot, report): the file must exist, and no write lock is
+    taken, so a reader neither creates a history at a mistyped path nor waits for a
+    writer."""
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise HistoryError("%s: not a regular file, so not a history (a history is an SQLite "
+                           "file; give its path)" % path)
+    if read_only and not os.path.isfile(path):
+        raise HistoryError("%s: no such history (check the path; `tools/perfscale nightly "
+                           "--history PATH` creates one)" % path)
     directory = os.path.dirname(os.path.abspath(path))
     try:
-        os.makedirs(directory, exist_ok=True)
-        conn = sqlite3.connect(path, timeout=_LOCK_TIMEOUT_S)
+        if read_only:
+            uri = "file:%s?mode=ro" % urllib.parse.quote(os.path.abspath(path))
+            conn = sqlite3.connect(uri, uri=True, timeout=_LOCK_TIMEOUT_S)
+        else:
+            os.makedirs(directory, exist_ok=True)
+            conn = sqlite3.connect(path, timeout=_LOCK_TIMEOUT_S)
     except (OSError, sqlite3.Error) as err:
         raise HistoryError("%s: cannot open the history: %s" % (path, err)) from None
     conn.row_factory = sqlite3.Row
     conn.isolation_level = None  # we say where transactions begin and end
     try:
-        _create_or_check(conn, path)
+        _create_or_check(conn, path, read_only)
+        _check_usable(conn, path, read_only)
     except sqlite3.DatabaseError as err:
         conn.close()
-        raise HistoryError("%s: not a usable history (%s); move it away to start a new "
-                           "one" % (path, err)) from None
+        raise HistoryError(unusable_reason(path, err)) from None
     except BaseException:
         conn.close()
         raise
@@ -134,16 +148,64 @@ def open_history(path):
     return conn
 
 
-def _create_or_check(conn, path):
+# What the engine's errors mean to the person who has to act on them. A second engine
+# maps its own errors here.
+def unusable_reason(path, err):
+    """The message for an sqlite3 error on the history at `path`: its cause and what to do.
+    A locked or full history is healthy: moving it away would throw away its lineages."""
+    text = str(err)
+    if isinstance(err, sqlite3.OperationalError) and "locked" in text:
+        return ("%s: locked by another writer (a nightly or calibrate still running?) for "
+                "more than %d s; wait for it to finish and run again" % (path, _LOCK_TIMEOUT_S))
+    if "readonly" in text or "read-only" in text:
+        return ("%s: read-only (%s); make it and its folder writable, or pass another "
+                "--history" % (path, text))
+    if "disk is full" in text or "No space" in text:
+        return ("%s: the filesystem is full (%s); free space there and run again; the "
+                "history is as it was" % (path, text))
+    return ("%s: damaged, not a usable history (%s); keep a copy, then try `sqlite3 %s "
+            ".recover`, or move it away to start a new one" % (path, text, path))
+
+
+def _check_usable(conn, path, read_only):
+    """Refuses a history that would fail later: damaged pages (found before a run of
+    hours, not after), and for a writer a file, folder or filesystem it cannot write."""
+    problems = [row[0] for row in conn.execute("PRAGMA quick_check(5)")]
+    if problems != ["ok"]:
+        raise sqlite3.DatabaseError("quick_check: " + "; ".join(problems))
+    if read_only:
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    for target in (path, directory):  # the folder holds the journal of every write
+        if not os.access(target, os.W_OK):
+            raise sqlite3.OperationalError("attempt to write a readonly database: %s is "
+                                           "not writable" % target)
+    stat = os.statvfs(directory)
+    if stat.f_bavail * stat.f_frsize < MIN_FREE_BYTES:
+        raise sqlite3.OperationalError("No space left on device: %d KiB free, a run needs "
+                                       "about %d KiB" % (stat.f_bavail * stat.f_frsize // 1024,
+                                                         MIN_FREE_BYTES // 1024))
+
+
+# A run's rows plus the journal of its transaction: generous for a suite of ~100 rows.
+MIN_FREE_BYTES = 4 << 20
+
+
+def _create_or_check(conn, path, read_only=False):
     """Creates the schema of a new file, or checks an existing one, as one step.
 
     BEGIN IMMEDIATE takes the write lock before looking, so two nightlies opening a new
     file at once never both create it, nor does one see the other's half-made schema:
-    the second waits, then finds a complete history."""
-    conn.execute("BEGIN IMMEDIATE")
+    the second waits, then finds a complete history. A reader only looks."""
+    conn.execute("BEGIN" if read_only else "BEGIN IMMEDIATE")
     try:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if read_only and version < SCHEMA_VERSION:  # a reader migrates nothing
+            raise HistoryError("%s: not a perfscale history of this version (schema %d); "
+                               "open it once with `tools/perfscale nightly`" % (path, version)
+                               if "runs" in tables else
+                               "%s: an SQLite file, but not a perfscale history" % path)
         if version == 0 and not tables:
             _script(conn, _SCHEMA)
             conn.execute("PRAGMA user_version = %d" % SCHEMA_VERSION)

@@ -92,10 +92,25 @@ class Page:
         os.makedirs(os.path.dirname(os.path.abspath(stem)), exist_ok=True)
         paths = []
         for suffix, text in ((".md", self.markdown()), (".html", self.html())):
-            with open(stem + suffix, "w", encoding="utf-8") as f:
-                f.write(text + "\n")
+            write_whole(stem + suffix, text + "\n")
             paths.append(stem + suffix)
         return paths
+
+
+def write_whole(path, text):
+    """Writes `path` whole or not at all: on a full disk a half page, or an empty one,
+    reads as a report that said nothing."""
+    temporary = "%s.tmp-%d" % (path, os.getpid())
+    try:
+        with open(temporary, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
 
 
 def _md_cell(text):

@@ -2,13 +2,14 @@
 
 Writes DIR/report.md and DIR/report.html with the run's context, where each kernel-cost
 counter came from, the headline figures (breakpoint slowdowns, IPIs saved by affinity,
-synthesis speed-up, tracing overhead), each beside the kernel-cost counters of the two
+synthesis speed-up, tracing overhead, uprobe hit and attach costs), each beside the kernel-cost counters of the two
 runs it compares (ipis_sent/op, xcalls/op, lock_wait_us/op, ...), a table of every
 benchmark and the scaling pictures, all relative to DIR so it can be published as is.
 """
 
 import math
 import os
+import sqlite3
 import statistics
 
 from perfscale.history import store
@@ -101,14 +102,22 @@ def _text(value):
 
 def write_report(results, outdir, plots=True, history_path=None):
     """Writes DIR/report.md and DIR/report.html; returns their paths."""
-    os.makedirs(outdir, exist_ok=True)
+    # The history first: a mistyped path must not leave an empty report folder behind.
+    conn = store.open_history(history_path, read_only=True) if history_path else None
+    try:
+        os.makedirs(outdir, exist_ok=True)
+    except BaseException:
+        if conn is not None:
+            conn.close()
+        raise
     page = Page("perfscale results: %s, %d CPUs" % (results.host, results.cpus))
     page.text("From %s." % results.source)
     add_results_sections(page, results, outdir, plots)
-    if history_path:
-        conn = store.open_history(history_path)
+    if conn is not None:
         try:
             add_calibration_section(page, conn, results.host, results.cpus)
+        except sqlite3.DatabaseError as err:  # damage quick_check did not reach
+            raise store.HistoryError(store.unusable_reason(history_path, err)) from None
         finally:
             conn.close()
     return page.write(os.path.join(outdir, "report"))

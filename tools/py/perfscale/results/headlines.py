@@ -19,7 +19,7 @@ class Spec:
     family: str
     keys: tuple  # the parameters that vary between a row and its base
     base: tuple  # their base values; None: the smallest number found (e.g. 1 worker)
-    figure: str  # "slowdown", "speedup", "saved", "overhead"
+    figure: str  # "slowdown", "speedup", "saved", "overhead", "scaling"
     metrics: tuple = ("usecs/op",)  # counters to use, first found; else real time
     explanation: str = ""
     # When set, a row's base is the base instance that agrees with it on these parameters
@@ -60,6 +60,23 @@ HEADLINES = (
                      "perf record's ring buffers) or aggregated in the kernel (recorder=bpf: "
                      "perf lock contention --use-bpf) against nothing recorded (set=none), "
                      "same tasks and placement."),
+    Spec("Uprobe hit cost against threads", "BM_UprobeHit", ("threads",), (None,),
+         "slowdown", metrics=("usecs/hit",),
+         explanation="usecs per call of one thread with T threads calling the probed "
+                     "function against one thread, per probe (none: the baseline). Flat when "
+                     "hits scale; growing when the hit path serializes (a global "
+                     "uprobes_treelock, before Linux 6.12's lockless lookup), beside the "
+                     "lock contentions and wait per hit."),
+    Spec("Uprobe hits/s against threads", "BM_UprobeHit", ("threads",), (None,), "scaling",
+         metrics=("hits/s",),
+         explanation="the machine's hits per second with T threads over one thread's: T "
+                     "when hits scale, about 1 when one lock serializes them (the published "
+                     "2024 baseline: 3.03 M/s on 1 CPU, 3.72 M/s on 8, 2.29 M/s on 32)."),
+    Spec("Uprobe attach cost against processes", "BM_UprobeAttach", ("processes",), ("0",),
+         "slowdown", metrics=("usecs/probe",),
+         explanation="usecs to open and close one system-wide uprobe with P processes "
+                     "mapping the binary against none, same number of probes: registering "
+                     "writes the breakpoint into every mapping process."),
 )
 
 
@@ -163,6 +180,8 @@ def _base_values(spec, members):
 def _figure(kind, base, value):
     if kind == "slowdown":
         return "%.1fx" % (value / base) if base else "n/a"
+    if kind == "scaling":
+        return "%.2fx" % (value / base) if base else "n/a"
     if kind == "speedup":
         return "%.2fx" % (base / value) if value else "n/a"
     if kind == "saved":

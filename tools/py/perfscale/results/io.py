@@ -236,7 +236,9 @@ def _time_ns(item, key):
     value, unit = item.get(key), item.get("time_unit", "ns")
     if isinstance(value, bool) or not isinstance(value, (int, float)) or unit not in TIME_UNIT_NS:
         return None
-    return float(value) * TIME_UNIT_NS[unit] if math.isfinite(value) else None
+    # A negative time is a broken clock or a hand-edited file, as unusable as NaN: kept, it
+    # reads as a benchmark faster than instant.
+    return float(value) * TIME_UNIT_NS[unit] if math.isfinite(value) and value >= 0 else None
 
 
 def readable_unit(values_ns):

@@ -31,7 +31,7 @@ class BenchmarkName:
         return tuple((k, v) for k, v in self.params.items() if k not in keys)
 
 
-# Rows whose threads the scheduler places: they swing most between runs (issue 13), so
+# Rows whose threads the scheduler places: they swing most between runs, so
 # every table and verdict shows them as the noisy variant beside their pinned siblings.
 NOISY_VARIANT = "placement:unpinned"
 

@@ -5,6 +5,7 @@ documentation are perfscale.commands.nightly's). Its runner and lineage options
 
 import dataclasses
 import datetime
+import errno
 import os
 import shlex
 import sqlite3
@@ -49,7 +50,7 @@ def add_lineage_options(parser, config_help, run_cmd_help,
                         help="run the suite in KERNEL (a vmlinuz path or debian:6.12-cloud, "
                         "...; see `tools/perfscale vm`) booted in QEMU on its instruction "
                         "clock: timed in guest instructions, which the host's load cannot "
-                        "move (README, 'A clock the host cannot move')")
+                        "move (docs/gate.md, 'A clock the host cannot move')")
     parser.add_argument("--guest-cpus", type=int, metavar="N",
                         help="the guest's vCPUs (default: this host's CPUs)")
 
@@ -111,10 +112,10 @@ def run(args, run_args):
         print("nightly: %s" % err, file=sys.stderr)
         return 2
     except sqlite3.Error as err:  # the transaction rolled back: the history is as it was
-        print("nightly: cannot write the history %s: %s" % (args.history, err), file=sys.stderr)
+        print("nightly: %s" % store.unusable_reason(args.history, err), file=sys.stderr)
         return 2
     except OSError as err:  # e.g. the report folder filled the disk
-        print("nightly: %s" % err, file=sys.stderr)
+        print("nightly: %s" % os_error_reason(err, args.report_dir), file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # the runner's group is already gone (the guard saw it too)
         print("nightly: interrupted; a run recorded but not complete is never a baseline",
@@ -197,6 +198,39 @@ def _run_external(full, out_path):
     return status, out_path
 
 
+def os_error_reason(err, report_dir):
+    """What an OSError while writing the report means and what to do. The results file
+    and a recorded run are kept; a run whose report was not written is never a baseline."""
+    where = err.filename or report_dir
+    if err.errno == errno.ENOSPC:
+        cause = "the filesystem of %s is full" % where
+    elif err.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        cause = "cannot write %s (%s)" % (where, err.strerror)
+    else:
+        return "%s: %s" % (where, err.strerror or err)
+    return ("%s; free space or pass --report-dir elsewhere and run again (the results file, "
+            "if written, is kept; a run without its report is never a baseline)" % cause)
+
+
+# A results file, its report and plots: a few MiB; less free space fails the run late.
+MIN_REPORT_BYTES = 16 << 20
+
+
+def _report_room(report_dir):
+    """Why the report folder cannot take a run ('' when it can): full or not writable."""
+    existing = report_dir
+    while not os.path.isdir(existing) and os.path.dirname(existing) != existing:
+        existing = os.path.dirname(existing)
+    stat = os.statvfs(existing)
+    if stat.f_bavail * stat.f_frsize < MIN_REPORT_BYTES:
+        return os_error_reason(OSError(errno.ENOSPC, "No space left on device", report_dir),
+                               report_dir) + " (%d KiB free, a run needs about %d MiB)" % (
+                                   stat.f_bavail * stat.f_frsize // 1024, MIN_REPORT_BYTES >> 20)
+    if not os.access(existing, os.W_OK):
+        return os_error_reason(OSError(errno.EACCES, "Permission denied", existing), report_dir)
+    return ""
+
+
 def new_run_dir(report_dir):
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     for attempt in range(1, 1000):
@@ -217,6 +251,10 @@ def _nightly(args, run_args, options, config, conn):
             print("nightly: no run %d in %s (see `tools/perfscale plot --history`)"
                   % (args.baseline, args.history), file=sys.stderr)
             return 2
+    room = _report_room(os.path.abspath(args.report_dir))
+    if room:  # before the suite runs, not after hours of it
+        print("nightly: %s" % room, file=sys.stderr)
+        return 2
     try:
         # Absolute: the runner works from the repository root, not from our directory.
         run_dir = new_run_dir(os.path.abspath(args.report_dir))

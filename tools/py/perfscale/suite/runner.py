@@ -26,6 +26,7 @@ import functools
 import os
 import re
 import shlex
+import signal
 import socket
 import subprocess
 import sys
@@ -35,6 +36,9 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.p
     os.path.abspath(__file__))))))
 MAX_REPETITIONS = 1000
 STAND_IN_ENV = "PERFSCALE_BINARY"
+# The binary's flags that say where run's results file goes: run sets them from --out.
+RUN_OWNS = {"--benchmark_out": "run's --out FILE",
+            "--benchmark_out_format": "run's --out FILE (always JSON)"}
 
 
 class UsageError(Exception):
@@ -109,6 +113,13 @@ def parse_args(argv: Sequence[str]) -> Options:
         raise UsageError("perfscale run: --repetitions must be an integer in 0..%d, got '%s'"
                          % (MAX_REPETITIONS, repetitions))
     options.repetitions = int(repetitions)
+    for flag in options.flags:
+        # run sets these itself; the binary keeps the last one given, so a user's would
+        # send the results elsewhere while run names a file that was never written.
+        owned = next((own for own in RUN_OWNS if flag.partition("=")[0] == own), None)
+        if owned and not options.plan:
+            raise UsageError("perfscale run: %s is run's to set; use %s" % (owned,
+                                                                           RUN_OWNS[owned]))
     if options.plan_cpus and not options.plan:
         raise UsageError("perfscale run: --cpus plans for another machine's size; it needs "
                          "--plan")
@@ -124,7 +135,8 @@ def families() -> List[str]:
          r'attr(tags, "\bperfscale_family\b", //benchmarks/...)'],
         cwd=REPO_ROOT, capture_output=True, text=True)
     if result.returncode != 0:
-        raise BuildError("bazel query for the families failed:\n%s" % result.stderr[-2000:])
+        raise BuildError("bazel query for the families failed:\n%s" % result.stderr[-2000:],
+                         result.returncode)
     return ["suite"] + sorted(label.rsplit(":", 1)[-1] for label in result.stdout.split())
 
 
@@ -156,6 +168,7 @@ def build_target(label: str, setup: Optional[str] = None) -> str:
     """Installs what `tools/setup SETUP` wants (None: nothing), builds LABEL once per
     process; returns bazel_bin(LABEL). Raises BuildError."""
     if label not in _built:
+        check_own_tree()
         sys.stdout.flush()
         status = subprocess.call([os.path.join(REPO_ROOT, "tools", "setup"), setup]) \
             if setup else 0
@@ -169,6 +182,27 @@ def build_target(label: str, setup: Optional[str] = None) -> str:
                              status)
         _built.add(label)
     return bazel_bin(label)
+
+
+def check_own_tree() -> None:
+    """Refuses to build in a checkout another user built and we cannot write: Bazel would
+    fail on its symlinks ('Permission denied', exit 127 from deep inside), or, where the
+    other user's outputs are readable, we would run their binary, maybe a stale one."""
+    link = os.path.join(REPO_ROOT, "bazel-bin")
+    try:
+        owner = os.lstat(link).st_uid
+    except FileNotFoundError:
+        owner = os.geteuid()
+    if not os.access(REPO_ROOT, os.W_OK):  # Bazel could not point bazel-bin at our build
+        import pwd
+        try:
+            name = pwd.getpwuid(owner).pw_name
+        except KeyError:
+            name = "uid %d" % owner
+        whose = "was built by %s and " % name if owner != os.geteuid() else ""
+        raise BuildError("this checkout (%s) %syou cannot build in it: run as its owner, "
+                         "or use a checkout of your own (git clone %s ~/perfscale)"
+                         % (REPO_ROOT, whose, REPO_ROOT), 2)
 
 
 def build(family: str, setup: Optional[str] = "run") -> str:
@@ -207,7 +241,7 @@ def binary_flags(options: Options, out: Optional[str]) -> List[str]:
     if options.quick:
         flags += ["--benchmark_min_time=0.01", "--quick=true"]
     if out is not None and options.profile:
-        # Top kernel and user symbols of each benchmark, beside the results (README).
+        # Top kernel and user symbols of each benchmark, beside the results (docs/user-guide.md).
         flags += ["--profile", "--profile_out=%s.profile.json" % out]
     if options.repetitions > 0:
         flags += ["--benchmark_repetitions=%d" % options.repetitions]
@@ -240,7 +274,11 @@ def run_suite(options: Options, runner: Sequence[str] = (), tag: str = "",
     out = None
     if not options.plan:
         out = os.path.abspath(options.out) if options.out else default_out(tag)
-        os.makedirs(os.path.dirname(out), exist_ok=True)
+        try:
+            os.makedirs(os.path.dirname(out), exist_ok=True)
+        except OSError as err:
+            raise UsageError("perfscale run: --out %s: cannot create its folder: %s"
+                             % (out, err.strerror or err)) from None
     command = list(runner) + binary + binary_flags(options, out)
     env = dict(os.environ, PERFSCALE_REVISION=revision())
     sys.stdout.flush()
@@ -255,6 +293,9 @@ def run_suite(options: Options, runner: Sequence[str] = (), tag: str = "",
         print("perfscale run: cannot start %s: %s" % (command[0], err.strerror or err),
               file=sys.stderr)
         return Result(127)
+    if status < 0:
+        print("perfscale run: %s" % killed_reason(-status, command[0]), file=sys.stderr)
+        return Result(128 - status)  # the shell's convention, not 256 - signal
     if status != 0 or out is None:
         return Result(status)
     print("results: %s" % out)
@@ -263,6 +304,20 @@ def run_suite(options: Options, runner: Sequence[str] = (), tag: str = "",
         print("profile: %s" % profile)
     sys.stdout.flush()
     return Result(0, out, profile)
+
+
+def killed_reason(signum, program):
+    """What a signal that killed the binary means: a closed pipe is the reader's doing;
+    SIGKILL is most often the OOM killer."""
+    name = signal.Signals(signum).name if signum in set(signal.Signals) else str(signum)
+    why = {signal.SIGPIPE: "its output's reader went away (a pipe such as `| head` closed "
+                           "early); send the output to a file instead",
+           signal.SIGKILL: "killed outright, most often by the kernel's OOM killer "
+                           "(`journalctl -k | grep -i oom`) or a job limit; give it more "
+                           "memory or run fewer benchmarks (--benchmark_filter)",
+           signal.SIGINT: "interrupted", signal.SIGTERM: "asked to stop (SIGTERM)"}
+    return "%s was killed by %s: %s; no results file was written" % (
+        os.path.basename(program), name, why.get(signum, "see its output above"))
 
 
 @contextlib.contextmanager

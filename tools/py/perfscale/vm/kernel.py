@@ -33,6 +33,10 @@ class VmError(Exception):
     """What stopped a guest run, in words a user can act on."""
 
 
+class VmUsageError(VmError):
+    """A bad vm argument (exit 2, as usage errors are everywhere else)."""
+
+
 def _debian_kernel_packages(series, flavour):
     """{version: package} of the kernel images of one series apt knows, for one flavour."""
     pattern, prefix = SERIES[series][0], SERIES[series][1]
@@ -60,9 +64,9 @@ def debian_package(spec):
         if match:
             break
     if not match:
-        raise VmError("--kernel: unknown Debian kernel '%s' (one of: %s, or %s)"
-                      % (spec, ", ".join(DEBIAN_NAMES),
-                         ", ".join("%s[-rt|-cloud]" % s[3] for s in SERIES.values())))
+        raise VmUsageError("--kernel: unknown Debian kernel '%s' (one of: %s, or %s)"
+                           % (spec, ", ".join(DEBIAN_NAMES),
+                              ", ".join("%s[-rt|-cloud]" % s[3] for s in SERIES.values())))
     flavour = match.group(2) + "-" if match.group(2) else ""
     packages = _debian_kernel_packages(series, flavour)
     if match.group(1) is None:
@@ -84,6 +88,11 @@ def fetch_debian_kernel(package, cache=CACHE):
     vmlinuz = _unpacked_vmlinuz(directory)
     if vmlinuz:
         return vmlinuz
+    try:  # before the download, not after it
+        os.makedirs(os.path.dirname(directory), exist_ok=True)
+    except OSError as err:
+        raise VmError("cannot keep kernels in %s (%s): set HOME to a folder you can write"
+                      % (os.path.dirname(directory), err.strerror or err)) from None
     print("perfscale vm: fetching %s" % package, file=sys.stderr)
     scratch = tempfile.mkdtemp(prefix="perfscale-kernel-")
     try:
@@ -113,5 +122,6 @@ def resolve_kernel(spec):
         path = fetch_debian_kernel(debian_package(spec))
         return path, "%s (%s)" % (spec, os.path.basename(path))
     if not os.path.isfile(spec):
-        raise VmError("--kernel: no such kernel image '%s'" % spec)
+        raise VmUsageError("--kernel: no such kernel image '%s' (a vmlinuz path, or "
+                           "debian:6.1, debian:6.12[-rt|-cloud])" % spec)
     return os.path.abspath(spec), os.path.abspath(spec)

@@ -49,8 +49,7 @@ KERNEL_LINE = re.compile(r"(?m)^\[ *\d+\.\d+\] .*\n?")
 # that count, 2^0 ns per instruction (shift=0); sleep=off jumps an idle guest to its next
 # timer instead of waiting for the host's time, and align=off never slows the guest to
 # the host's pace. A guest timed so runs the same path in the same time whatever the host
-# does: on this project's 2-CPU VM, where host timings of the quick suite spread 5-15%
-# between runs, most rows spread 0.05-1% (README, "A clock the host cannot move").
+# does (docs/gate.md, "A clock the host cannot move").
 ICOUNT = "shift=0,sleep=off,align=off"
 # Under -icount, QEMU 7.2's emulation of an unlocked `cmpxchg16b %gs:(...)` (the kernel's
 # this_cpu_cmpxchg128 in the slab allocator) corrupted the guest's RFLAGS now and then:
@@ -161,7 +160,7 @@ def lockup_hint(text, accel, tcg_threads, cpus):
     if accel != "tcg" or tcg_threads != "multi" or cpus < 2:
         return ""
     if "text_poke" in text or "asm_exc_int3" in text:
-        return ("\n  This is multi-threaded TCG's lockup (README, 'Guests that lock up'): the "
+        return ("\n  This is multi-threaded TCG's lockup (docs/vm.md, 'Guests that lock up'): the "
                 "kernel patched its own text (a static key) while other vCPUs ran it, and "
                 "they keep trapping on an int3 already removed from memory. "
                 "--tcg-threads single avoids it.")
@@ -307,6 +306,8 @@ def choose_accelerator(vmlinuz, cache=CACHE):
     archive.file("init", ("#!/bin/busybox sh\n/bin/busybox echo %s\n/bin/busybox reboot -f\n"
                           % STARTED).encode())
     scratch = tempfile.mkdtemp(prefix="perfscale-kvm-probe-")
+    start = time.monotonic()
+    hung = False
     try:
         initrd = os.path.join(scratch, "initrd")
         with open(initrd, "wb") as f:
@@ -314,14 +315,20 @@ def choose_accelerator(vmlinuz, cache=CACHE):
         boot(vmlinuz, initrd, 1, 256, "kvm", KVM_PROBE_TIMEOUT_S, scratch,
              boot_timeout_s=KVM_PROBE_TIMEOUT_S)
         accel, why = "kvm", "a KVM probe guest booted"
-    except VmError:
-        accel, why = "tcg", "a KVM probe guest did not reach /init in %d s" % (
-            KVM_PROBE_TIMEOUT_S)
+    except VmError as err:
+        elapsed = time.monotonic() - start
+        hung = elapsed >= KVM_PROBE_TIMEOUT_S
+        accel, why = "tcg", (
+            "a KVM probe guest did not reach /init in %d s" % KVM_PROBE_TIMEOUT_S if hung else
+            "a KVM probe guest failed after %.1f s: %s" % (elapsed, str(err).split("\n")[0]))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    os.makedirs(os.path.dirname(memo), exist_ok=True)
-    with open(memo, "w") as f:
-        f.write("%s\n%s\n" % (accel, why))
+    # Kept for the boot only when it describes the host (KVM works, or its guests hang);
+    # a failure of this one try (the kernel, memory, a busy /dev/kvm) is tried again.
+    if accel == "kvm" or hung:
+        os.makedirs(os.path.dirname(memo), exist_ok=True)
+        with open(memo, "w") as f:
+            f.write("%s\n%s\n" % (accel, why))
     return accel, why
 
 

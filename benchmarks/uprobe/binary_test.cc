@@ -1,0 +1,110 @@
+// Runs the real //benchmarks:uprobe binary the way a user does, with tiny parameters,
+// and checks its JSON: every benchmark ran (as root with the uprobe PMU nothing skips),
+// the probes counted every hit, the rates agree with the times, the default thread list
+// follows the CPU count, and bad flags make the binary exit 2 naming the flag.
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/algorithm/container.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
+#include "lib/cpu_set.h"
+#include "testing/common/family_harness.h"
+
+namespace perfscale {
+namespace {
+
+using ::perfscale::testing::BadFlag;
+using ::perfscale::testing::BenchmarkResult;
+using ::perfscale::testing::BinaryRun;
+using ::perfscale::testing::CommandResult;
+using ::perfscale::testing::RunFamilyBinary;
+using ::perfscale::testing::RunRunfile;
+
+constexpr char kBinary[] = "benchmarks/uprobe/uprobe";
+
+std::vector<std::string> Listed(const std::vector<std::string>& flags) {
+  std::vector<std::string> args = flags;
+  args.push_back("--benchmark_list_tests");
+  CommandResult result = RunRunfile(kBinary, args);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  return absl::StrSplit(result.out, '\n', absl::SkipEmpty());
+}
+
+TEST(UprobeBinary, JsonHasTheCounters) {
+  BinaryRun run = RunFamilyBinary(
+      kBinary, {"--uprobe_threads=2", "--uprobe_calls=500", "--uprobe_attach_probes=3",
+                "--uprobe_processes=2", "--benchmark_min_time=0.002"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ASSERT_TRUE(run.json.ok()) << run.json.status() << "\n" << run.out;
+  EXPECT_EQ(run.names(), (std::vector<std::string>{
+                             "BM_UprobeHit/probe:none/threads:2/manual_time",
+                             "BM_UprobeHit/probe:uprobe/threads:2/manual_time",
+                             "BM_UprobeHit/probe:uretprobe/threads:2/manual_time",
+                             "BM_UprobeAttach/probes:3/processes:2/manual_time",
+                         }));
+  if (geteuid() != 0 || access("/sys/bus/event_source/devices/uprobe", F_OK) != 0) return;
+  for (const BenchmarkResult& bench : run.benchmarks) {
+    SCOPED_TRACE(bench.name);
+    EXPECT_FALSE(bench.error) << bench.error_message;
+    if (absl::StartsWith(bench.name, "BM_UprobeAttach/")) {
+      EXPECT_GT(bench.Number("usecs/probe"), 0);
+      EXPECT_EQ(bench.Number("processes"), 2);
+      EXPECT_NEAR(bench.Number("open_usecs/probe") + bench.Number("close_usecs/probe"),
+                  bench.Number("usecs/probe"), bench.Number("usecs/probe") * 1e-6);
+      continue;
+    }
+    // usecs/hit is per call of one thread; hits/s counts both threads' calls.
+    const double usecs = bench.Number("usecs/hit");
+    EXPECT_GT(usecs, 0);
+    EXPECT_NEAR(bench.Number("hits/s"), 2 * 1e6 / usecs, 2 * 1e6 / usecs * 0.01);
+    if (!absl::StrContains(bench.name, "probe:none")) {
+      EXPECT_GE(bench.Number("counted/hit"), 1.0);  // above 1: a call counted twice
+      EXPECT_LT(bench.Number("counted/hit"), 1.01);
+    }
+  }
+}
+
+TEST(UprobeBinary, ThreadsFollowTheCpus) {
+  const int cpus = static_cast<int>(OnlineCpus()->size());
+  std::vector<std::string> names =
+      Listed({"--uprobe_probe=none", "--uprobe_attach_probes=1", "--uprobe_processes=0"});
+  std::vector<std::string> threads;
+  for (const std::string& name : names) {
+    if (!absl::StartsWith(name, "BM_UprobeHit/")) continue;
+    std::vector<std::string> parts = absl::StrSplit(name, '/');
+    ASSERT_GE(parts.size(), 3u);
+    threads.push_back(parts[2].substr(std::string("threads:").size()));
+  }
+  ASSERT_FALSE(threads.empty());
+  EXPECT_EQ(threads.front(), "1");
+  EXPECT_EQ(threads.back(), absl::StrCat(2 * cpus));
+  EXPECT_TRUE(absl::c_linear_search(threads, absl::StrCat(cpus))) << absl::StrJoin(threads, ",");
+}
+
+TEST(UprobeBinary, QuickRunIsSmall) {
+  const int cpus = static_cast<int>(OnlineCpus()->size());
+  std::vector<std::string> names = Listed({"--quick=true"});
+  // 3 probe kinds x (1, CPUs) threads, then 2 process counts x 16 probes.
+  EXPECT_EQ(names.size(), 3u * (cpus == 1 ? 1 : 2) + 2);
+}
+
+TEST(UprobeBinary, BadFlagsExitTwoNamingTheFlag) {
+  std::vector<BadFlag> cases;
+  for (const char* flag :
+       {"--uprobe_threads=0", "--uprobe_threads=abc", "--uprobe_threads=", "--uprobe_probe=kprobe",
+        "--uprobe_probe=", "--uprobe_calls=0", "--uprobe_calls=1e3", "--uprobe_attach_probes=257",
+        "--uprobe_attach_probes=0", "--uprobe_processes=-1", "--uprobe_processes=many"}) {
+    std::string name(flag);
+    cases.push_back({{name}, name.substr(0, name.find('='))});
+  }
+  testing::ExpectUsageErrors(kBinary, cases, {"--benchmark_list_tests"});
+}
+
+}  // namespace
+}  // namespace perfscale

@@ -1,0 +1,65 @@
+// Runs the uprobe families in this process with tiny parameters, as the binary would,
+// and checks that they ran (no error; as root with the uprobe PMU, no skip), that each
+// probe counted exactly the hits (the benchmark errors otherwise), that they report
+// the counters they promise, and that they leave the process as they found it: fds,
+// threads (the hit workers), children (the mapping processes), fd limit.
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "gtest/gtest.h"
+#include "lib/capabilities.h"
+#include "testing/common/family_harness.h"
+
+namespace perfscale {
+namespace {
+
+using ::perfscale::testing::BenchmarkRun;
+
+bool CanProbe() {
+  Capabilities caps = ProbeCapabilities();
+  return caps.is_root || caps.cap_perfmon || caps.cap_sys_admin;
+}
+
+TEST(UprobeFamilies, RunCleanAndReportTheirCounters) {
+  ASSERT_TRUE(
+      testing::RegisterFamily("uprobe", {"--uprobe_threads=1,3", "--uprobe_calls=200",
+                                         "--uprobe_attach_probes=1,4", "--uprobe_processes=0,3"})
+          .ok());
+  testing::InitializeBenchmark({"--benchmark_min_time=0.002"});
+  std::vector<BenchmarkRun> runs;
+  EXPECT_TRUE(testing::LeavesProcessAsFound([&] { runs = testing::RunBenchmarks(); }));
+  // 3 probe kinds x 2 thread counts, then 2 process counts x 2 probe counts.
+  ASSERT_EQ(runs.size(), 3u * 2 + 2 * 2);
+  const bool probes_run = CanProbe() && access("/sys/bus/event_source/devices/uprobe", F_OK) == 0;
+  for (const BenchmarkRun& run : runs) {
+    std::string name = run.benchmark_name();
+    SCOPED_TRACE(name);
+    const bool baseline = absl::StrContains(name, "/probe:none/");
+    if (!baseline && !probes_run) {
+      EXPECT_TRUE(run.error_occurred && absl::StartsWith(run.error_message, "SKIPPED"))
+          << "without the PMU or CAP_PERFMON a probe row skips: " << run.error_message;
+      continue;
+    }
+    EXPECT_FALSE(run.error_occurred) << run.error_message;
+    if (absl::StartsWith(name, "BM_UprobeHit/")) {
+      EXPECT_GT(run.counters.at("usecs/hit").value, 0);
+      EXPECT_GT(run.counters.at("hits/s").value, 0);
+      EXPECT_EQ(run.counters.count("counted/hit"), baseline ? 0u : 1u);
+      if (!baseline) {
+        EXPECT_GE(run.counters.at("counted/hit").value, 1.0);  // above 1: counted twice
+        EXPECT_LT(run.counters.at("counted/hit").value, 1.01);
+      }
+      EXPECT_EQ(run.counters.count("sys_us/hit"), 1u);
+    } else {
+      EXPECT_TRUE(absl::StartsWith(name, "BM_UprobeAttach/"));
+      EXPECT_GT(run.counters.at("usecs/probe").value, 0);
+      EXPECT_EQ(run.counters.count("sys_us/probe"), 1u);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace perfscale

@@ -1,0 +1,414 @@
+// Uprobe families: what a user-space probe costs each hit as more threads hit it, and
+// what attaching one costs as more processes map the probed binary.
+//
+// Seed: Andrii Nakryiko's 2024 series ("uprobes: perform lockless SRCU-protected
+// uprobes_tree lookup", "uprobes: protected uprobe lifetime with SRCU", then the
+// lockless VMA-to-uprobe resolution) removed the global uprobes_treelock and the
+// refcount bouncing from the hit path (handle_swbp). Its baseline table (BPF selftests'
+// uprobe-nop, 80-core Xeon Gold 6138): 3.03 M hits/s on 1 CPU, 3.45 on 2, 3.66 on 4,
+// 3.72 on 8, 3.34 on 16, 2.29 on 32, 3.21 on 64: no scaling with CPUs. Debian ships
+// kernels on both sides (6.1 before, 6.12 after), which `tools/perfscale vm` boots.
+//
+// BM_UprobeHit: T threads (created before timing, unpinned) each call a noinline
+// function of this binary --uprobe_calls times per iteration; the function carries a
+// counting uprobe (the `uprobe` PMU, uprobe_pmu.h), or a uretprobe, or nothing (the
+// baseline row). The probe is a per-task event inherited by the threads: one consumer,
+// as one BPF uprobe is. Manual time: from releasing the threads to the last one done.
+// usecs/hit is that time over the calls of one thread (what one caller waits per call;
+// flat when hits scale), hits/s the machine's rate (all threads' hits over the same
+// time). The probe's own count must reach the calls (a wrong file offset counts 0):
+// fewer is an error, not a figure; more (a call counted twice, seen with threads) is
+// reported in the label and counted/hit. Kernel-cost counters per hit
+// (bench_support.h): lock_contended, lock_wait_us, xcalls, ...
+//
+// BM_UprobeAttach: P child processes (forked before timing: they map this binary and
+// wait) and one iteration opens N system-wide uprobes on N distinct functions of the
+// binary, then closes them. uprobe_register walks every mapping of the inode and writes
+// the breakpoint into each process (and uprobe_unregister takes it out again), so
+// usecs/probe grows with P. Manual time: the opens and closes; open_usecs/probe and
+// close_usecs/probe apart (newer kernels wait for grace periods in the close, which
+// can hide what the processes add).
+//
+// The parameters, their ranges and defaults: the table below, printed by --help.
+// Privileges: the uprobe PMU wants CAP_PERFMON or CAP_SYS_ADMIN at any
+// perf_event_paranoid (root does); a locked-down kernel may refuse it to root too. The
+// probe rows skip with the reason; the baseline row needs nothing.
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "benchmark/benchmark.h"
+#include "benchmarks/harness/bench_support.h"
+#include "benchmarks/harness/family.h"
+#include "benchmarks/harness/profile_support.h"
+#include "benchmarks/harness/suite_plan.h"
+#include "benchmarks/uprobe/elf_offset.h"
+#include "benchmarks/uprobe/uprobe_pmu.h"
+#include "lib/capabilities.h"
+#include "lib/child_process.h"
+#include "lib/cpu_set.h"
+#include "lib/errno_status.h"
+#include "lib/flags.h"
+#include "lib/kernel_cost.h"
+#include "lib/perf_event.h"
+
+// The probed function of BM_UprobeHit: not inlined, not folded into another, and its
+// calls not removed (the asm makes its result unknown to the compiler).
+extern "C" __attribute__((noinline, used)) int perfscale_uprobe_hit_target(int x) {
+  asm volatile("" : "+r"(x));
+  return x + 1;
+}
+
+namespace perfscale {
+namespace {
+
+// BM_UprobeAttach's functions: distinct code (the constant differs, so identical-code
+// folding cannot merge them), one probe each.
+constexpr int kMaxAttachProbes = 256;
+
+template <int I>
+__attribute__((noinline)) int AttachTarget(int x) {
+  asm volatile("" : "+r"(x));
+  return x + I;
+}
+
+template <size_t... I>
+constexpr std::array<int (*)(int), sizeof...(I)> MakeAttachTargets(std::index_sequence<I...>) {
+  return {&AttachTarget<static_cast<int>(I)>...};
+}
+
+constexpr std::array<int (*)(int), kMaxAttachProbes> kAttachTargets =
+    MakeAttachTargets(std::make_index_sequence<kMaxAttachProbes>{});
+
+enum class ProbeKind { kNone, kUprobe, kUretprobe };
+
+const char* ProbeKindName(ProbeKind kind) {
+  switch (kind) {
+    case ProbeKind::kNone:
+      return "none";
+    case ProbeKind::kUprobe:
+      return "uprobe";
+    case ProbeKind::kUretprobe:
+      return "uretprobe";
+  }
+  return "?";
+}
+
+// 1..4, then powers of two, with the CPU count and twice it: where a global lock shows
+// (more threads than CPUs included), in 10 shapes rather than 256 on a big machine.
+std::string OneToTwiceCpus(const FlagEnv& env) {
+  std::vector<int64_t> threads;
+  const int64_t most = 2 * static_cast<int64_t>(env.cpus);
+  for (int64_t t = 1; t <= most; t = t < 4 ? t + 1 : 2 * t) {
+    if (t > env.cpus && threads.back() < env.cpus) threads.push_back(env.cpus);
+    threads.push_back(t);
+  }
+  if (threads.back() < env.cpus) threads.push_back(env.cpus);
+  if (threads.back() != most) threads.push_back(most);
+  return absl::StrJoin(threads, ",");
+}
+
+struct Flags {
+  std::vector<int64_t> threads;
+  std::vector<Choice<ProbeKind>> probes;
+  int calls = 0;
+  std::vector<int64_t> attach_probes;
+  std::vector<int64_t> processes;
+};
+
+const FlagList<Flags> flags(
+    "uprobe",
+    {
+        IntListFlag(&Flags::threads, "uprobe_threads", 1, 4096,
+                    "threads calling the probed function (BM_UprobeHit)")
+            .Default("1..4, powers of two, CPUs and 2xCPUs", OneToTwiceCpus)
+            .Quick("1,CPUs", [](const FlagEnv& env) { return absl::StrCat("1,", env.cpus); }),
+        ChoiceListFlag(&Flags::probes, "uprobe_probe",
+                       ChoicesOf({ProbeKind::kNone, ProbeKind::kUprobe, ProbeKind::kUretprobe},
+                                 ProbeKindName),
+                       "what the function carries (BM_UprobeHit): none (the baseline), uprobe "
+                       "(a counting probe on its entry), uretprobe (on its return)")
+            .Default("none,uprobe,uretprobe"),
+        IntFlag(&Flags::calls, "uprobe_calls", 1, 100000000,
+                "calls of the probed function by each thread per iteration (BM_UprobeHit)")
+            .Default("1000"),
+        IntListFlag(&Flags::attach_probes, "uprobe_attach_probes", 1, kMaxAttachProbes,
+                    "uprobes opened and closed per iteration, on distinct functions "
+                    "(BM_UprobeAttach)")
+            .Default("1,16,256")
+            .Quick("16"),
+        IntListFlag(&Flags::processes, "uprobe_processes", 0, 100000,
+                    "child processes mapping the probed binary (BM_UprobeAttach)")
+            .Default("0,16,128")
+            .Quick("0,16"),
+    });
+
+// The T threads of BM_UprobeHit: created once, each runs `calls` calls per round.
+class HitWorkers {
+ public:
+  static absl::StatusOr<std::unique_ptr<HitWorkers>> Start(int threads, int64_t calls) {
+    std::unique_ptr<HitWorkers> workers(new HitWorkers(calls));
+    for (int i = 0; i < threads; ++i) {
+      pthread_t thread;
+      int err = pthread_create(&thread, nullptr, &HitWorkers::Main, workers.get());
+      if (err != 0) return ErrnoStatus(err, "pthread_create (uprobe hit worker)");
+      workers->threads_.push_back(thread);
+    }
+    return workers;
+  }
+
+  ~HitWorkers() {
+    {
+      absl::MutexLock lock(&mu_);
+      stop_ = true;
+    }
+    for (pthread_t thread : threads_) pthread_join(thread, nullptr);
+  }
+
+  // Releases every thread for one round of calls and waits until all are done.
+  void RunRound() {
+    absl::MutexLock lock(&mu_);
+    done_ = 0;
+    ++round_;
+    const size_t threads = threads_.size();
+    auto all_done = [this, threads]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+      return static_cast<size_t>(done_) == threads;
+    };
+    mu_.Await(absl::Condition(&all_done));
+  }
+
+ private:
+  explicit HitWorkers(int64_t calls) : calls_(calls) {}
+
+  static void* Main(void* arg) {
+    auto* self = static_cast<HitWorkers*>(arg);
+    int64_t seen = 0;
+    for (;;) {
+      {
+        absl::MutexLock lock(&self->mu_);
+        auto released = [self, &seen]() ABSL_SHARED_LOCKS_REQUIRED(self->mu_) {
+          return self->stop_ || self->round_ != seen;
+        };
+        self->mu_.Await(absl::Condition(&released));
+        if (self->stop_) return nullptr;
+        seen = self->round_;
+      }
+      int value = 0;
+      for (int64_t i = 0; i < self->calls_; ++i) value = perfscale_uprobe_hit_target(value);
+      benchmark::DoNotOptimize(value);
+      absl::MutexLock lock(&self->mu_);
+      ++self->done_;
+    }
+  }
+
+  const int64_t calls_;
+  std::vector<pthread_t> threads_;
+  absl::Mutex mu_;
+  int64_t round_ ABSL_GUARDED_BY(mu_) = 0;
+  int done_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+struct HitParams {
+  ProbeKind probe;
+  int threads;
+  int64_t calls;
+};
+
+void BM_UprobeHit(benchmark::State& state, HitParams params) {
+  Capabilities caps = ProbeCapabilities();
+  if (SkipIfError(state, caps.RequireThreads(static_cast<uint64_t>(params.threads)))) return;
+  // Before the threads, so that they inherit the attribution counters and the probe.
+  KernelCostMeter meter = BenchmarkMeter();
+  PerfEvent probe;
+  CodeLocation location;
+  if (params.probe != ProbeKind::kNone) {
+    if (SkipIfError(state, caps.RequirePerfEvents())) return;
+    absl::StatusOr<UprobePmu> pmu = ProbeUprobePmu();
+    if (SkipIfError(state, pmu.status())) return;
+    absl::StatusOr<CodeLocation> at =
+        SelfCodeLocation(reinterpret_cast<const void*>(&perfscale_uprobe_hit_target));
+    if (SkipIfError(state, at.status())) return;
+    location = *std::move(at);
+    absl::StatusOr<PerfEvent> opened =
+        OpenUprobe(*pmu, location, params.probe == ProbeKind::kUretprobe, 0, -1, /*inherit=*/true);
+    if (SkipIfError(state, opened.status())) return;
+    probe = *std::move(opened);
+  }
+  absl::StatusOr<std::unique_ptr<HitWorkers>> workers =
+      HitWorkers::Start(params.threads, params.calls);
+  if (SkipIfError(state, workers.status())) return;
+
+  if (!StartOrSkip(state, meter)) return;
+  double seconds = 0;
+  for (auto _ : state) {
+    auto start = std::chrono::steady_clock::now();
+    (*workers)->RunRound();
+    double round = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    state.SetIterationTime(round);
+    seconds += round;
+  }
+  const double hits =
+      static_cast<double>(state.iterations()) * params.threads * static_cast<double>(params.calls);
+  ReportKernelCost(state, meter, hits, "hit");
+  if (probe.valid()) {
+    // The inherited copies in the threads are summed into the parent's count.
+    absl::StatusOr<uint64_t> counted = probe.ReadCount();
+    if (SkipIfError(state, counted.status())) return;
+    // Fewer counts than calls is a probe in the wrong place (a wrong file offset counts
+    // 0) or lost hits: an error. More is the kernel counting some call twice (seen with
+    // several threads on 6.1 and 6.12 guests): reported, the figure kept.
+    if (static_cast<double>(*counted) < hits) {
+      state.SkipWithError(absl::StrCat("the ", ProbeKindName(params.probe), " on ", location.path,
+                                       "+0x", absl::Hex(location.offset), " counted ", *counted,
+                                       " hits of ", hits, " calls (a wrong file offset counts 0)")
+                              .c_str());
+      return;
+    }
+    if (static_cast<double>(*counted) > hits) {
+      state.SetLabel(absl::StrCat("the probe counted ", *counted, " hits of ", hits, " calls"));
+    }
+    state.counters["counted/hit"] = static_cast<double>(*counted) / hits;
+  }
+  if (hits <= 0 || state.iterations() == 0) return;
+  state.counters["usecs/hit"] =
+      seconds * 1e6 / (static_cast<double>(state.iterations()) * static_cast<double>(params.calls));
+  state.counters["hits/s"] = benchmark::Counter(hits, benchmark::Counter::kIsRate);
+  state.counters["threads"] = params.threads;
+}
+
+// What a waiting child runs: nothing but pause(2) until it is killed.
+PERFSCALE_CHILD_CODE int Park(void*) {
+  for (;;) syscall(SYS_pause);
+}
+
+struct AttachParams {
+  int probes;
+  int processes;
+};
+
+void BM_UprobeAttach(benchmark::State& state, AttachParams params) {
+  Capabilities caps = ProbeCapabilities();
+  if (SkipIfError(state, caps.RequirePerfEvents())) return;
+  absl::StatusOr<UprobePmu> pmu = ProbeUprobePmu();
+  if (SkipIfError(state, pmu.status())) return;
+  std::vector<CodeLocation> locations;
+  for (int i = 0; i < params.probes; ++i) {
+    absl::StatusOr<CodeLocation> at =
+        SelfCodeLocation(reinterpret_cast<const void*>(kAttachTargets[static_cast<size_t>(i)]));
+    if (SkipIfError(state, at.status())) return;
+    locations.push_back(*std::move(at));
+  }
+  absl::StatusOr<std::vector<int>> cpus = OnlineCpus();
+  if (SkipIfError(state, cpus.status())) return;
+  absl::StatusOr<ScopedFdLimit> fd_limit =
+      ScopedFdLimit::Ensure(static_cast<uint64_t>(params.probes));
+  if (SkipIfError(state, fd_limit.status())) return;
+  KernelCostMeter meter = BenchmarkMeter();
+  std::vector<ChildProcess> children;
+  children.reserve(static_cast<size_t>(params.processes));
+  for (int i = 0; i < params.processes; ++i) {
+    absl::StatusOr<ChildProcess> child =
+        ChildProcess::Start("uprobe mapper", &Park, nullptr, {}, ChildProcess::Stdio::kDevNull);
+    if (SkipIfError(state, child.status())) return;
+    children.push_back(*std::move(child));
+  }
+
+  // A system-wide event (every process, one CPU): the kernel writes the breakpoint into
+  // every process that maps the binary, as a BPF uprobe without a pid filter does.
+  const int cpu = cpus->front();
+  std::vector<PerfEvent> events(static_cast<size_t>(params.probes));
+  if (!StartOrSkip(state, meter)) return;
+  double open_seconds = 0, close_seconds = 0;
+  for (auto _ : state) {
+    auto start = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < events.size(); ++i) {
+      absl::StatusOr<PerfEvent> opened = OpenUprobe(*pmu, locations[i], false, -1, cpu, false);
+      if (!opened.ok()) {
+        for (PerfEvent& event : events) event.Close();
+        SkipIfError(state, opened.status());
+        return;
+      }
+      events[i] = *std::move(opened);
+    }
+    auto opened = std::chrono::steady_clock::now();
+    for (PerfEvent& event : events) event.Close();
+    auto closed = std::chrono::steady_clock::now();
+    open_seconds += std::chrono::duration<double>(opened - start).count();
+    close_seconds += std::chrono::duration<double>(closed - opened).count();
+    state.SetIterationTime(std::chrono::duration<double>(closed - start).count());
+  }
+  const double probes = static_cast<double>(state.iterations()) * params.probes;
+  ReportKernelCost(state, meter, probes, "probe");
+  for (ChildProcess& child : children) child.Kill();  // they die in parallel; ~ reaps
+  if (probes <= 0) return;
+  state.counters["usecs/probe"] = (open_seconds + close_seconds) * 1e6 / probes;
+  // Apart, because closing may wait for grace periods that hide what the processes add.
+  state.counters["open_usecs/probe"] = open_seconds * 1e6 / probes;
+  state.counters["close_usecs/probe"] = close_seconds * 1e6 / probes;
+  state.counters["processes"] = params.processes;
+}
+
+// A hit is two traps (the breakpoint, then the single-step of the displaced
+// instruction), taken as a pipe round trip's worth of kernel entries: a guess the
+// planner only uses to size the run.
+CostModel HitCost(const HitParams& params) {
+  return [params](const UnitCosts& u) {
+    const double per_call = params.probe == ProbeKind::kNone ? 2e-9 : u.round_trip;
+    const double calls = static_cast<double>(params.calls) * params.threads;
+    const double cpus = PlannedCpuCount();
+    return Cost{params.threads * u.thread + u.event_fd,
+                calls * per_call / std::min<double>(params.threads, cpus) + u.round_trip, 0};
+  };
+}
+
+// Opening a probe costs about an event's open and close, plus writing and removing the
+// breakpoint in each mapping process (a guess, as above); closing it waits for a grace
+// period (newer kernels synchronize SRCU and RCU tasks trace in uprobe_unregister).
+CostModel AttachCost(const AttachParams& params) {
+  return [params](const UnitCosts& u) {
+    const double per_probe = u.event_fd * (2 + params.processes) + u.tracepoint_teardown;
+    return Cost{params.processes * u.process, params.probes * per_probe, 0};
+  };
+}
+
+absl::Status RegisterUprobeFamilies() {
+  absl::StatusOr<Flags> f = flags.Resolve(FamilyFlagEnv());
+  if (!f.ok()) return f.status();
+  for (const Choice<ProbeKind>& probe : f->probes) {
+    for (int64_t t : f->threads) {
+      HitParams params{probe.value, static_cast<int>(t), f->calls};
+      RegisterPlanned(absl::StrCat("BM_UprobeHit/probe:", probe.name, "/threads:", t),
+                      TimeMode::kManual, HitCost(params), BM_UprobeHit, params)
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
+  for (int64_t p : f->processes) {
+    for (int64_t n : f->attach_probes) {
+      AttachParams params{static_cast<int>(n), static_cast<int>(p)};
+      RegisterPlanned(absl::StrCat("BM_UprobeAttach/probes:", n, "/processes:", p),
+                      TimeMode::kManual, AttachCost(params), BM_UprobeAttach, params)
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+PERFSCALE_FAMILY(uprobe, RegisterUprobeFamilies);
+
+}  // namespace perfscale
