@@ -81,6 +81,7 @@ struct FlagInfo {
   std::string quick_text;              // the default under --quick, when it differs
   bool is_bool = false;                // `--name` alone means true
   std::vector<std::string> old_names;  // still accepted, with a notice
+  std::vector<std::string> also;       // words a boolean flag takes besides booleans
 };
 
 // One flag's text as the command line left it.
