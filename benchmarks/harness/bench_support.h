@@ -43,6 +43,7 @@
 #ifndef PERFSCALE_BENCHMARKS_HARNESS_BENCH_SUPPORT_H_
 #define PERFSCALE_BENCHMARKS_HARNESS_BENCH_SUPPORT_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -101,22 +102,26 @@ class BenchmarkPass {
    public:
     Value operator*() const { return Value(); }
     Iterator& operator++() {
-      if (pass_ == nullptr) {
-        ++*timed_;
-      } else {
+      if (counting_) {
         --left_;
+      } else {
+        ++*timed_;
       }
       return *this;
     }
     bool operator!=(const Iterator& end) const {
-      return pass_ == nullptr ? *timed_ != *end.timed_ : left_ != 0;
+      if (counting_) return left_ != 0;
+      if (*timed_ != *end.timed_) return true;
+      pass_->TimedLoopEnded();  // what Google Benchmark measured ends here too
+      return false;
     }
 
    private:
     friend class BenchmarkPass;
     Iterator() = default;
     std::optional<StateIterator> timed_;  // the timed pass
-    const BenchmarkPass* pass_ = nullptr;  // counting passes only
+    BenchmarkPass* pass_ = nullptr;
+    bool counting_ = false;
     int64_t left_ = 0;
   };
 
@@ -156,6 +161,12 @@ class BenchmarkPass {
   const bool attribute_;  // open the task counters in this pass
   const int64_t count_iterations_;
   int64_t counted_ = 0;  // iterations started in a counting pass
+  void TimedLoopEnded();
+  // What Google Benchmark measured of the timed pass: manual time where the body gives
+  // it, else the loop's real time. RunPasses sizes calls with it (WillBeReported).
+  std::chrono::steady_clock::time_point loop_start_;
+  double loop_seconds_ = 0;
+  double manual_seconds_ = 0;
   std::optional<KernelCostMeter> meter_;
   KernelCost cost_;
   bool measured_ = false;  // a window was stopped
