@@ -146,6 +146,9 @@ def main(argv):
     except RuntimeError as err:
         print("calibrate: %s; nothing stored" % err, file=sys.stderr)
         return 2
+    except history.HistoryError as err:
+        print("calibrate: %s" % err, file=sys.stderr)
+        return 2
     except KeyboardInterrupt:  # a spread calibration waits for hours: Ctrl-C is expected
         print("calibrate: interrupted; nothing stored", file=sys.stderr)
         return 130
@@ -178,6 +181,10 @@ def _calibrate(args, run_args, config, folder, conn):
     first = runs[0]
     if (first.host, first.cpus) != (runs[-1].host, runs[-1].cpus):
         raise RuntimeError("the runs were on different machines")
+    for results in runs:  # a lineage never mixes timings with and without the counters
+        history.check_attribution(
+            history.RunInfo.from_results(results, config, run_args, args.repetitions),
+            history.find_baselines(conn, first.host, first.cpus, config, 1))
     learned = gate_floors.learn([r.entries for r in runs], args.alpha)
     for (name, metric), calibration in learned.items():
         if injected is not None and metric == results_stats.REAL_TIME:

@@ -330,6 +330,9 @@ def _nightly(args, run_args, options, config, conn):
               % (baseline["id"], baseline["host"], baseline["cpus"], info.host, info.cpus),
               file=sys.stderr)
         return 2
+    # Before judging: timings taken with the counters attached and without are not alike.
+    history.check_attribution(info, [named] if named is not None else history.find_baselines(
+        conn, info.host, info.cpus, info.config, gate_floors.BASELINE_RUNS))
     if named is not None and named["config"] != info.config:
         print("nightly: note: run %d had config '%s', this one '%s'"
               % (named["id"], named["config"], info.config))
