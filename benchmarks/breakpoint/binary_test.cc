@@ -167,9 +167,9 @@ TEST_F(BreakpointBinaryTest, CountsFromTheCountingPassEqualThoseCountedWhileTime
                   "--benchmark_display_aggregates_only=false"});
     ASSERT_EQ(run.exit_code, 0) << run.err;
     ASSERT_TRUE(run.json.ok()) << run.json.status();
-    const Json* attribution = run.context.Find("attribution");
-    ASSERT_NE(attribution, nullptr);
-    EXPECT_EQ(attribution->string, std::string(mode) == "true" ? "counting_pass" : "timed");
+    ASSERT_TRUE(run.context.contains("attribution"));
+    EXPECT_EQ(run.context.at("attribution"),
+              std::string(mode) == "true" ? "counting_pass" : "timed");
     int rows = 0;
     for (const BenchmarkResult& benchmark : run.benchmarks) {
       SCOPED_TRACE(benchmark.name);
@@ -244,8 +244,8 @@ TEST_F(BreakpointBinaryTest, BadValuesExitTwoNamingTheFlagBeforeRunning) {
     std::string too_many = absl::StrCat(slots->hardware + 1);
     cases.push_back({{"--breakpoint_breakpoints=0," + too_many},
                      absl::StrCat("--breakpoint_breakpoints=0,", too_many, ": ", too_many,
-                                  " breakpoints asked for, but the hardware has ",
-                                  slots->hardware, " breakpoint slots")});
+                                  " breakpoints asked for, but the hardware has ", slots->hardware,
+                                  " breakpoint slots")});
   }
   ::perfscale::testing::ExpectUsageErrors(kBinary, cases);
 }

@@ -29,7 +29,6 @@ Flag& attribution_flag = DefineFlag(
              "true (false before Linux 6.4)",
              "",
              /*is_bool=*/true,
-             {},
              {"timed"}},
     "true");
 
