@@ -207,7 +207,9 @@ absl::Status ParseFlags(int argc, char** argv) {
       return absl::InvalidArgumentError(
           absl::StrCat("--", name, "=: empty value (leave the flag out for its default)"));
     }
-    if (flag.is_bool() && !ParseBool(value).ok()) {
+    const std::vector<std::string>& also = flag.info().also;
+    if (flag.is_bool() && !ParseBool(value).ok() &&
+        std::find(also.begin(), also.end(), value) == also.end()) {
       return flag.Reject(value, NotABoolean(value));
     }
     flag.Set(std::move(value));

@@ -79,6 +79,7 @@ struct FlagInfo {
   std::string default_text;  // the default as --help and docs/flags.md state it
   std::string quick_text;    // the default under --quick, when it differs
   bool is_bool = false;      // `--name` alone means true
+  std::vector<std::string> also;  // words a boolean flag takes besides booleans
 };
 
 // One flag's text as the command line left it.

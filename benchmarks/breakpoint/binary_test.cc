@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -143,6 +144,66 @@ TEST_F(BreakpointBinaryTest, ProfileNamesTheKernelPathOfTheToggle) {
   EXPECT_GT(ioctl_children, 0.5) << *text;
 }
 
+// Issue 28: the default run times with no perf event of ours and counts in a pass of its
+// own; the counts equal those of the old way (--attribution=timed, counted while timed):
+// toggling a breakpoint that 2 blocked threads on the other CPU inherited is 2 function
+// calls per disable and per enable, 4 per op either way. Thread churn has counts too.
+TEST_F(BreakpointBinaryTest, CountsFromTheCountingPassEqualThoseCountedWhileTimed) {
+  if (absl::Status s = ProbeCapabilities().RequireBreakpointPmu(); !s.ok()) {
+    GTEST_SKIP() << s.message();
+  }
+  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "placement other_cpus needs 2 CPUs";
+  std::map<std::string, double> xcalls;
+  for (const char* mode : {"true", "timed"}) {
+    SCOPED_TRACE(mode);
+    BinaryRun run = RunFamilyBinary(
+        kBinary, {absl::StrCat("--attribution=", mode), "--breakpoint_breakpoints=1",
+                  "--breakpoint_parallelism=1", "--breakpoint_threads=2", "--breakpoint_repeat=2",
+                  "--breakpoint_passive=2", "--breakpoint_active=0",
+                  "--breakpoint_placement=other_cpus", "--benchmark_min_time=0.05",
+                  // Every repetition's row has its counts: the calls Google Benchmark
+                  // discards while it sizes the iterations are the only ones not counted.
+                  "--benchmark_repetitions=2", "--benchmark_report_aggregates_only=false",
+                  "--benchmark_display_aggregates_only=false"});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    ASSERT_TRUE(run.json.ok()) << run.json.status();
+    ASSERT_TRUE(run.context.contains("attribution"));
+    EXPECT_EQ(run.context.at("attribution"),
+              std::string(mode) == "true" ? "counting_pass" : "timed");
+    int rows = 0;
+    for (const BenchmarkResult& benchmark : run.benchmarks) {
+      SCOPED_TRACE(benchmark.name);
+      if (absl::EndsWith(benchmark.name, "_mean") || absl::EndsWith(benchmark.name, "_median") ||
+          absl::EndsWith(benchmark.name, "_stddev") || absl::EndsWith(benchmark.name, "_cv")) {
+        continue;
+      }
+      ++rows;
+      ASSERT_FALSE(benchmark.error) << benchmark.error_message;
+      if (!benchmark.numbers.count("xcalls/op")) GTEST_SKIP() << "no xcalls counter here";
+      EXPECT_GT(benchmark.Number("count_ops"), 0.0);
+      EXPECT_GT(benchmark.Number("ctx_switches/op"), 0.0);  // thread churn included
+      if (absl::StartsWith(benchmark.name, "BM_BreakpointEnable/")) {
+        xcalls[mode] = benchmark.Number("xcalls/op");
+        if (std::string(mode) == "true") {
+          // Sized by iterations: at most the pass's 200, never more than were timed.
+          EXPECT_LE(benchmark.Number("count_ops"), 200.0);
+          EXPECT_LE(benchmark.Number("count_ops"), benchmark.Number("iterations"));
+        } else {
+          EXPECT_EQ(benchmark.Number("count_ops"), benchmark.Number("iterations"));
+        }
+      } else {
+        // One churn iteration counted: repeat x threads thread create+joins.
+        if (std::string(mode) == "true") {
+          EXPECT_EQ(benchmark.Number("count_ops"), 4.0);
+        }
+      }
+    }
+    EXPECT_EQ(rows, 4) << "2 benchmarks x 2 repetitions";
+  }
+  EXPECT_NEAR(xcalls["true"], 4.0, 4.0 * 0.05);
+  EXPECT_NEAR(xcalls["timed"], 4.0, 4.0 * 0.05);
+}
+
 TEST_F(BreakpointBinaryTest, BenchmarkFilterSelectsAFamily) {
   ::perfscale::testing::CommandResult result = ::perfscale::testing::RunRunfile(
       kBinary,
@@ -165,7 +226,8 @@ TEST_F(BreakpointBinaryTest, BadValuesExitTwoNamingTheFlagBeforeRunning) {
       {{"--breakpoint_passive=-1"}, "--breakpoint_passive=-1: -1 is out of range"},
       {{"--breakpoint_active=4-2"}, "--breakpoint_active=4-2: descending range '4-2'"},
       {{"--breakpoint_placement=bogus"}, "--breakpoint_placement=bogus: unknown value 'bogus'"},
-      {{"--attribution=maybe"}, "--attribution=maybe: 'maybe' is not a boolean"},
+      {{"--attribution=maybe"},
+       "--attribution=maybe: 'maybe' is not a boolean (allowed: true, false or timed)"},
       {{"--unknown_flag=1"}, "unknown flag --unknown_flag"},
       {{"--breakpoint_threads"}, "flag --breakpoint_threads needs a value"},
       {{"stray"}, "unexpected argument 'stray'"},
@@ -182,8 +244,8 @@ TEST_F(BreakpointBinaryTest, BadValuesExitTwoNamingTheFlagBeforeRunning) {
     std::string too_many = absl::StrCat(slots->hardware + 1);
     cases.push_back({{"--breakpoint_breakpoints=0," + too_many},
                      absl::StrCat("--breakpoint_breakpoints=0,", too_many, ": ", too_many,
-                                  " breakpoints asked for, but the hardware has ",
-                                  slots->hardware, " breakpoint slots")});
+                                  " breakpoints asked for, but the hardware has ", slots->hardware,
+                                  " breakpoint slots")});
   }
   ::perfscale::testing::ExpectUsageErrors(kBinary, cases);
 }

@@ -228,33 +228,39 @@ void BM_BreakpointThread(benchmark::State& state, ThreadParams params) {
   Capabilities caps = ProbeCapabilities();
   if (SkipIfError(state, caps.RequireBreakpointPmu())) return;
   if (SkipIfError(state, caps.RequireThreads(ThreadsNeeded(params)))) return;
-  absl::StatusOr<std::vector<PerfEvent>> held = OpenInheritedBreakpoints(params.breakpoints);
-  if (!held.ok() && StatusErrno(held.status()) == ENOSPC) {
-    // Say whose slots they are: the kernel's ENOSPC alone reads as a machine too small.
-    absl::StatusOr<BreakpointSlots> slots = ProbeBreakpointSlots();
-    if (slots.ok()) {
-      held = absl::ResourceExhaustedError(absl::StrCat(
-          params.breakpoints, " breakpoints needed, but ", slots->Describe()));
+  // The counting pass runs one iteration: every churned thread inherits the ~8 + 2 x CPUs
+  // counters, which made thread create+join 2.5x slower here when they were timed.
+  PassOptions options;
+  options.count_iterations = 1;
+  RunPasses(state, options, [&](BenchmarkPass& pass) {
+    absl::StatusOr<std::vector<PerfEvent>> held = OpenInheritedBreakpoints(params.breakpoints);
+    if (!held.ok() && StatusErrno(held.status()) == ENOSPC) {
+      // Say whose slots they are: the kernel's ENOSPC alone reads as a machine too small.
+      absl::StatusOr<BreakpointSlots> slots = ProbeBreakpointSlots();
+      if (slots.ok()) {
+        held = absl::ResourceExhaustedError(absl::StrCat(
+            params.breakpoints, " breakpoints needed, but ", slots->Describe()));
+      }
     }
-  }
-  if (SkipIfError(state, held.status())) return;
-
-  ThreadChurn churn(params);
-  // Off unless --attribution=true: every churned thread would inherit the ~8 + 2 x CPUs
-  // counters, and copying them made thread create+join 2.5x slower (docs/counters.md).
-  KernelCostMeter meter = BenchmarkMeter(/*include_children=*/false,
-                                         /*attribute_by_default=*/false);
-  if (!StartOrSkip(state, meter)) return;
-  auto start = std::chrono::steady_clock::now();
-  for (auto _ : state) {
-    if (SkipIfError(state, churn.Run())) return;
-  }
-  double elapsed_us =
-      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
-  double ops = static_cast<double>(state.iterations()) * params.repeat * params.threads;
-  state.counters["usecs/op"] = elapsed_us / ops;
-  state.counters["usecs/op/cpu"] = elapsed_us / ops * params.parallelism;
-  ReportKernelCost(state, meter, ops);
+    if (pass.SkipIfError(held.status())) return;
+    ThreadChurn churn(params);
+    pass.OpenCounters();  // the churned threads are created in the loop, and inherit them
+    if (!pass.Start()) return;
+    auto start = std::chrono::steady_clock::now();
+    for (auto _ : pass) {
+      if (pass.SkipIfError(churn.Run())) return;
+    }
+    double elapsed_us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+            .count();
+    if (!pass.Stop()) return;
+    double ops = static_cast<double>(pass.iterations()) * params.repeat * params.threads;
+    pass.SetOps(ops);
+    if (pass.timed()) {
+      state.counters["usecs/op"] = elapsed_us / ops;
+      state.counters["usecs/op/cpu"] = elapsed_us / ops * params.parallelism;
+    }
+  });
 }
 
 void BM_BreakpointEnable(benchmark::State& state, EnableParams params) {
@@ -266,41 +272,47 @@ void BM_BreakpointEnable(benchmark::State& state, EnableParams params) {
   }
   absl::StatusOr<Placement> placement = ResolvePlacement(params.placement);
   if (SkipIfError(state, placement.status())) return;
-  // Restores the thread's affinity on every return path.
-  absl::StatusOr<std::unique_ptr<ScopedAffinity>> pinned = PinDriver(*placement);
-  if (SkipIfError(state, pinned.status())) return;
+  PassOptions options;
+  options.count_iterations = 200;
+  RunPasses(state, options, [&](BenchmarkPass& pass) {
+    // Restores the thread's affinity on every return path.
+    absl::StatusOr<std::unique_ptr<ScopedAffinity>> pinned = PinDriver(*placement);
+    if (pass.SkipIfError(pinned.status())) return;
 
-  // A stack byte, as perf bench watches: never touched while the threads exist.
-  volatile char watched = 0;
-  BreakpointSpec spec;
-  spec.address = &watched;
-  spec.inherit = true;
-  absl::StatusOr<PerfEvent> breakpoint = PerfEvent::Open(BreakpointAttr(spec), 0, -1);
-  if (SkipIfError(state, breakpoint.status())) return;
+    // A stack byte, as perf bench watches: never touched while the threads exist.
+    volatile char watched = 0;
+    BreakpointSpec spec;
+    spec.address = &watched;
+    spec.inherit = true;
+    absl::StatusOr<PerfEvent> breakpoint = PerfEvent::Open(BreakpointAttr(spec), 0, -1);
+    if (pass.SkipIfError(breakpoint.status())) return;
 
-  // Before the threads, so that they inherit the attribution counters too.
-  KernelCostMeter meter = BenchmarkMeter();
-  // Created after the breakpoint so that they inherit it.
-  absl::StatusOr<std::unique_ptr<BackgroundThreads>> passive =
-      BackgroundThreads::Start(BackgroundThreads::kParked, params.passive, placement->others);
-  if (SkipIfError(state, passive.status())) return;
-  absl::StatusOr<std::unique_ptr<BackgroundThreads>> active =
-      BackgroundThreads::Start(BackgroundThreads::kSpinning, params.active, placement->others);
-  if (SkipIfError(state, active.status())) return;
-  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    // Before the threads, so that they inherit the attribution counters too.
+    pass.OpenCounters();
+    // Created after the breakpoint so that they inherit it.
+    absl::StatusOr<std::unique_ptr<BackgroundThreads>> passive =
+        BackgroundThreads::Start(BackgroundThreads::kParked, params.passive, placement->others);
+    if (pass.SkipIfError(passive.status())) return;
+    absl::StatusOr<std::unique_ptr<BackgroundThreads>> active =
+        BackgroundThreads::Start(BackgroundThreads::kSpinning, params.active, placement->others);
+    if (pass.SkipIfError(active.status())) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
 
-  if (!StartOrSkip(state, meter)) return;
-  auto start = std::chrono::steady_clock::now();
-  for (auto _ : state) {
-    absl::Status disabled = breakpoint->Disable();
-    absl::Status enabled = breakpoint->Enable();
-    if (SkipIfError(state, disabled.ok() ? enabled : disabled)) return;
-  }
-  double elapsed_us =
-      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
-  double ops = static_cast<double>(state.iterations());
-  state.counters["usecs/op"] = elapsed_us / ops;
-  ReportKernelCost(state, meter, ops);
+    if (!pass.Start()) return;
+    auto start = std::chrono::steady_clock::now();
+    for (auto _ : pass) {
+      absl::Status disabled = breakpoint->Disable();
+      absl::Status enabled = breakpoint->Enable();
+      if (pass.SkipIfError(disabled.ok() ? enabled : disabled)) return;
+    }
+    double elapsed_us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+            .count();
+    if (!pass.Stop()) return;
+    double ops = static_cast<double>(pass.iterations());
+    pass.SetOps(ops);
+    if (pass.timed()) state.counters["usecs/op"] = elapsed_us / ops;
+  });
 }
 
 absl::Status RegisterThreadFamily(const Flags& f, const Capabilities& caps) {

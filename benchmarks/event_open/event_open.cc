@@ -277,91 +277,93 @@ void BM_EventOpen(benchmark::State& state, OpenParams params) {
   absl::StatusOr<perf_event_attr> attr =
       KindAttr(params.kind, params.plan != PhasePlan::kOpenEnabled, caps);
   if (SkipIfError(state, attr.status())) return;
-  // Before the workers, so that they inherit the attribution counters, and before the fd
-  // limit is sized, so that it counts the counters' fds.
-  KernelCostMeter meter = BenchmarkMeter();
   const uint64_t fds = static_cast<uint64_t>(params.events) * params.cpus.size();
-  absl::StatusOr<ScopedFdLimit> fd_limit = ScopedFdLimit::Ensure(fds);
-  if (SkipIfError(state, fd_limit.status())) return;
-
-  std::unique_ptr<CpuWorkers> workers;
-  if (params.order == GridOrder::kParallel) {
-    absl::StatusOr<std::unique_ptr<CpuWorkers>> started = CpuWorkers::Start(params.cpus);
-    if (SkipIfError(state, started.status())) return;
-    workers = *std::move(started);
-  }
-  std::unique_ptr<BackgroundThreads> hogs;
-  if (params.load > 0) {
-    absl::StatusOr<std::unique_ptr<BackgroundThreads>> started =
-        BackgroundThreads::Start(BackgroundThreads::kSpinning, params.load, params.cpus);
-    if (SkipIfError(state, started.status())) return;
-    hogs = *std::move(started);
-  }
   GridSpec spec;
   spec.events.assign(static_cast<size_t>(params.events), *attr);
   spec.cpus = params.cpus;
   spec.group_size = params.group_size;
-
   const bool lifecycle = params.plan == PhasePlan::kLifecycle;
   std::vector<Phase> phases = {kOpen};
   if (lifecycle) phases = {kOpen, kEnable, kRead, kDisable, kClose};
-  double phase_seconds[kNumPhases] = {};
-  KernelCost cost;  // summed over the iterations' timed phases
-  GridNotes notes;
   const std::vector<int> outside = params.order == GridOrder::kEventMajor
                                        ? std::vector<int>{}
                                        : OutsideGivenAffinity(params.cpus);
-  for (auto _ : state) {
-    EventGrid grid(spec, params.order, workers.get());
-    if (!StartOrSkip(state, meter)) return;
-    double iteration_seconds = 0;
-    for (Phase phase : phases) {
-      auto start = std::chrono::steady_clock::now();
-      absl::Status done = RunPhase(phase, grid);
-      double seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (SkipIfError(state, done)) return;  // the grid closes what it opened
-      phase_seconds[phase] += seconds;
-      iteration_seconds += seconds;
-    }
-    absl::StatusOr<KernelCost> iteration_cost = meter.Stop();
-    PauseProfile();  // the grid's untimed close is not profiled
-    if (SkipIfError(state, iteration_cost.status())) return;
-    cost += *iteration_cost;
-    notes = grid.notes();
-    state.SetIterationTime(iteration_seconds);
-    grid.Close();  // for the open plans, untimed; for `lifecycle`, already closed
-  }
 
-  double total_fds = static_cast<double>(state.iterations()) * static_cast<double>(fds);
-  if (total_fds <= 0) return;
-  double total_seconds = 0;
-  for (double seconds : phase_seconds) total_seconds += seconds;
-  state.counters["usecs/fd"] = total_seconds * 1e6 / total_fds;
-  SetKernelCostCounters(state, cost, meter.task_counters(), total_fds, "fd");
-  state.counters["fds"] = static_cast<double>(fds);
-  if (lifecycle && total_seconds > 0) {
-    for (Phase phase : phases) {
-      state.counters[absl::StrCat("share:", kPhaseNames[phase])] =
-          phase_seconds[phase] / total_seconds;
+  PassOptions options;
+  options.unit = "fd";
+  options.count_iterations = 2;  // an iteration is a whole grid
+  RunPasses(state, options, [&](BenchmarkPass& pass) {
+    // Before the workers, so that they inherit the attribution counters, and before the
+    // fd limit is sized, so that it counts the counters' fds.
+    pass.OpenCounters();
+    absl::StatusOr<ScopedFdLimit> fd_limit = ScopedFdLimit::Ensure(fds);
+    if (pass.SkipIfError(fd_limit.status())) return;
+
+    std::unique_ptr<CpuWorkers> workers;
+    if (params.order == GridOrder::kParallel) {
+      absl::StatusOr<std::unique_ptr<CpuWorkers>> started = CpuWorkers::Start(params.cpus);
+      if (pass.SkipIfError(started.status())) return;
+      workers = *std::move(started);
     }
-  }
-  if (params.group_size > 1) {
-    state.counters["weak_fallbacks"] = static_cast<double>(notes.weak_group_fallbacks);
-  }
-  std::string label = DescribeNotes(notes);
-  std::vector<int> left;  // those it really moved to: a refused CPU is said above
-  for (int cpu : outside) {
-    if (std::find(notes.affinity_refused.begin(), notes.affinity_refused.end(), cpu) ==
-        notes.affinity_refused.end()) {
-      left.push_back(cpu);
+    std::unique_ptr<BackgroundThreads> hogs;
+    if (params.load > 0) {
+      absl::StatusOr<std::unique_ptr<BackgroundThreads>> started =
+          BackgroundThreads::Start(BackgroundThreads::kSpinning, params.load, params.cpus);
+      if (pass.SkipIfError(started.status())) return;
+      hogs = *std::move(started);
     }
-  }
-  if (!left.empty()) {
-    absl::StrAppend(&label, label.empty() ? "" : "; ", "ran on CPU(s) ", FormatCpuList(left),
-                    ", outside the affinity it was given (taskset), to open there");
-  }
-  if (!label.empty()) state.SetLabel(label);
+    double phase_seconds[kNumPhases] = {};
+    GridNotes notes;
+    for (auto _ : pass) {
+      EventGrid grid(spec, params.order, workers.get());
+      if (!pass.Start()) return;  // a window per iteration: the timed phases only
+      double iteration_seconds = 0;
+      for (Phase phase : phases) {
+        auto start = std::chrono::steady_clock::now();
+        absl::Status done = RunPhase(phase, grid);
+        double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (pass.SkipIfError(done)) return;  // the grid closes what it opened
+        phase_seconds[phase] += seconds;
+        iteration_seconds += seconds;
+      }
+      if (!pass.Stop()) return;  // the grid's untimed close is not profiled
+      notes = grid.notes();
+      pass.SetIterationTime(iteration_seconds);
+      grid.Close();  // for the open plans, untimed; for `lifecycle`, already closed
+    }
+
+    double total_fds = static_cast<double>(pass.iterations()) * static_cast<double>(fds);
+    if (total_fds <= 0) return;
+    pass.SetOps(total_fds);
+    if (pass.counting()) return;
+    double total_seconds = 0;
+    for (double seconds : phase_seconds) total_seconds += seconds;
+    state.counters["usecs/fd"] = total_seconds * 1e6 / total_fds;
+    state.counters["fds"] = static_cast<double>(fds);
+    if (lifecycle && total_seconds > 0) {
+      for (Phase phase : phases) {
+        state.counters[absl::StrCat("share:", kPhaseNames[phase])] =
+            phase_seconds[phase] / total_seconds;
+      }
+    }
+    if (params.group_size > 1) {
+      state.counters["weak_fallbacks"] = static_cast<double>(notes.weak_group_fallbacks);
+    }
+    std::string label = DescribeNotes(notes);
+    std::vector<int> left;  // those it really moved to: a refused CPU is said above
+    for (int cpu : outside) {
+      if (std::find(notes.affinity_refused.begin(), notes.affinity_refused.end(), cpu) ==
+          notes.affinity_refused.end()) {
+        left.push_back(cpu);
+      }
+    }
+    if (!left.empty()) {
+      absl::StrAppend(&label, label.empty() ? "" : "; ", "ran on CPU(s) ", FormatCpuList(left),
+                      ", outside the affinity it was given (taskset), to open there");
+    }
+    if (!label.empty()) state.SetLabel(label);
+  });
 }
 
 // Counts what the resolver asks of sysfs.

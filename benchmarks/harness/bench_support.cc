@@ -2,10 +2,15 @@
 
 #include <sys/utsname.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <set>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "benchmarks/harness/profile_support.h"
+#include "benchmarks/harness/suite_plan.h"
 #include "lib/errno_status.h"
 #include "lib/flags.h"
 #include "lib/json_string.h"
@@ -14,16 +19,17 @@ namespace perfscale {
 namespace {
 
 Flag& attribution_flag = DefineFlag(
-    FlagInfo{
-        "attribution",
-        "suite",
-        "count what the benchmark's own tasks cause (ipis_sent, xcalls, lock_contended, "
-        "lock_wait_us, ctx_switches, cpu_migrations, page_faults per op)",
-        "true or false",
-        "true (false before Linux 6.4, and for BM_BreakpointThread)",
-        "",
-        /*is_bool=*/true,
-    },
+    FlagInfo{"attribution",
+             "suite",
+             "count what the benchmark's own tasks cause (ipis_sent, xcalls, lock_contended, "
+             "lock_wait_us, ctx_switches, cpu_migrations, page_faults per op) in a counting "
+             "pass after the timed one; timed: count during the timed iterations instead "
+             "(times the counters too)",
+             "true, false or timed",
+             "true (false before Linux 6.4)",
+             "",
+             /*is_bool=*/true,
+             {"timed"}},
     "true");
 
 Flag& count_syscalls_flag =
@@ -51,16 +57,27 @@ bool KernelPredatesAttribution() {
   return major < 6 || (major == 6 && minor < 4);
 }
 
-bool AttributionOn() {
-  return attribution_flag.is_set() ? attribution_flag.bool_value() : !KernelPredatesAttribution();
-}
+// --attribution is a boolean that also takes "timed" (FlagInfo::also).
+bool TimedAsked() { return attribution_flag.is_set() && attribution_flag.value() == "timed"; }
 
 }  // namespace
 
-KernelCostMeter BenchmarkMeter(bool include_children, bool attribute_by_default) {
-  bool attribute =
-      attribution_flag.is_set() ? AttributionOn() : attribute_by_default && AttributionOn();
-  return KernelCostMeter(include_children, attribute, CounterOptions());
+Attribution AttributionMode() {
+  if (TimedAsked()) return Attribution::kTimed;
+  bool on = attribution_flag.is_set() ? attribution_flag.bool_value() : !KernelPredatesAttribution();
+  return on ? Attribution::kCountingPass : Attribution::kOff;
+}
+
+const char* AttributionName(Attribution mode) {
+  switch (mode) {
+    case Attribution::kOff:
+      return "off";
+    case Attribution::kCountingPass:
+      return "counting_pass";
+    case Attribution::kTimed:
+      return "timed";
+  }
+  return "?";
 }
 
 std::string CounterSourcesJson() {
@@ -68,11 +85,15 @@ std::string CounterSourcesJson() {
   auto add = [&json](absl::string_view name, absl::string_view source) {
     absl::StrAppend(&json, json.size() > 1 ? ", " : "", JsonString(name), ": ", JsonString(source));
   };
-  if (AttributionOn()) {
+  const Attribution mode = AttributionMode();
+  if (mode != Attribution::kOff) {
     std::unique_ptr<TaskCounters> probe = TaskCounters::Open(CounterOptions());
+    const char* pass = mode == Attribution::kTimed ? " (during the timed iterations)"
+                                                   : " (the counting pass)";
     for (const CounterSource& source : probe->sources()) {
       add(TaskCounterName(source.counter),
-          source.available ? source.source : absl::StrCat("unavailable: ", source.source));
+          source.available ? absl::StrCat(source.source, pass)
+                           : absl::StrCat("unavailable: ", source.source));
     }
   } else {
     for (TaskCounter counter : kAllTaskCounters) {
@@ -83,8 +104,11 @@ std::string CounterSourcesJson() {
                 "csd:csd_queue_cpu); --attribution=true turns it on");
     }
   }
-  add("ipis_system", "/proc/interrupts function-call IPIs (CAL) received by every CPU");
-  add("sys_us", "getrusage system time of this process (and reaped children where stated)");
+  add("ipis_system",
+      "/proc/interrupts function-call IPIs (CAL) received by every CPU (the timed pass)");
+  add("sys_us",
+      "getrusage system time of this process (and reaped children where stated) (the timed "
+      "pass)");
   return json + "}";
 }
 
@@ -97,35 +121,154 @@ bool SkipIfError(benchmark::State& state, const absl::Status& status) {
   return true;
 }
 
-bool StartOrSkip(benchmark::State& state, KernelCostMeter& meter) {
-  ResumeProfile();  // --profile: the timed region starts here
-  return !SkipIfError(state, meter.Start());
-}
+namespace {
 
-void ReportKernelCost(benchmark::State& state, KernelCostMeter& meter, double ops,
-                      const std::string& unit) {
-  absl::StatusOr<KernelCost> cost = meter.Stop();
-  PauseProfile();
-  if (!cost.ok()) return;
-  SetKernelCostCounters(state, *cost, meter.task_counters(), ops, unit);
-}
-
-void SetKernelCostCounters(benchmark::State& state, const KernelCost& cost,
-                           const TaskCounters* counters, double ops, const std::string& unit) {
+void SetSystemCounters(benchmark::State& state, const KernelCost& cost, double ops,
+                       const std::string& unit) {
   if (ops <= 0) return;
   state.counters[absl::StrCat("ipis_system/", unit)] =
       static_cast<double>(cost.ipis.function_call) / ops;
   state.counters[absl::StrCat("sys_us/", unit)] = cost.system_seconds * 1e6 / ops;
-  if (counters == nullptr || !cost.tasks.has_value()) return;
+}
+
+void SetTaskCounters(benchmark::State& state, const TaskCounts& counts,
+                     const TaskCounters& counters, double ops, const std::string& unit) {
+  if (ops <= 0) return;
   for (TaskCounter counter : kAllTaskCounters) {
-    if (!counters->available(counter)) continue;
-    double value = static_cast<double>(cost.tasks->Count(counter));
+    if (!counters.available(counter)) continue;
+    double value = static_cast<double>(counts.Count(counter));
     if (counter == TaskCounter::kLockWait) value /= 1000.0;  // ns -> us
     state.counters[absl::StrCat(TaskCounterName(counter), "/", unit)] = value / ops;
   }
+  state.counters["count_ops"] = ops;
   // Only when it happened: lock figures are then lower bounds.
-  if (cost.tasks->lock_records_lost > 0) {
-    state.counters["lock_records_lost"] = static_cast<double>(cost.tasks->lock_records_lost);
+  if (counts.lock_records_lost > 0) {
+    state.counters["lock_records_lost"] = static_cast<double>(counts.lock_records_lost);
+  }
+}
+
+}  // namespace
+
+BenchmarkPass::BenchmarkPass(benchmark::State& state, const PassOptions& options, bool counting,
+                             bool attribute, int64_t count_iterations)
+    : state_(state),
+      options_(options),
+      counting_(counting),
+      attribute_(attribute),
+      count_iterations_(count_iterations) {}
+
+void BenchmarkPass::OpenCounters() {
+  if (!meter_.has_value()) meter_.emplace(options_.include_children, attribute_, CounterOptions());
+}
+
+bool BenchmarkPass::Start() {
+  OpenCounters();
+  if (timed()) ResumeProfile();  // --profile: the timed region starts here
+  return !SkipIfError(meter_->Start());
+}
+
+bool BenchmarkPass::Stop() {
+  absl::StatusOr<KernelCost> cost = meter_->Stop();
+  if (timed()) PauseProfile();
+  if (SkipIfError(cost.status())) return false;
+  cost_ += *cost;
+  measured_ = true;
+  return true;
+}
+
+BenchmarkPass::Iterator BenchmarkPass::begin() {
+  Iterator it;
+  it.pass_ = this;
+  it.counting_ = counting_;
+  if (timed()) {
+    it.timed_.emplace(state_.begin());
+    loop_start_ = std::chrono::steady_clock::now();
+  } else {
+    it.left_ = count_iterations_;
+    counted_ = count_iterations_;
+  }
+  return it;
+}
+
+BenchmarkPass::Iterator BenchmarkPass::end() {
+  Iterator it;
+  it.counting_ = counting_;
+  if (timed()) it.timed_.emplace(state_.end());
+  return it;
+}
+
+void BenchmarkPass::TimedLoopEnded() {
+  loop_seconds_ =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start_).count();
+}
+
+int64_t BenchmarkPass::iterations() const {
+  return timed() ? static_cast<int64_t>(state_.iterations()) : counted_;
+}
+
+void BenchmarkPass::SetIterationTime(double seconds) {
+  if (counting()) return;
+  state_.SetIterationTime(seconds);
+  manual_seconds_ += seconds;
+}
+
+bool BenchmarkPass::SkipIfError(const absl::Status& status) {
+  if (status.ok()) return false;
+  if (timed()) return perfscale::SkipIfError(state_, status);
+  return perfscale::SkipIfError(
+      state_, absl::Status(status.code(), absl::StrCat("counting pass: ", status.message())));
+}
+
+namespace {
+
+// Whether Google Benchmark will report this call. It sizes an adaptive benchmark's
+// iterations in calls of the first repetition, each discarded until its measured time
+// reaches min_time; the later repetitions are one call each. A counting pass opens and
+// closes tracepoint events (a static key and an RCU grace period each, 10-45 ms here),
+// so the discarded calls skip it. Our measure of the loop ends a hair before Google
+// Benchmark's, hence the slack; when in doubt, count.
+bool WillBeReported(double measured_seconds) {
+  const RunControl& control = CurrentRunControl();
+  if (control.min_time <= 0) return true;  // fixed iterations, or not planned
+  static auto* reported = new std::set<std::string>;
+  if (reported->count(control.name) > 0) return true;
+  if (measured_seconds < 0.9 * control.min_time) return false;
+  reported->insert(control.name);
+  return true;
+}
+
+}  // namespace
+
+void RunPasses(benchmark::State& state, const PassOptions& options, const PassBody& body) {
+  const Attribution mode = AttributionMode();
+  BenchmarkPass timed(state, options, /*counting=*/false,
+                      /*attribute=*/mode == Attribution::kTimed, 0);
+  body(timed);
+  if (state.error_occurred() || !timed.measured_) return;
+  SetSystemCounters(state, timed.cost_, timed.ops_, options.unit);
+  if (mode == Attribution::kTimed) {
+    if (timed.cost_.tasks.has_value() && timed.meter_->task_counters() != nullptr) {
+      SetTaskCounters(state, *timed.cost_.tasks, *timed.meter_->task_counters(), timed.ops_,
+                      options.unit);
+    }
+    return;
+  }
+  if (mode == Attribution::kOff) return;
+  if (!WillBeReported(timed.manual_seconds_ > 0 ? timed.manual_seconds_ : timed.loop_seconds_)) {
+    return;
+  }
+  const int64_t iterations =
+      std::max<int64_t>(1, std::min<int64_t>(options.count_iterations,
+                                             static_cast<int64_t>(state.iterations())));
+  BenchmarkPass counting(state, options, /*counting=*/true, /*attribute=*/true, iterations);
+  // Whatever the body writes in this pass, the row's own figures are the timed pass's.
+  benchmark::UserCounters timed_counters = state.counters;
+  body(counting);
+  state.counters = std::move(timed_counters);
+  if (state.error_occurred() || !counting.measured_) return;
+  if (counting.cost_.tasks.has_value() && counting.meter_->task_counters() != nullptr) {
+    SetTaskCounters(state, *counting.cost_.tasks, *counting.meter_->task_counters(),
+                    counting.ops_, options.unit);
   }
 }
 

@@ -1,16 +1,56 @@
 // What every family does the same way around Google Benchmark: turning a Status into a
-// skip or an error, and reporting the kernel's cost per operation as counters.
+// skip or an error, and measuring what the kernel spends per operation.
+//
+// Timings and counts come from separate passes (docs/counters-pass.md). The attributed
+// counters of lib/task_counters.h are perf events inherited by the benchmark's tasks:
+// every context switch, cross-CPU call and thread creation of a counted task also runs
+// perf's hooks, so a timing taken with them on times the instrument too (+36% on the
+// breakpoint toggle, issue 28). RunPasses therefore runs a family's body twice:
+//   1. the timed pass: Google Benchmark's iterations, no perf event of ours attached;
+//      ipis_system/<unit> and sys_us/<unit> (/proc/interrupts and getrusage, no perf
+//      event) come from here;
+//   2. the counting pass: the same body with the same parameters and a fresh setup (its
+//      threads and processes are created after the counters open, so they inherit them),
+//      untimed, sized by iterations (PassOptions::count_iterations, never more than the
+//      timed pass ran): ipis_sent/<unit>, xcalls/<unit>, ... and count_ops, the
+//      operations (in <unit>) those counts are divided by.
+// --attribution=timed instead counts during the timed pass (the old way, to see what
+// counting costs); --attribution=false leaves the counters out. The run context's
+// "attribution" says which ("counting_pass", "timed" or "off").
 //
 // Example:
-//   perfscale::KernelCostMeter meter = perfscale::BenchmarkMeter();  // before any thread
-//   ... create the benchmark's threads or processes ...
-//   if (!perfscale::StartOrSkip(state, meter)) return;
-//   for (auto _ : state) { ... }
-//   perfscale::ReportKernelCost(state, meter, /*ops=*/state.iterations());
+//   void BM_Toggle(benchmark::State& state, Params params) {
+//     PassOptions options;  // unit "op"
+//     options.count_iterations = 200;
+//     RunPasses(state, options, [&](BenchmarkPass& pass) {
+//       absl::StatusOr<PerfEvent> event = ...;             // what the tasks inherit
+//       if (pass.SkipIfError(event.status())) return;
+//       pass.OpenCounters();                                // before the tasks to count
+//       ... start the threads or processes ...
+//       if (!pass.Start()) return;                          // measured window begins
+//       auto start = std::chrono::steady_clock::now();
+//       for (auto _ : pass) {                               // timed: state's iterations
+//         if (pass.SkipIfError(event->Disable())) return;   // counting: count_iterations
+//       }
+//       double us = MicrosecondsSince(start);
+//       if (!pass.Stop()) return;                           // window ends
+//       pass.SetOps(static_cast<double>(pass.iterations()));
+//       if (pass.timed()) state.counters["usecs/op"] = us / pass.iterations();
+//     });                                                   // sets the kernel-cost counters
+//   }
+// The body's own counters and label belong to the timed pass (`if (pass.timed())`);
+// RunPasses keeps the timed pass's state.counters whatever the counting pass writes.
 #ifndef PERFSCALE_BENCHMARKS_HARNESS_BENCH_SUPPORT_H_
 #define PERFSCALE_BENCHMARKS_HARNESS_BENCH_SUPPORT_H_
 
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "benchmark/benchmark.h"
@@ -22,29 +62,116 @@ namespace perfscale {
 // failed (anything else: "ERROR: <status>"). Returns true when `status` was not ok.
 bool SkipIfError(benchmark::State& state, const absl::Status& status);
 
-// The meter of every family: with the attributed counters of lib/task_counters.h unless
-// --attribution=false. Construct it before the benchmark creates the threads or processes
-// whose cost it should count: only tasks created afterwards inherit the counters.
-// `attribute_by_default` false: only with an explicit --attribution=true (for benchmarks
-// whose figure the inherited counters would change, e.g. thread creation).
-KernelCostMeter BenchmarkMeter(bool include_children = false, bool attribute_by_default = true);
+// How the attributed counters are taken (--attribution and the kernel decide).
+enum class Attribution {
+  kOff,           // --attribution=false, or before Linux 6.4 unless asked
+  kCountingPass,  // the default: a counting pass after the timed one
+  kTimed,         // --attribution=timed: counted during the timed iterations
+};
+Attribution AttributionMode();
+const char* AttributionName(Attribution mode);  // "off", "counting_pass", "timed"
 
 // The run context's "counter_sources": a JSON object from each counter's name prefix
-// (ipis_sent, ..., ipis_system, sys_us) to where it came from, or "unavailable: why".
+// (ipis_sent, ..., ipis_system, sys_us) to where it came from (and from which pass), or
+// "unavailable: why".
 std::string CounterSourcesJson();
 
-// Also resumes the --profile sampling (profile_support.h) and ReportKernelCost pauses it.
-bool StartOrSkip(benchmark::State& state, KernelCostMeter& meter);
+struct PassOptions {
+  std::string unit = "op";        // the counters' unit: "<name>/<unit>"
+  bool include_children = false;  // sys_us also of the children reaped in the window
+  // Iterations of the counting pass, at most: never more than the timed pass ran. Small:
+  // the counts are exact (or nearly) per operation, and the pass adds to the suite's time.
+  int64_t count_iterations = 1000;
+};
 
-// Sets per operation: "ipis_system/<unit>" (function-call IPIs received by every CPU,
-// /proc/interrupts), "sys_us/<unit>" (this process's system time) and, when the meter
-// attributes, each available counter of lib/task_counters.h ("ipis_sent/<unit>", ...).
-void ReportKernelCost(benchmark::State& state, KernelCostMeter& meter, double ops,
-                      const std::string& unit = "op");
+class BenchmarkPass;
+using PassBody = std::function<void(BenchmarkPass& pass)>;
 
-// The same from a cost summed over several Start/Stop windows.
-void SetKernelCostCounters(benchmark::State& state, const KernelCost& cost,
-                           const TaskCounters* counters, double ops, const std::string& unit);
+// Runs `body` as the timed pass and then, with attribution on by default, once more as
+// the counting pass; then sets ipis_system/<unit>, sys_us/<unit> (timed pass), the
+// attributed <name>/<unit> and count_ops (counting pass). Nothing after an error.
+void RunPasses(benchmark::State& state, const PassOptions& options, const PassBody& body);
+
+// One run of a family's body, timed or counting. Made by RunPasses only.
+class BenchmarkPass {
+ public:
+  using StateIterator = decltype(std::declval<benchmark::State&>().begin());
+  // Google Benchmark's own (marked unused, so `for (auto _ : pass)` compiles clean).
+  using Value = std::decay_t<decltype(*std::declval<StateIterator&>())>;
+  class Iterator {
+   public:
+    Value operator*() const { return Value(); }
+    Iterator& operator++() {
+      if (counting_) {
+        --left_;
+      } else {
+        ++*timed_;
+      }
+      return *this;
+    }
+    bool operator!=(const Iterator& end) const {
+      if (counting_) return left_ != 0;
+      if (*timed_ != *end.timed_) return true;
+      pass_->TimedLoopEnded();  // what Google Benchmark measured ends here too
+      return false;
+    }
+
+   private:
+    friend class BenchmarkPass;
+    Iterator() = default;
+    std::optional<StateIterator> timed_;  // the timed pass
+    BenchmarkPass* pass_ = nullptr;
+    bool counting_ = false;
+    int64_t left_ = 0;
+  };
+
+  bool counting() const { return counting_; }
+  bool timed() const { return !counting_; }
+  benchmark::State& state() { return state_; }
+
+  // Where the tasks whose cost is counted do not exist yet: opens the inherited counters
+  // on this thread in the counting pass (and in the timed pass with --attribution=timed).
+  // Start opens them itself where a body does not call it (then only this thread counts).
+  void OpenCounters();
+  // Begins a measured window (the timed pass also resumes --profile); a body may have
+  // several (Start ... Stop per iteration). False: the state is marked skipped or failed.
+  bool Start();
+  // Ends the window and adds what it measured (the timed pass pauses --profile).
+  bool Stop();
+  // The timed pass: state's iterations (they start the benchmark's timer); the
+  // counting pass: count_iterations of them, untimed.
+  Iterator begin();
+  Iterator end();
+  // The iterations this pass ran (state.iterations() in the timed pass).
+  int64_t iterations() const;
+  // Operations of this pass in the unit (iterations x threads, records, fds...).
+  void SetOps(double ops) { ops_ = ops; }
+  // Manual time: the timed pass only (a counting pass never touches the timer).
+  void SetIterationTime(double seconds);
+  // SkipIfError for the body; a failure of the counting pass names the pass.
+  bool SkipIfError(const absl::Status& status);
+
+ private:
+  friend void RunPasses(benchmark::State&, const PassOptions&, const PassBody&);
+  BenchmarkPass(benchmark::State& state, const PassOptions& options, bool counting,
+                bool attribute, int64_t count_iterations);
+  benchmark::State& state_;
+  const PassOptions& options_;
+  const bool counting_;
+  const bool attribute_;  // open the task counters in this pass
+  const int64_t count_iterations_;
+  int64_t counted_ = 0;  // iterations started in a counting pass
+  void TimedLoopEnded();
+  // What Google Benchmark measured of the timed pass: manual time where the body gives
+  // it, else the loop's real time. RunPasses sizes calls with it (WillBeReported).
+  std::chrono::steady_clock::time_point loop_start_;
+  double loop_seconds_ = 0;
+  double manual_seconds_ = 0;
+  std::optional<KernelCostMeter> meter_;
+  KernelCost cost_;
+  bool measured_ = false;  // a window was stopped
+  double ops_ = 0;
+};
 
 }  // namespace perfscale
 

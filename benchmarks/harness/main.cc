@@ -136,6 +136,9 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext(key, value);
   }
   benchmark::AddCustomContext("counter_sources", perfscale::CounterSourcesJson());
+  // How the counts were taken: "counting_pass" (timings untouched), "timed" or "off".
+  benchmark::AddCustomContext("attribution",
+                              perfscale::AttributionName(perfscale::AttributionMode()));
   // Measured and opened before any benchmark, held until the last one finished; a gate
   // fails closed, so an injector that cannot be had stops the run here.
   std::unique_ptr<perfscale::SyscallInjector> injector;

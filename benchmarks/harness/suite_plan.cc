@@ -229,9 +229,23 @@ void SetStartListener(std::function<void(const std::string&)> listener) {
   StartListener() = std::move(listener);
 }
 
+std::map<std::string, double>& PlannedMinTimes() {
+  static auto* min_times = new std::map<std::string, double>;
+  return *min_times;
+}
+
+RunControl& Current() {
+  static auto* current = new RunControl;
+  return *current;
+}
+
 void NoteBenchmarkStarting(const std::string& name) {
+  auto planned = PlannedMinTimes().find(name);
+  Current() = RunControl{name, planned != PlannedMinTimes().end() ? planned->second : -1};
   if (StartListener()) StartListener()(name);
 }
+
+const RunControl& CurrentRunControl() { return Current(); }
 
 benchmark::internal::Benchmark* AddPlanned(benchmark::internal::Benchmark* benchmark,
                                            const std::string& name, TimeMode mode, CostModel cost) {
@@ -360,10 +374,12 @@ absl::StatusOr<SuitePlan> PlanSuite(const PlanRequest& request) {
     if (WantsFixedIterations(cost)) {
       int64_t iterations = FixedIterations(cost, target);
       entry.benchmark->Iterations(iterations);
+      PlannedMinTimes()[entry.name] = 0;
       control = absl::StrCat("iterations:", iterations);
       ++fixed;
     } else {
       entry.benchmark->MinTime(target);
+      PlannedMinTimes()[entry.name] = target;
       control = absl::StrFormat("min_time:%0.3f", target);
     }
     exact.push_back(EscapeRegex(absl::StrCat(entry.name, "/", control, TimeSuffix(entry.mode))));

@@ -62,6 +62,16 @@ benchmark::internal::Benchmark* AddPlanned(benchmark::internal::Benchmark* bench
 void SetStartListener(std::function<void(const std::string&)> listener);
 void NoteBenchmarkStarting(const std::string& name);
 
+// How the plan runs the benchmark whose function runs now (the last one noted starting):
+// min_time > 0: Google Benchmark sizes its iterations over several calls of the first
+// repetition, and reports a call once its measured time reaches min_time; 0: a fixed
+// count of iterations, every call reported; -1: not planned (a test), unknown.
+struct RunControl {
+  std::string name;
+  double min_time = -1;
+};
+const RunControl& CurrentRunControl();
+
 // RegisterNamedBenchmark (profiled under `name`) plus AddPlanned, with real or manual
 // time set; every call tells the start listener first.
 template <class Function, class... Args>

@@ -232,52 +232,59 @@ void BM_Synthesize(benchmark::State& state, Params params, Settings settings) {
   absl::StatusOr<std::unique_ptr<ParallelSynthesizer>> synth = CreateSized(options, sizing_pids);
   if (SkipIfError(state, synth.status())) return;
 
-  uint64_t records = 0, bytes = 0, tasks_vanished = 0;
-  double seconds = 0, worker_seconds = 0, wait_seconds = 0;
-  int workers_used = 0;
-  // After the controlled tree: its processes are what is read, idle while timed, and are
-  // not the benchmark's work. The workers are created inside the timed region, so they
-  // inherit the attribution counters.
-  KernelCostMeter meter = BenchmarkMeter();
-  if (!StartOrSkip(state, meter)) return;
-  for (auto _ : state) {
-    if (SkipIfError(state, (*synth)->Reset())) return;
-    auto start = std::chrono::steady_clock::now();
-    if (!params.controlled) {
-      absl::StatusOr<std::vector<pid_t>> all = ListProcessIds();
-      if (SkipIfError(state, all.status())) return;
-      pids = *std::move(all);
+  // The tree is shared by both passes: its processes are what is read, idle while timed,
+  // and are not the benchmark's work. The workers are created inside each iteration, so
+  // in the counting pass they inherit the counters.
+  PassOptions pass_options;
+  pass_options.unit = "record";
+  pass_options.count_iterations = 1;
+  RunPasses(state, pass_options, [&](BenchmarkPass& pass) {
+    uint64_t records = 0, bytes = 0, tasks_vanished = 0;
+    double seconds = 0, worker_seconds = 0, wait_seconds = 0;
+    int workers_used = 0;
+    pass.OpenCounters();
+    if (!pass.Start()) return;
+    for (auto _ : pass) {
+      if (pass.SkipIfError((*synth)->Reset())) return;
+      auto start = std::chrono::steady_clock::now();
+      if (!params.controlled) {
+        absl::StatusOr<std::vector<pid_t>> all = ListProcessIds();
+        if (pass.SkipIfError(all.status())) return;
+        pids = *std::move(all);
+      }
+      absl::StatusOr<SynthesisRunStats> stats = (*synth)->Run(pids);
+      double elapsed = SecondsSince(start);
+      if (pass.SkipIfError(stats.status())) return;
+      pass.SetIterationTime(elapsed);
+      seconds += elapsed;
+      records += stats->counts.records;
+      bytes += stats->counts.bytes;
+      tasks_vanished += stats->counts.tasks_vanished;
+      worker_seconds += stats->worker_seconds;
+      wait_seconds += stats->lock_wait_seconds;
+      workers_used = stats->workers;
     }
-    absl::StatusOr<SynthesisRunStats> stats = (*synth)->Run(pids);
-    double elapsed = SecondsSince(start);
-    if (SkipIfError(state, stats.status())) return;
-    state.SetIterationTime(elapsed);
-    seconds += elapsed;
-    records += stats->counts.records;
-    bytes += stats->counts.bytes;
-    tasks_vanished += stats->counts.tasks_vanished;
-    worker_seconds += stats->worker_seconds;
-    wait_seconds += stats->lock_wait_seconds;
-    workers_used = stats->workers;
-  }
-  if (records == 0) {
-    state.SkipWithError("ERROR: the synthesis produced no records");
-    return;
-  }
-  const double total = static_cast<double>(records);
-  state.counters["records"] = benchmark::Counter(total, benchmark::Counter::kAvgIterations);
-  state.counters["bytes"] =
-      benchmark::Counter(static_cast<double>(bytes), benchmark::Counter::kAvgIterations);
-  // Not "skipped": in Google Benchmark's JSON that is a skipped benchmark.
-  state.counters["tasks_vanished"] =
-      benchmark::Counter(static_cast<double>(tasks_vanished), benchmark::Counter::kAvgIterations);
-  state.counters["usecs/record"] = seconds * 1e6 / total;
-  state.counters["records/s"] = benchmark::Counter(total, benchmark::Counter::kIsRate);
-  state.counters["workers"] = workers_used;
-  if (params.strategy == OutputStrategy::kMutex && worker_seconds > 0) {
-    state.counters["mutex_wait_share"] = wait_seconds / worker_seconds;
-  }
-  ReportKernelCost(state, meter, total, "record");
+    if (!pass.Stop()) return;
+    if (records == 0) {
+      state.SkipWithError("ERROR: the synthesis produced no records");
+      return;
+    }
+    const double total = static_cast<double>(records);
+    pass.SetOps(total);
+    if (pass.counting()) return;
+    state.counters["records"] = benchmark::Counter(total, benchmark::Counter::kAvgIterations);
+    state.counters["bytes"] =
+        benchmark::Counter(static_cast<double>(bytes), benchmark::Counter::kAvgIterations);
+    // Not "skipped": in Google Benchmark's JSON that is a skipped benchmark.
+    state.counters["tasks_vanished"] = benchmark::Counter(static_cast<double>(tasks_vanished),
+                                                          benchmark::Counter::kAvgIterations);
+    state.counters["usecs/record"] = seconds * 1e6 / total;
+    state.counters["records/s"] = benchmark::Counter(total, benchmark::Counter::kIsRate);
+    state.counters["workers"] = workers_used;
+    if (params.strategy == OutputStrategy::kMutex && worker_seconds > 0) {
+      state.counters["mutex_wait_share"] = wait_seconds / worker_seconds;
+    }
+  });
 }
 
 absl::Status RegisterSynthesizeFamily() {

@@ -288,90 +288,99 @@ void ReportBpfStats(benchmark::State& state, const Params& params, const BpfStat
 }
 
 void BM_PipePingPong(benchmark::State& state, Params params) {
-  // Opened before the benchmark thread is pinned and before the peer exists: the
-  // reader thread keeps the original affinity, and the peer inherits the events.
-  std::unique_ptr<TraceRecorder> recorder;
-  std::unique_ptr<BpfRecorder> bpf;
-  if (params.bpf) {
-    absl::StatusOr<std::unique_ptr<BpfRecorder>> opened = OpenBpfRecorder(params);
-    if (SkipIfError(state, opened.status())) return;
-    bpf = *std::move(opened);
-  } else if (params.set != "none") {
-    if (SkipIfError(state, params.budget)) return;
-    std::string label;
-    absl::StatusOr<std::unique_ptr<TraceRecorder>> opened = OpenRecorder(params, &label);
-    if (SkipIfError(state, opened.status())) return;
-    recorder = *std::move(opened);
-    state.SetLabel(label);
-  }
   absl::StatusOr<Placement> placement = ResolvePlacement(params.placement);
   if (SkipIfError(state, placement.status())) return;
-  // After the recorder, so that its reader thread (the measuring tool, absent from the
-  // set:none baseline) is not counted; before the peer, so that the peer is.
-  KernelCostMeter meter = BenchmarkMeter(/*include_children=*/true);
-  // Restores the thread's affinity on every return path.
-  absl::StatusOr<std::unique_ptr<ScopedAffinity>> pinned = PinDriver(*placement);
-  if (SkipIfError(state, pinned.status())) return;
-  // The one peer needs one CPU: the first of the others.
-  std::vector<int> peer_cpus;
-  if (!placement->others.empty()) peer_cpus = {placement->others[0]};
-  absl::StatusOr<std::unique_ptr<PipePingPong>> pingpong =
-      PipePingPong::Start(params.peer, peer_cpus);
-  if (SkipIfError(state, pingpong.status())) return;
-  // One untimed round trip: the peer is up and the pipes are warm.
-  if (SkipIfError(state, (*pingpong)->RoundTrip())) return;
-  if (recorder != nullptr && SkipIfError(state, recorder->Enable())) return;
-  if (bpf != nullptr && SkipIfError(state, bpf->Enable())) return;
-
-  if (!StartOrSkip(state, meter)) return;
-  auto start = std::chrono::steady_clock::now();
-  for (auto _ : state) {
-    if (absl::Status trip = (*pingpong)->RoundTrip(); !trip.ok()) {
-      SkipIfError(state, trip);
-      break;
+  PassOptions options;
+  options.include_children = true;  // the peer's system time
+  options.count_iterations = 1000;
+  RunPasses(state, options, [&](BenchmarkPass& pass) {
+    // Opened before the benchmark thread is pinned and before the peer exists: the
+    // reader thread keeps the original affinity, and the peer inherits the events. The
+    // counting pass records too: it counts what the timed pass's work caused.
+    std::unique_ptr<TraceRecorder> recorder;
+    std::unique_ptr<BpfRecorder> bpf;
+    if (params.bpf) {
+      absl::StatusOr<std::unique_ptr<BpfRecorder>> opened = OpenBpfRecorder(params);
+      if (pass.SkipIfError(opened.status())) return;
+      bpf = *std::move(opened);
+    } else if (params.set != "none") {
+      if (pass.SkipIfError(params.budget)) return;
+      std::string label;
+      absl::StatusOr<std::unique_ptr<TraceRecorder>> opened = OpenRecorder(params, &label);
+      if (pass.SkipIfError(opened.status())) return;
+      recorder = *std::move(opened);
+      if (pass.timed()) state.SetLabel(label);
     }
-  }
-  double elapsed_us =
-      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
-  PauseProfile();                      // stopping the recorder and reaping the peer are not timed
-  if (state.error_occurred()) return;  // the destructors stop, reap and close
+    // After the recorder, so that its reader thread (the measuring tool, absent from the
+    // set:none baseline) is not counted; before the peer, so that the peer is.
+    pass.OpenCounters();
+    // Restores the thread's affinity on every return path.
+    absl::StatusOr<std::unique_ptr<ScopedAffinity>> pinned = PinDriver(*placement);
+    if (pass.SkipIfError(pinned.status())) return;
+    // The one peer needs one CPU: the first of the others.
+    std::vector<int> peer_cpus;
+    if (!placement->others.empty()) peer_cpus = {placement->others[0]};
+    absl::StatusOr<std::unique_ptr<PipePingPong>> pingpong =
+        PipePingPong::Start(params.peer, peer_cpus);
+    if (pass.SkipIfError(pingpong.status())) return;
+    // One untimed round trip: the peer is up and the pipes are warm.
+    if (pass.SkipIfError((*pingpong)->RoundTrip())) return;
+    if (recorder != nullptr && pass.SkipIfError(recorder->Enable())) return;
+    if (bpf != nullptr && pass.SkipIfError(bpf->Enable())) return;
 
-  TraceStats stats;
-  if (recorder != nullptr) {
-    absl::StatusOr<TraceStats> recorded = recorder->Stop();
-    if (SkipIfError(state, recorded.status())) return;
-    stats = *recorded;
-  }
-  BpfStats aggregated;
-  if (bpf != nullptr) {
-    absl::StatusOr<BpfStats> read = bpf->Stop();
-    if (SkipIfError(state, read.status())) return;
-    aggregated = *std::move(read);
-  }
-  // Reaped before the meter stops, so the peer's CPU time is counted.
-  if (SkipIfError(state, (*pingpong)->Stop())) return;
-  pinned->reset();  // the thread's own affinity back before the counters are reported
+    if (!pass.Start()) return;
+    auto start = std::chrono::steady_clock::now();
+    for (auto _ : pass) {
+      if (absl::Status trip = (*pingpong)->RoundTrip(); !trip.ok()) {
+        pass.SkipIfError(trip);
+        break;
+      }
+    }
+    double elapsed_us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+            .count();
+    PauseProfile();                      // stopping the recorder and reaping the peer are not timed
+    if (state.error_occurred()) return;  // the destructors stop, reap and close
 
-  double ops = static_cast<double>(state.iterations());
-  double usecs_per_op = elapsed_us / ops;
-  state.counters["usecs/op"] = usecs_per_op;
-  if (params.set == "none") {
-    RecordBaseline(params.Layout(), static_cast<int64_t>(state.iterations()), usecs_per_op);
-  } else {
+    TraceStats stats;
+    if (recorder != nullptr) {
+      absl::StatusOr<TraceStats> recorded = recorder->Stop();
+      if (pass.SkipIfError(recorded.status())) return;
+      stats = *recorded;
+    }
+    BpfStats aggregated;
     if (bpf != nullptr) {
-      ReportBpfStats(state, params, aggregated, ops);
+      absl::StatusOr<BpfStats> read = bpf->Stop();
+      if (pass.SkipIfError(read.status())) return;
+      aggregated = *std::move(read);
+    }
+    // Reaped before the window ends, so the peer's CPU time is counted.
+    if (pass.SkipIfError((*pingpong)->Stop())) return;
+    if (!pass.Stop()) return;
+    pinned->reset();  // the thread's own affinity back before the counters are reported
+
+    double ops = static_cast<double>(pass.iterations());
+    pass.SetOps(ops);
+    if (pass.counting()) return;
+    double usecs_per_op = elapsed_us / ops;
+    state.counters["usecs/op"] = usecs_per_op;
+    if (params.set == "none") {
+      RecordBaseline(params.Layout(), static_cast<int64_t>(state.iterations()), usecs_per_op);
     } else {
-      state.counters["samples/op"] = static_cast<double>(stats.samples) / ops;
-      state.counters["bytes/op"] = static_cast<double>(stats.bytes) / ops;
-      state.counters["lost"] = static_cast<double>(stats.lost);
+      if (bpf != nullptr) {
+        ReportBpfStats(state, params, aggregated, ops);
+      } else {
+        state.counters["samples/op"] = static_cast<double>(stats.samples) / ops;
+        state.counters["bytes/op"] = static_cast<double>(stats.bytes) / ops;
+        state.counters["lost"] = static_cast<double>(stats.lost);
+      }
+      auto baseline = Baselines().find(params.Layout());
+      if (baseline != Baselines().end() && baseline->second.runs > 0) {
+        double none_usecs = baseline->second.sum_usecs / baseline->second.runs;
+        state.counters["overhead_pct"] = (usecs_per_op - none_usecs) / none_usecs * 100.0;
+      }
     }
-    auto baseline = Baselines().find(params.Layout());
-    if (baseline != Baselines().end() && baseline->second.runs > 0) {
-      double none_usecs = baseline->second.sum_usecs / baseline->second.runs;
-      state.counters["overhead_pct"] = (usecs_per_op - none_usecs) / none_usecs * 100.0;
-    }
-  }
-  ReportKernelCost(state, meter, ops);
+  });
 }
 
 // A round trip, slower when recorded (more with callchains); the setup forks the peer

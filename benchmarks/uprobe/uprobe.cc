@@ -19,7 +19,7 @@
 // time). The probe's own count must reach the calls (a wrong file offset counts 0):
 // fewer is an error, not a figure; more (a call counted twice, seen with threads) is
 // reported in the label and counted/hit. Kernel-cost counters per hit
-// (bench_support.h): lock_contended, lock_wait_us, xcalls, ...
+// (bench_support.h; from the counting pass): lock_contended, lock_wait_us, xcalls, ...
 //
 // BM_UprobeAttach: P child processes (forked before timing: they map this binary and
 // wait) and one iteration opens N system-wide uprobes on N distinct functions of the
@@ -62,7 +62,6 @@
 #include "lib/cpu_set.h"
 #include "lib/errno_status.h"
 #include "lib/flags.h"
-#include "lib/kernel_cost.h"
 #include "lib/perf_event.h"
 
 // The probed function of BM_UprobeHit: not inlined, not folded into another, and its
@@ -231,63 +230,75 @@ struct HitParams {
 void BM_UprobeHit(benchmark::State& state, HitParams params) {
   Capabilities caps = ProbeCapabilities();
   if (SkipIfError(state, caps.RequireThreads(static_cast<uint64_t>(params.threads)))) return;
-  // Before the threads, so that they inherit the attribution counters and the probe.
-  KernelCostMeter meter = BenchmarkMeter();
-  PerfEvent probe;
+  UprobePmu pmu;
   CodeLocation location;
   if (params.probe != ProbeKind::kNone) {
     if (SkipIfError(state, caps.RequirePerfEvents())) return;
-    absl::StatusOr<UprobePmu> pmu = ProbeUprobePmu();
-    if (SkipIfError(state, pmu.status())) return;
+    absl::StatusOr<UprobePmu> probed = ProbeUprobePmu();
+    if (SkipIfError(state, probed.status())) return;
+    pmu = *probed;
     absl::StatusOr<CodeLocation> at =
         SelfCodeLocation(reinterpret_cast<const void*>(&perfscale_uprobe_hit_target));
     if (SkipIfError(state, at.status())) return;
     location = *std::move(at);
-    absl::StatusOr<PerfEvent> opened =
-        OpenUprobe(*pmu, location, params.probe == ProbeKind::kUretprobe, 0, -1, /*inherit=*/true);
-    if (SkipIfError(state, opened.status())) return;
-    probe = *std::move(opened);
   }
-  absl::StatusOr<std::unique_ptr<HitWorkers>> workers =
-      HitWorkers::Start(params.threads, params.calls);
-  if (SkipIfError(state, workers.status())) return;
+  PassOptions options;
+  options.unit = "hit";
+  options.count_iterations = 20;  // x threads x calls hits: thousands
+  RunPasses(state, options, [&](BenchmarkPass& pass) {
+    // Before the threads, so that they inherit the probe (and the counters).
+    PerfEvent probe;
+    if (params.probe != ProbeKind::kNone) {
+      absl::StatusOr<PerfEvent> opened =
+          OpenUprobe(pmu, location, params.probe == ProbeKind::kUretprobe, 0, -1, /*inherit=*/true);
+      if (pass.SkipIfError(opened.status())) return;
+      probe = *std::move(opened);
+    }
+    pass.OpenCounters();
+    absl::StatusOr<std::unique_ptr<HitWorkers>> workers =
+        HitWorkers::Start(params.threads, params.calls);
+    if (pass.SkipIfError(workers.status())) return;
 
-  if (!StartOrSkip(state, meter)) return;
-  double seconds = 0;
-  for (auto _ : state) {
-    auto start = std::chrono::steady_clock::now();
-    (*workers)->RunRound();
-    double round = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    state.SetIterationTime(round);
-    seconds += round;
-  }
-  const double hits =
-      static_cast<double>(state.iterations()) * params.threads * static_cast<double>(params.calls);
-  ReportKernelCost(state, meter, hits, "hit");
-  if (probe.valid()) {
-    // The inherited copies in the threads are summed into the parent's count.
-    absl::StatusOr<uint64_t> counted = probe.ReadCount();
-    if (SkipIfError(state, counted.status())) return;
-    // Fewer counts than calls is a probe in the wrong place (a wrong file offset counts
-    // 0) or lost hits: an error. More is the kernel counting some call twice (seen with
-    // several threads on 6.1 and 6.12 guests): reported, the figure kept.
-    if (static_cast<double>(*counted) < hits) {
-      state.SkipWithError(absl::StrCat("the ", ProbeKindName(params.probe), " on ", location.path,
-                                       "+0x", absl::Hex(location.offset), " counted ", *counted,
-                                       " hits of ", hits, " calls (a wrong file offset counts 0)")
-                              .c_str());
-      return;
+    if (!pass.Start()) return;
+    double seconds = 0;
+    for (auto _ : pass) {
+      auto start = std::chrono::steady_clock::now();
+      (*workers)->RunRound();
+      double round =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      pass.SetIterationTime(round);
+      seconds += round;
     }
-    if (static_cast<double>(*counted) > hits) {
-      state.SetLabel(absl::StrCat("the probe counted ", *counted, " hits of ", hits, " calls"));
+    if (!pass.Stop()) return;
+    const double iterations = static_cast<double>(pass.iterations());
+    const double hits = iterations * params.threads * static_cast<double>(params.calls);
+    pass.SetOps(hits);
+    if (probe.valid()) {
+      // The inherited copies in the threads are summed into the parent's count. Fewer
+      // counts than calls is a probe in the wrong place (a wrong file offset counts 0)
+      // or lost hits: an error, in either pass. More is the kernel counting some call
+      // twice (seen with several threads on 6.1 and 6.12 guests): reported, kept.
+      absl::StatusOr<uint64_t> counted = probe.ReadCount();
+      if (pass.SkipIfError(counted.status())) return;
+      if (static_cast<double>(*counted) < hits) {
+        pass.SkipIfError(absl::InternalError(
+            absl::StrCat("the ", ProbeKindName(params.probe), " on ", location.path, "+0x",
+                         absl::Hex(location.offset), " counted ", *counted, " hits of ", hits,
+                         " calls (a wrong file offset counts 0)")));
+        return;
+      }
+      if (pass.timed()) {
+        if (static_cast<double>(*counted) > hits) {
+          state.SetLabel(absl::StrCat("the probe counted ", *counted, " hits of ", hits, " calls"));
+        }
+        state.counters["counted/hit"] = static_cast<double>(*counted) / hits;
+      }
     }
-    state.counters["counted/hit"] = static_cast<double>(*counted) / hits;
-  }
-  if (hits <= 0 || state.iterations() == 0) return;
-  state.counters["usecs/hit"] =
-      seconds * 1e6 / (static_cast<double>(state.iterations()) * static_cast<double>(params.calls));
-  state.counters["hits/s"] = benchmark::Counter(hits, benchmark::Counter::kIsRate);
-  state.counters["threads"] = params.threads;
+    if (!pass.timed() || hits <= 0) return;
+    state.counters["usecs/hit"] = seconds * 1e6 / (iterations * static_cast<double>(params.calls));
+    state.counters["hits/s"] = benchmark::Counter(hits, benchmark::Counter::kIsRate);
+    state.counters["threads"] = params.threads;
+  });
 }
 
 // What a waiting child runs: nothing but pause(2) until it is killed.
@@ -317,49 +328,54 @@ void BM_UprobeAttach(benchmark::State& state, AttachParams params) {
   absl::StatusOr<ScopedFdLimit> fd_limit =
       ScopedFdLimit::Ensure(static_cast<uint64_t>(params.probes));
   if (SkipIfError(state, fd_limit.status())) return;
-  KernelCostMeter meter = BenchmarkMeter();
-  std::vector<ChildProcess> children;
-  children.reserve(static_cast<size_t>(params.processes));
-  for (int i = 0; i < params.processes; ++i) {
-    absl::StatusOr<ChildProcess> child =
-        ChildProcess::Start("uprobe mapper", &Park, nullptr, {}, ChildProcess::Stdio::kDevNull);
-    if (SkipIfError(state, child.status())) return;
-    children.push_back(*std::move(child));
-  }
-
-  // A system-wide event (every process, one CPU): the kernel writes the breakpoint into
-  // every process that maps the binary, as a BPF uprobe without a pid filter does.
-  const int cpu = cpus->front();
-  std::vector<PerfEvent> events(static_cast<size_t>(params.probes));
-  if (!StartOrSkip(state, meter)) return;
-  double open_seconds = 0, close_seconds = 0;
-  for (auto _ : state) {
-    auto start = std::chrono::steady_clock::now();
-    for (size_t i = 0; i < events.size(); ++i) {
-      absl::StatusOr<PerfEvent> opened = OpenUprobe(*pmu, locations[i], false, -1, cpu, false);
-      if (!opened.ok()) {
-        for (PerfEvent& event : events) event.Close();
-        SkipIfError(state, opened.status());
-        return;
-      }
-      events[i] = *std::move(opened);
+  PassOptions options;
+  options.unit = "probe";
+  options.count_iterations = 2;  // x N probes; each close waits for grace periods
+  RunPasses(state, options, [&](BenchmarkPass& pass) {
+    pass.OpenCounters();
+    std::vector<ChildProcess> children;
+    children.reserve(static_cast<size_t>(params.processes));
+    for (int i = 0; i < params.processes; ++i) {
+      absl::StatusOr<ChildProcess> child =
+          ChildProcess::Start("uprobe mapper", &Park, nullptr, {}, ChildProcess::Stdio::kDevNull);
+      if (pass.SkipIfError(child.status())) return;
+      children.push_back(*std::move(child));
     }
-    auto opened = std::chrono::steady_clock::now();
-    for (PerfEvent& event : events) event.Close();
-    auto closed = std::chrono::steady_clock::now();
-    open_seconds += std::chrono::duration<double>(opened - start).count();
-    close_seconds += std::chrono::duration<double>(closed - opened).count();
-    state.SetIterationTime(std::chrono::duration<double>(closed - start).count());
-  }
-  const double probes = static_cast<double>(state.iterations()) * params.probes;
-  ReportKernelCost(state, meter, probes, "probe");
-  for (ChildProcess& child : children) child.Kill();  // they die in parallel; ~ reaps
-  if (probes <= 0) return;
-  state.counters["usecs/probe"] = (open_seconds + close_seconds) * 1e6 / probes;
-  // Apart, because closing may wait for grace periods that hide what the processes add.
-  state.counters["open_usecs/probe"] = open_seconds * 1e6 / probes;
-  state.counters["close_usecs/probe"] = close_seconds * 1e6 / probes;
-  state.counters["processes"] = params.processes;
+    // A system-wide event (every process, one CPU): the kernel writes the breakpoint
+    // into every process that maps the binary, as a BPF uprobe without a pid filter does.
+    const int cpu = cpus->front();
+    std::vector<PerfEvent> events(static_cast<size_t>(params.probes));
+    if (!pass.Start()) return;
+    double open_seconds = 0, close_seconds = 0;
+    for (auto _ : pass) {
+      auto start = std::chrono::steady_clock::now();
+      for (size_t i = 0; i < events.size(); ++i) {
+        absl::StatusOr<PerfEvent> opened = OpenUprobe(*pmu, locations[i], false, -1, cpu, false);
+        if (!opened.ok()) {
+          for (PerfEvent& event : events) event.Close();
+          pass.SkipIfError(opened.status());
+          return;
+        }
+        events[i] = *std::move(opened);
+      }
+      auto opened = std::chrono::steady_clock::now();
+      for (PerfEvent& event : events) event.Close();
+      auto closed = std::chrono::steady_clock::now();
+      open_seconds += std::chrono::duration<double>(opened - start).count();
+      close_seconds += std::chrono::duration<double>(closed - opened).count();
+      pass.SetIterationTime(std::chrono::duration<double>(closed - start).count());
+    }
+    if (!pass.Stop()) return;
+    const double probes = static_cast<double>(pass.iterations()) * params.probes;
+    pass.SetOps(probes);
+    for (ChildProcess& child : children) child.Kill();  // they die in parallel; ~ reaps
+    if (!pass.timed() || probes <= 0) return;
+    state.counters["usecs/probe"] = (open_seconds + close_seconds) * 1e6 / probes;
+    // Apart, because closing may wait for grace periods that hide what the processes add.
+    state.counters["open_usecs/probe"] = open_seconds * 1e6 / probes;
+    state.counters["close_usecs/probe"] = close_seconds * 1e6 / probes;
+    state.counters["processes"] = params.processes;
+  });
 }
 
 // A hit is two traps (the breakpoint, then the single-step of the displaced

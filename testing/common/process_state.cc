@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -79,6 +80,23 @@ int CountPerfMappings() {
   for (absl::string_view line : absl::StrSplit(*maps, '\n')) {
     if (absl::StrContains(line, "perf_event")) ++count;
   }
+  return count;
+}
+
+int CountPerfEventFds() {
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return -1;
+  int count = 0;
+  while (dirent* entry = readdir(dir)) {
+    char target[64] = {};
+    std::string path = absl::StrCat("/proc/self/fd/", entry->d_name);
+    ssize_t length = readlink(path.c_str(), target, sizeof(target) - 1);
+    if (length > 0 && absl::string_view(target, static_cast<size_t>(length)) ==
+                          "anon_inode:[perf_event]") {
+      ++count;
+    }
+  }
+  closedir(dir);
   return count;
 }
 

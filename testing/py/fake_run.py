@@ -17,6 +17,10 @@ Its own flags (after run's --) choose what happens instead of benchmarks:
   --inject_syscall_events=N  (the binary's own flag, as calibrate and trials give it) the
                      context says what the injector's bare loop measured: +1000 ns per
                      syscall (FAKE_INJECTOR), as the real binary records it
+  --attribution=MODE  (the binary's own flag) the context's "attribution": true ->
+                     counting_pass, timed, false -> off; old-timed: no "attribution"
+                     but counter_sources with available counters (a run from before the
+                     counting pass, timed with the counters attached)
   --refuse-injection  with --inject_syscall_events: fail as a binary whose kernel refuses
                      the injector's events does (message, exit 2, no results)
 """
@@ -49,6 +53,7 @@ def main(argv):
     parser.add_argument("--count_syscalls")
     parser.add_argument("--inject_syscall_events", type=int, default=0)
     parser.add_argument("--refuse-injection", action="store_true")
+    parser.add_argument("--attribution")
     args, _ = parser.parse_known_args([a for a in argv if a != "--"])
     if args.inject_syscall_events and args.refuse_injection:
         print("fake_run: --inject_syscall_events: system-wide tracepoint events refused "
@@ -77,6 +82,17 @@ def main(argv):
     if args.inject_syscall_events:
         document = json.loads(text)
         document["context"].update(FAKE_INJECTOR)
+        text = json.dumps(document, indent=2)
+    if args.attribution:
+        document = json.loads(text)
+        if args.attribution == "old-timed":
+            document["context"]["counter_sources"] = json.dumps(
+                {"ipis_sent": "ipi:ipi_send_cpu", "xcalls": "csd:csd_queue_cpu",
+                 "ipis_system": "/proc/interrupts", "sys_us": "getrusage"})
+        else:
+            document["context"]["attribution"] = {"true": "counting_pass",
+                                                  "false": "off"}.get(args.attribution,
+                                                                      args.attribution)
         text = json.dumps(document, indent=2)
     if args.host or args.cpus:
         document = json.loads(text)

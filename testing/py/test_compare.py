@@ -1,5 +1,6 @@
 """`tools/perfscale compare`: the regression gate on recorded results."""
 
+import json
 import os
 import sys
 
@@ -150,3 +151,32 @@ def test_statistics_agree_with_compare_py():
     assert results_stats.DEFAULT_MIN_REPETITIONS == report.UTEST_OPTIMAL_REPETITIONS
     for old, new in ((100.0, 120.0), (0.0, 3.0), (0.0, 0.0), (-2.0, 1.0)):
         assert results_stats.change(old, new) == report.calculate_change(old, new)
+
+
+@pytest.mark.parametrize("base_mode,new_mode,refused", [
+    ("counting_pass", "off", False),      # both timed with no perf event of ours
+    ("counting_pass", "timed", True),
+    ("old-timed", "counting_pass", True),  # a file from before the counting pass
+    ("old-timed", "timed", False),
+])
+def test_runs_timed_with_and_without_the_counters_are_never_compared(cli, tmp_path, base_mode,
+                                                                     new_mode, refused):
+    """Issue 28: --attribution=timed (or a file from before the counting pass) times the
+    counters too; compare refuses to hold such timings against untouched ones."""
+    paths = []
+    for name, mode in (("base.json", base_mode), ("clean.json", new_mode)):
+        with open(data(name), encoding="utf-8") as f:
+            document = json.load(f)
+        if mode == "old-timed":
+            document["context"]["counter_sources"] = json.dumps({"xcalls": "csd:csd_queue_cpu"})
+        else:
+            document["context"]["attribution"] = mode
+        path = tmp_path / ("%s-%s" % (mode, name))
+        path.write_text(json.dumps(document))
+        paths.append(path)
+    code, out, _ = cli("compare", "--no-table", *paths)
+    if refused:
+        assert code == 2
+        assert "refusing to compare" in out and "never judged against each other" in out
+    else:
+        assert code in (0, 1) and "refusing" not in out

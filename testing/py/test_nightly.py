@@ -258,3 +258,41 @@ def test_the_defaults_live_in_the_repositorys_results_folder():
     assert calibrate.parse_args([])[0].out_dir == os.path.join(REPO_ROOT, "results",
                                                                "calibrate")
     assert trials.parse_args([])[0].out_dir == os.path.join(REPO_ROOT, "results", "trials")
+
+
+def test_a_timed_attribution_run_gets_a_lineage_of_its_own(nightly):
+    """Issue 28: --attribution=timed times the counters too; its config is its own, and
+    naming the default's config for it is refused, nothing recorded."""
+    assert nightly("--fixture=base.json", "--attribution=true")[0] == 0
+    code, out, _ = nightly("--fixture=clean.json", "--attribution=timed")
+    assert code == 0 and "no baseline yet" in out
+    assert [r[3] for r in runs(nightly.db)] == ["-- --fixture=base.json --attribution=true",
+                                                "-- --fixture=clean.json --attribution=timed"]
+    options = ("--config", "ci", "--no-plots")
+    assert nightly("--fixture=base.json", "--attribution=true", options=options)[0] == 0
+    before = open(nightly.db, "rb").read()
+    code, _, err = nightly("--fixture=clean.json", "--attribution=timed", options=options)
+    assert code == 2
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("nightly: run 3 of host perfscale-ci-1, 2 CPUs, config 'ci': the "
+                           "baseline was timed with no perf event of ours attached")
+    assert "(--attribution=timed)" in line and "nothing recorded" in line
+    assert open(nightly.db, "rb").read() == before
+
+
+def test_a_history_recorded_before_the_counting_pass_is_refused_in_one_line(nightly):
+    """A lineage timed the old way (counters attached, no "attribution" in its context):
+    a default run is not judged against it (exit 2, one line, nothing recorded); a run
+    timed as it was (--attribution=timed) still is."""
+    options = ("--config", "ci", "--no-plots")
+    assert nightly("--fixture=base.json", "--attribution=old-timed", options=options)[0] == 0
+    before = open(nightly.db, "rb").read()
+    code, _, err = nightly("--fixture=clean.json", "--attribution=true", options=options)
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1
+    assert ("the baseline was timed with the attribution counters attached (recorded before "
+            "the counting pass), this run timed with no perf event of ours attached "
+            "(attribution: counting_pass)") in err
+    assert open(nightly.db, "rb").read() == before
+    code, out, _ = nightly("--fixture=clean.json", "--attribution=timed", options=options)
+    assert code == 0 and "no regression against run 1" in out

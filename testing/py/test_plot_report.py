@@ -132,6 +132,35 @@ def test_report_names_each_counter_source(cli, tmp_path):
     assert "ipis_sent/op 0 -> 16" in markdown
 
 
+@pytest.mark.parametrize("mode,line", [
+    ("counting_pass", "Attribution: counting_pass. The timings come from iterations with no "
+                      "perf event of ours attached"),
+    ("timed", "Attribution: timed. The attributed counters were attached during the timed "
+              "iterations"),
+    (None, "Attribution: timed."),  # a run from before the counting pass, counters available
+])
+def test_report_says_how_the_counts_were_taken(cli, tmp_path, mode, line):
+    document = with_attribution(json.load(open(data("base.json"), encoding="utf-8")))
+    if mode:
+        document["context"]["attribution"] = mode
+    path = tmp_path / "attributed.json"
+    path.write_text(json.dumps(document))
+    assert cli("report", path, "-o", tmp_path / "out", "--no-plots")[0] == 0
+    assert line in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_attribution_of_old_and_new_contexts():
+    assert results_io.attribution({}) == "off"  # older than the counters
+    assert results_io.attribution({"attribution": "counting_pass"}) == "counting_pass"
+    old = {"counter_sources": json.dumps({"xcalls": "csd:csd_queue_cpu"})}
+    assert results_io.attribution(old) == "timed"
+    off = {"counter_sources": json.dumps({"xcalls": "unavailable: --attribution=false"})}
+    assert results_io.attribution(off) == "off"
+    assert results_io.attribution_mismatch({"attribution": "off"},
+                                           {"attribution": "counting_pass"}) is None
+    assert "never judged" in results_io.attribution_mismatch(old, {"attribution": "off"})
+
+
 def test_counter_sources_tolerate_old_and_odd_runs():
     assert results_io.counter_sources({}) == {}
     assert results_io.counter_sources({"counter_sources": "not json"}) == {}

@@ -147,6 +147,9 @@ def main(argv):
     except RuntimeError as err:
         print("calibrate: %s; nothing stored" % err, file=sys.stderr)
         return 2
+    except store.HistoryError as err:
+        print("calibrate: %s" % err, file=sys.stderr)
+        return 2
     except KeyboardInterrupt:  # a spread calibration waits for hours: Ctrl-C is expected
         print("calibrate: interrupted; nothing stored", file=sys.stderr)
         return 130
@@ -179,6 +182,10 @@ def _calibrate(args, run_args, config, folder, conn):
     first = runs[0]
     if (first.host, first.cpus) != (runs[-1].host, runs[-1].cpus):
         raise RuntimeError("the runs were on different machines")
+    for results in runs:  # a lineage never mixes timings with and without the counters
+        store.check_attribution(
+            store.RunInfo.from_results(results, config, run_args, args.repetitions),
+            store.find_baselines(conn, first.host, first.cpus, config, 1))
     learned = floors.learn([r.entries for r in runs], args.alpha)
     for (name, metric), calibration in learned.items():
         if injected is not None and metric == stats.REAL_TIME:

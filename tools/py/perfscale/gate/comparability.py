@@ -19,6 +19,7 @@ timings.
 import statistics
 
 from perfscale.gate import stats
+from perfscale.results import io
 
 # Counters that count kernel events rather than time (what plot --vs-cpus draws);
 # everything else (usecs/op, sys_us/op, lock_wait_us/op) is a duration and shares the
@@ -83,7 +84,7 @@ def is_count(counter):
 
 def count_rows(base, new, options):
     """(name, counter, base median, new median, flagged) for each benchmark of both runs:
-    the attributed counts the gate (results_stats) saw move, flagged where it would call
+    the attributed counts the gate (gate.stats) saw move, flagged where it would call
     them a regression, and the system-wide IPI count as information (never flagged: it
     counts whatever else the guest did)."""
     rows = []
@@ -113,7 +114,12 @@ def _fewest_counted(base, new, names):
 def judge(base, new, out, options):
     """None when both runs' timings are comparable (compare goes on as usual), else the
     exit code: 2 when a non-comparable run meets a comparable one, otherwise 0/1 from
-    the counts alone (results_stats' counts gate), whose changes are printed to `out`."""
+    the counts alone (gate.stats' counts gate), whose changes are printed to `out`."""
+    mismatch = io.attribution_mismatch(base.context, new.context)
+    if mismatch:
+        print("perfscale compare: refusing to compare %s with %s: %s. Compare two runs made "
+              "alike." % (describe(base), describe(new), mismatch), file=out)
+        return 2
     if clock(base.context) != clock(new.context):
         print("perfscale compare: refusing to compare timings of %s with %s: one is timed "
               "on QEMU's instruction clock, the other in real time. Compare two runs made "

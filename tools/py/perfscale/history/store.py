@@ -276,8 +276,30 @@ def load_entries(conn, run_id):
     return entries
 
 
+def check_attribution(info, rows):
+    """Raises HistoryError (one line) when the runs `rows` of the lineage were timed
+    otherwise than `info`: with the attribution counters attached against without
+    (io.attribution_mismatch). A lineage never mixes the two."""
+    for row in rows:
+        try:
+            context = json.loads(row["context"])
+        except ValueError:
+            context = {}
+        reason = io.attribution_mismatch(context, info.context)
+        if reason:
+            raise HistoryError(
+                "run %d of %s: %s; nothing recorded (give this run a lineage of its own with "
+                "--config NAME, or time it as the lineage was: --attribution=timed only for a "
+                "lineage timed with the counters)" % (row["id"], info.lineage(), reason))
+
+
 def record_run(conn, info, results, verdicts, baseline_id):
-    """Stores a judged run in one transaction; returns its id."""
+    """Stores a judged run in one transaction; returns its id. Refuses (HistoryError) a
+    run timed otherwise than its lineage's latest run (check_attribution)."""
+    latest = conn.execute("SELECT * FROM runs WHERE host = ? AND cpus = ? AND config = ? "
+                          "ORDER BY id DESC LIMIT 1",
+                          (info.host, info.cpus, info.config)).fetchone()
+    check_attribution(info, [latest] if latest is not None else [])
     by_name = {v.name: v for v in verdicts}
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     context = info.context

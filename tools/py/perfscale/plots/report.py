@@ -26,6 +26,15 @@ _CONTEXT_KEYS = ("host_name", "date", "num_online_cpus", "online_cpus", "num_cpu
                  "vm_kernel", "vm_vcpus", "vm_memory_mib", "vm_accelerator", "vm_host_cpus",
                  "vm_clock", "vm_guest_host_name", "timings_comparable", "timings_note",
                  "injector", "injector_added_ns")
+# What the context's "attribution" means for the figures on the page.
+_ATTRIBUTION_TEXT = {
+    "counting_pass": "Attribution: counting_pass. The timings come from iterations with no "
+                     "perf event of ours attached; the attributed counts from an untimed "
+                     "counting pass of the same benchmark (count_ops operations)",
+    "timed": "Attribution: timed. The attributed counters were attached during the timed "
+             "iterations, so the timings include what counting costs",
+    "off": "Attribution: off. No attributed counts; ipis_system and sys_us only",
+}
 _SHOWN_COUNTERS = 3  # per benchmark in the table; the JSON has them all
 
 
@@ -48,6 +57,8 @@ def add_results_sections(page, results, outdir, plots=True):
     sources = io.counter_sources(results.context)
     if sources:
         page.heading("Where the kernel-cost counters come from")
+        page.text(_ATTRIBUTION_TEXT[io.attribution(results.context)]
+                  + " (docs/counters-pass.md)")
         page.table(["counter", "source"], [[k, v] for k, v in sources.items()])
     page.heading("Headline figures")
     for headline in headlines.compute(results):

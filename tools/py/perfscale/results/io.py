@@ -62,6 +62,51 @@ def counter_sources(context):
     return {str(k): str(v) for k, v in sources.items()} if isinstance(sources, dict) else {}
 
 
+# How a run took its attributed counts: the context's "attribution" (bench_support.h,
+# docs/counters-pass.md). "counting_pass" and "off" time with no perf event of ours
+# attached; "timed" times the counters too, as every run did before the counting pass.
+ATTRIBUTION_MODES = ("counting_pass", "timed", "off")
+_TASK_COUNTERS = ("ipis_sent", "ipi_mask_calls", "xcalls", "lock_contended", "lock_wait_us",
+                  "ctx_switches", "cpu_migrations", "page_faults")
+
+
+def attribution(context):
+    """The run's attribution mode. A run from before the counting pass has no
+    "attribution": it counted during its timed iterations ("timed") where its
+    counter_sources name an available attributed counter, else "off" (counters off, or a
+    run older than the counters)."""
+    mode = context.get("attribution")
+    if mode in ATTRIBUTION_MODES:
+        return mode
+    sources = counter_sources(context)
+    counted = any(not sources.get(name, "unavailable").startswith("unavailable")
+                  for name in _TASK_COUNTERS)
+    return "timed" if counted else "off"
+
+
+def timed_with_counters(context):
+    """True when the run's timings include our counters' hooks (mode "timed")."""
+    return attribution(context) == "timed"
+
+
+def attribution_mismatch(base_context, new_context):
+    """None when two runs' timings were taken alike (both with or both without the
+    counters attached); else one line saying why they cannot be held against each other."""
+    base_timed, new_timed = timed_with_counters(base_context), timed_with_counters(new_context)
+    if base_timed == new_timed:
+        return None
+    def how(context):
+        mode = attribution(context)
+        if mode == "timed" and "attribution" not in context:
+            return "timed with the attribution counters attached (recorded before the counting pass)"
+        if mode == "timed":
+            return "timed with the attribution counters attached (--attribution=timed)"
+        return "timed with no perf event of ours attached (attribution: %s)" % mode
+    return ("the baseline was %s, this run %s: their timings differ by what counting costs "
+            "(up to a third), so they are never judged against each other"
+            % (how(base_context), how(new_context)))
+
+
 # How close to the end a JSON syntax error must be to call the file truncated rather
 # than corrupt: a killed writer leaves at most a partial line behind.
 _TRUNCATION_SLACK = 2

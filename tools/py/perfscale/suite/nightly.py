@@ -279,6 +279,9 @@ def _nightly(args, run_args, options, config, conn):
               % (baseline["id"], baseline["host"], baseline["cpus"], info.host, info.cpus),
               file=sys.stderr)
         return 2
+    # Before judging: timings taken with the counters attached and without are not alike.
+    store.check_attribution(info, [named] if named is not None else store.find_baselines(
+        conn, info.host, info.cpus, info.config, BASELINE_RUNS))
     if named is not None and named["config"] != info.config:
         print("nightly: note: run %d had config '%s', this one '%s'"
               % (named["id"], named["config"], info.config))
