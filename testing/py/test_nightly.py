@@ -161,11 +161,10 @@ def test_the_history_survives_a_write_that_fails_halfway(tmp_path, monkeypatch):
     monkeypatch.setattr(history.statistics, "median", explode)  # after the runs row
     with pytest.raises(RuntimeError):
         history.record_run(conn, info, results, [], None)
-    counts = [conn.execute("SELECT COUNT(*) FROM %s" % t).fetchone()[0]
-              for t in ("runs", "benchmarks", "samples")]
-    assert counts == [1, len(results.entries),
-                      sum(len(e.real_ns) for e in results.entries.values())]
-    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    counts = history.counts(conn)
+    assert [counts[t] for t in ("runs", "benchmarks", "samples")] == [
+        1, len(results.entries), sum(len(e.real_ns) for e in results.entries.values())]
+    assert conn.engine.check()
 
 
 def test_a_run_rebuilt_from_the_history_has_the_same_medians(tmp_path):

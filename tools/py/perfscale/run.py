@@ -256,6 +256,15 @@ def run_suite(options: Options, runner: Sequence[str] = (), tag: str = "",
         return Result(127)
     if status != 0 or out is None:
         return Result(status)
+    if not runner:
+        # This machine ran it: its identity goes into the context (a guest's runner
+        # would need the guest's, which the host cannot read; docs/fleet-history.md).
+        from perfscale.history import identity
+        try:
+            identity.stamp(out)
+        except (OSError, ValueError) as err:
+            print("perfscale run: cannot add the machine identity to %s: %s" % (out, err),
+                  file=sys.stderr)
     print("results: %s" % out)
     profile = out + ".profile.json" if options.profile else None
     if profile:

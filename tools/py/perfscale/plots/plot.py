@@ -207,7 +207,8 @@ def main(argv):
         prog="tools/perfscale plot",
         description="Scaling curves from results files, or trends from the nightly history.")
     parser.add_argument("results", nargs="*", metavar="RESULTS.json")
-    parser.add_argument("--history", metavar="DB", help="plot trends from this history")
+    parser.add_argument("--history", metavar="DB", help="plot trends from this history (an "
+                        "SQLite file, a postgresql:// URL or service=NAME)")
     parser.add_argument("--host", help="with --history: only runs of this host")
     parser.add_argument("--config", help="with --history: only runs of this config")
     parser.add_argument("--filter", metavar="REGEX", help="only benchmarks matching REGEX")
@@ -226,7 +227,7 @@ def main(argv):
         parser.error("--filter: %s" % err)
     try:
         if args.history:
-            if not os.path.exists(args.history):
+            if not history.is_server(args.history) and not os.path.exists(args.history):
                 raise history.HistoryError("%s: no such history" % args.history)
             conn = history.open_history(args.history)
             trend_map = history.trends(conn, args.host, args.config)

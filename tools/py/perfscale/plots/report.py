@@ -13,7 +13,7 @@ import os
 import statistics
 import sys
 
-from perfscale.history import store as history
+from perfscale.history import identity, store as history
 from perfscale.plots import page as results_page
 from perfscale.results import (headlines as results_headlines, io as results_io,
                                names as results_names, profile as results_profile)
@@ -111,7 +111,8 @@ def write_report(results, outdir, plots=True, history_path=None):
         from perfscale.gate import calibrate  # the gate's section, only when asked for
         conn = history.open_history(history_path)
         try:
-            calibrate.add_calibration_section(page, conn, results.host, results.cpus)
+            calibrate.add_calibration_section(page, conn, results.host, results.cpus,
+                                              identity.digest(results.context))
         finally:
             conn.close()
     return page.write(os.path.join(outdir, "report"))
