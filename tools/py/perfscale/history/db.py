@@ -15,7 +15,6 @@ import json
 import os
 import pwd
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
@@ -134,21 +133,40 @@ def _write_pgpass(directory, state):
 
 
 def _set_up(state):
-    """The database, its schema (as the owner) and the two roles."""
+    """The two roles, then the database with its schema and grants."""
     import psycopg
     from psycopg import sql
-    pw = state["passwords"]
-    admin = "host=127.0.0.1 port=%d user=%s dbname=postgres password=%s" % (
-        state["port"], OWNER, pw[OWNER])
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DATABASE)))
+    with psycopg.connect(_owner_conninfo(state, "postgres"), autocommit=True) as conn:
         for role in (WRITER, READER):
             conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
-                sql.Identifier(role), sql.Literal(pw[role])))
-    owner = admin.replace("dbname=postgres", "dbname=" + DATABASE)
+                sql.Identifier(role), sql.Literal(state["passwords"][role])))
+    _create(state, DATABASE)
+
+
+def _owner_conninfo(state, database):
+    return "host=127.0.0.1 port=%d user=%s dbname=%s password=%s" % (
+        state["port"], OWNER, database, state["passwords"][OWNER])
+
+
+def _create(state, database):
+    import psycopg
+    from psycopg import sql
+    with psycopg.connect(_owner_conninfo(state, "postgres"), autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
+    owner = _owner_conninfo(state, database)
     store.open_history(owner).close()  # the schema, created by its owner
     with psycopg.connect(owner, autocommit=True) as conn:
         grant(conn, WRITER, READER)
+
+
+def create_history(directory, database):
+    """Another history (database) in the cluster of `directory`, with the same roles;
+    returns {role: url}. A lab keeps one; tests make one each."""
+    with open(os.path.join(os.path.abspath(directory), _STATE)) as f:
+        state = json.load(f)
+    _create(state, database)
+    return {r: url(state["port"], r).rsplit("/", 1)[0] + "/" + database
+            for r in (OWNER, WRITER, READER)}
 
 
 def grant(conn, writer, reader):
