@@ -369,3 +369,19 @@ def test_the_nightly_says_what_changed_when_a_host_is_another_machine(tmp_path, 
     assert code == 0
     assert "is another machine than at run 1 (mitigations: spectre_v2 changed)" in out
     assert "no baseline yet" in out  # not compared silently
+
+
+def test_trials_take_a_private_sqlite_copy_of_a_server_history(lab, tmp_path):
+    results = results_io.load_results(data("base.json"))
+    with history.open_history(lab[db.WRITER]) as conn:
+        run_id = history.record_run(conn, history.RunInfo.from_results(results, "ci", [], 10),
+                                    results, [], None, complete=True)
+        history.store_calibration(conn, results.host, results.cpus, "ci", [
+            history.Calibration("BM_A", "real_time", 0.05, 0.08, 0.02, 4)])
+        expected = history.load_entries(conn, run_id)
+    copy = transfer.snapshot_to_sqlite(lab[db.READER], str(tmp_path / "copy.sqlite"))
+    with history.open_history(copy) as conn:
+        assert history.calibrated_lineages(conn, "ci") == [(results.host, results.cpus, "")]
+        [row] = history.find_baselines(conn, results.host, results.cpus, "ci", 8)
+        got = history.load_entries(conn, row["id"])
+    assert {n: e.real_ns for n, e in got.items()} == {n: e.real_ns for n, e in expected.items()}
