@@ -8,9 +8,7 @@ import shutil
 import signal
 import sqlite3
 import subprocess
-import sys
 import tempfile
-import time
 
 import pytest
 
@@ -55,18 +53,6 @@ def lab(server, request):
     return dict(urls, dir=server["dir"])
 
 
-def _nightly(url, tmp_path, *run_args, options=(), env=None):
-    """A whole nightly in a process of its own: (exit status, output)."""
-    done = subprocess.run(
-        [PYTHON, "-m", "perfscale.cli", "nightly", "--history", url, "--report-dir",
-         str(tmp_path / "nightly"), "--spool", str(tmp_path / "spool"), "--no-plots",
-         "--config", "ci", *options, "--", "--", *run_args],
-        cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env=dict(os.environ, PERFSCALE_BINARY=FAKE_RUN,
-                 PERFSCALE_COMPARE_PY=str(tmp_path / "none.py"), **(env or {})))
-    return done.returncode, done.stdout
-
-
 def _identity(i):
     # Two identities per hostname: the same name on another machine is another lineage.
     return ["--host=lab-%d" % (i % 4), "--context=machine_microcode=0x%x" % (0x100 + i)]
@@ -89,7 +75,8 @@ def test_eight_machines_write_at_once_each_judged_against_its_own_lineage(lab, t
             text=True, env=dict(os.environ, PERFSCALE_BINARY=FAKE_RUN,
                                 PERFSCALE_COMPARE_PY=str(tmp_path / "none.py")))
             for i in range(8)]
-        return [(p.wait(), p.stdout.read()) for p in procs if not p.stdout.closed]
+        outputs = [p.communicate()[0] for p in procs]  # all run at once; read each whole
+        return [(p.returncode, out) for p, out in zip(procs, outputs)]
 
     first = wave(lambda i: "base.json")
     assert all(code == 0 for code, _ in first), first
