@@ -90,6 +90,7 @@ def main(argv):
     figures = {"machines": args.machines, "days": args.days, "benchmarks": args.benchmarks,
                "repetitions": args.repetitions,
                "samples": args.machines * args.days * args.benchmarks * args.repetitions}
+    figures["days_loaded"] = 0  # --days 0: only the measurements, on what is there
     with store.open_history(args.history) as conn:
         before = store.counts(conn)["runs"]
         started = time.monotonic()
