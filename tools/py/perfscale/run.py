@@ -257,8 +257,9 @@ def run_suite(options: Options, runner: Sequence[str] = (), tag: str = "",
     if status != 0 or out is None:
         return Result(status)
     if not runner:
-        # This machine ran it: its identity goes into the context (a guest's runner
-        # would need the guest's, which the host cannot read; docs/fleet-history.md).
+        # This machine ran it: what the binary left out of its identity (the kernel
+        # config's digest, needing zlib and sha256) is added here; never for a guest's
+        # run, whose identity is not ours (docs/fleet-history.md).
         from perfscale.history import identity
         try:
             identity.stamp(out)

@@ -3,8 +3,9 @@
 `collect()` reads /proc and /sys: CPU model, microcode, sockets/cores/threads, NUMA nodes,
 memory, frequency governor and boost, the mitigations in
 /sys/devices/system/cpu/vulnerabilities, and the kernel's build string (uname -v), command
-line and config digest. perfscale.run adds it to the results file's context
-(machine_* and kernel_* keys) after a run on this machine.
+line and config digest. The benchmark binary writes the same fields (but the config
+digest) into its context where it runs (benchmarks/harness/machine_identity.cc: in a
+guest, the guest's); perfscale.run adds what is missing after a run on this machine.
 
 A lineage's `machine` is the digest of the machine_* fields only: the kernel under test
 (kernel_*, kernel_release) stays inside a lineage, since judging kernels is the point.
