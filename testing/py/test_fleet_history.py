@@ -18,9 +18,16 @@ from perfscale.results import io as results_io
 
 PYTHON = os.path.join(REPO_ROOT, "tools", "py", "python")
 
+try:
+    import psycopg  # noqa: F401  (the driver the store's PostgreSQL engine needs)
+    HAVE_PSYCOPG = True
+except ImportError:
+    HAVE_PSYCOPG = False
+
 pytestmark = pytest.mark.skipif(
-    not os.path.exists(os.path.join(db.BIN, "pg_ctl")),
-    reason="PostgreSQL 15 is not installed (tools/setup test installs postgresql-15)")
+    not os.path.exists(os.path.join(db.BIN, "pg_ctl")) or not HAVE_PSYCOPG,
+    reason="PostgreSQL 15 or psycopg 3 is not installed (tools/setup test installs "
+    "postgresql-15 and python3-psycopg)")
 
 
 @pytest.fixture(scope="module")
