@@ -4,7 +4,8 @@
   results/   reading and writing Google Benchmark result files
   gate/      judging a run against a baseline: compare, statistics, noise floors,
              confirmation reruns, calibration, the injected slowdown
-  history/   the SQLite history of nightly runs, and the nightly itself
+  history/   the history of nightly runs (store: one interface; SQLite or PostgreSQL
+             engines; schema, spool, identity, import) and the nightly itself
   parity/    our figures held against `perf bench`, per family
   plots/     pictures and pages: scaling curves, reports
   vm/        runs in a kernel booted in QEMU, what such runs may be compared on, bisection

@@ -9,7 +9,7 @@ import os
 import sys
 
 COMMANDS = ("run", "parity", "compare", "nightly", "plot", "report", "vm", "bisect",
-            "calibrate", "trials", "inject")
+            "calibrate", "trials", "inject", "history", "db")
 MODULES = {
     "run": "perfscale.run",
     "compare": "perfscale.gate.compare",
@@ -17,6 +17,8 @@ MODULES = {
     "trials": "perfscale.gate.trials",
     "inject": "perfscale.gate.inject",
     "nightly": "perfscale.history.nightly",
+    "history": "perfscale.history.history_cmd",
+    "db": "perfscale.history.db",
     "plot": "perfscale.plots.plot",
     "report": "perfscale.plots.report",
     "vm": "perfscale.vm.qemu",

@@ -181,15 +181,16 @@ def _calibrate(args, run_args, config, folder, conn):
     first = runs[0]
     if (first.host, first.cpus) != (runs[-1].host, runs[-1].cpus):
         raise RuntimeError("the runs were on different machines")
+    machine = history.RunInfo.from_results(first, config, run_args, args.repetitions).machine
     for results in runs:  # a lineage never mixes timings with and without the counters
         history.check_attribution(
             history.RunInfo.from_results(results, config, run_args, args.repetitions),
-            history.find_baselines(conn, first.host, first.cpus, config, 1))
+            history.find_baselines(conn, first.host, first.cpus, config, 1, machine))
     learned = gate_floors.learn([r.entries for r in runs], args.alpha)
     for (name, metric), calibration in learned.items():
         if injected is not None and metric == results_stats.REAL_TIME:
             calibration.injected_change = _median_change(runs, injected, name)
-    history.store_calibration(conn, first.host, first.cpus, config, learned.values())
+    history.store_calibration(conn, first.host, first.cpus, config, learned.values(), machine)
     # The runs with no change are also the lineage's first baseline: the nightly judges
     # against the mean of its last passing runs, and these are as good as any.
     for results in runs:
@@ -199,7 +200,7 @@ def _calibrate(args, run_args, config, folder, conn):
     print(format_table(learned, size))
     print("calibrate: stored %d benchmarks' floors for host %s, %d CPUs, config '%s' in %s"
           % (sum(1 for _n, m in learned if m == results_stats.REAL_TIME), first.host,
-             first.cpus, config, args.history))
+             first.cpus, config, history.describe(args.history)))
     hint = clock_hint(learned, comparability.clock(first.context))
     if hint:
         print("calibrate: " + hint)
@@ -229,19 +230,17 @@ def _pct(value):
     return "%+.1f%%" % (100 * value) if value is not None and math.isfinite(value) else "-"
 
 
-def add_calibration_section(page, conn, host, cpus):
+def add_calibration_section(page, conn, host, cpus, machine=""):
     """What the gate can tell apart on this host: every calibrated config's floors."""
     page.heading("Gate calibration (noise floor, minimum detectable change)")
-    configs = [r[0] for r in conn.execute(
-        "SELECT DISTINCT config FROM calibration WHERE host = ? AND cpus = ? ORDER BY config",
-        (host, cpus))]
+    configs = history.calibrated_configs(conn, host, cpus, machine)
     if not configs:
         page.text("Not calibrated on %s with %d CPUs: run `tools/perfscale calibrate -- "
                   "RUN_ARGS` (nightly then judges each benchmark against its own noise)."
                   % (host, cpus))
     for config in configs:
         rows = sorted((c for (_n, m), c in history.load_calibration(
-            conn, host, cpus, config).items() if m == results_stats.REAL_TIME),
+            conn, host, cpus, config, machine).items() if m == results_stats.REAL_TIME),
             key=lambda c: c.mdc)
         page.text("Config '%s', calibrated %s from %d runs with no change. A slowdown "
                   "below its MDC may pass unseen; an A/A change below its floor never "

@@ -57,7 +57,7 @@ import time
 
 from perfscale.gate import (compare, confirm, floors as gate_floors, inject,
                             stats as results_stats)
-from perfscale.history import nightly, store as history
+from perfscale.history import nightly, store as history, transfer
 from perfscale.results import io as results_io, names as results_names
 
 DEFAULT_TRIALS = 10
@@ -110,26 +110,35 @@ def main(argv):
     args, run_args = parse_args(argv)
     config = args.config if args.config is not None else shlex.join(run_args)
     try:
+        if history.is_server(args.history):
+            # Each trial's nightly needs its own copy of the history to write into; a
+            # server's is taken once, into a local file, and read from there on.
+            os.makedirs(args.out_dir, exist_ok=True)
+            args.history = transfer.snapshot_to_sqlite(
+                args.history, os.path.join(os.path.abspath(args.out_dir), "history.sqlite"))
         conn = history.open_history(args.history)
+    except OSError as err:
+        print("trials: %s" % err, file=sys.stderr)
+        return 2
     except history.HistoryError as err:
         print("trials: %s" % err, file=sys.stderr)
         return 2
     try:
-        lineages = conn.execute("SELECT DISTINCT host, cpus FROM calibration WHERE config = ?",
-                                (config,)).fetchall()
+        lineages = history.calibrated_lineages(conn, config)
         if not lineages:
             print("trials: config '%s' is not calibrated in %s: run `tools/perfscale "
                   "calibrate --config '%s' -- RUN_ARGS` first" % (config, args.history, config),
                   file=sys.stderr)
             return 2
-        host, cpus = lineages[0]["host"], lineages[0]["cpus"]
-        calibration = history.load_calibration(conn, host, cpus, config)
-        base_rows = history.find_baselines(conn, host, cpus, config, gate_floors.BASELINE_RUNS)
+        host, cpus, machine = lineages[0]
+        calibration = history.load_calibration(conn, host, cpus, config, machine)
+        base_rows = history.find_baselines(conn, host, cpus, config, gate_floors.BASELINE_RUNS,
+                                           machine)
         base_runs = [history.load_entries(conn, row["id"]) for row in base_rows]
     finally:
         conn.close()
     if args.replay:
-        return replay(args, run_args, config, (host, cpus), calibration, base_runs)
+        return replay(args, run_args, config, (host, cpus, machine), calibration, base_runs)
     os.makedirs(args.out_dir, exist_ok=True)
     if args.power and nightly.runner_command(args) is None:
         refused = inject.refusal_here(args.inject_events)
@@ -256,7 +265,9 @@ def replay(args, run_args, config, lineage, calibration, base_runs):
     options = compare.gate_options(nightly_args)
     conn = history.open_history(args.history)
     try:
-        floors, _source = gate_floors.for_lineage(conn, *lineage, config, options.alpha)
+        host, cpus, machine = lineage
+        floors, _source = gate_floors.for_lineage(conn, host, cpus, config, options.alpha,
+                                                  machine)
     finally:
         conn.close()
     digest = _digest(args.history)

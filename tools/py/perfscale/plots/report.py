@@ -10,11 +10,10 @@ benchmark and the scaling pictures, all relative to DIR so it can be published a
 import argparse
 import math
 import os
-import sqlite3
 import statistics
 import sys
 
-from perfscale.history import store as history
+from perfscale.history import identity, store as history
 from perfscale.plots import page as results_page
 from perfscale.results import (headlines as results_headlines, io as results_io,
                                names as results_names, profile as results_profile)
@@ -129,9 +128,8 @@ def write_report(results, outdir, plots=True, history_path=None):
     if conn is not None:
         from perfscale.gate import calibrate  # the gate's section, only when asked for
         try:
-            calibrate.add_calibration_section(page, conn, results.host, results.cpus)
-        except sqlite3.DatabaseError as err:  # damage quick_check did not reach
-            raise history.HistoryError(history.unusable_reason(history_path, err)) from None
+            calibrate.add_calibration_section(page, conn, results.host, results.cpus,
+                                              identity.digest(results.context))
         finally:
             conn.close()
     return page.write(os.path.join(outdir, "report"))
