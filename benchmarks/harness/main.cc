@@ -23,6 +23,7 @@
 #include "benchmarks/harness/profile_support.h"
 #include "benchmarks/harness/progress.h"
 #include "benchmarks/harness/result_file.h"
+#include "benchmarks/harness/machine_identity.h"
 #include "benchmarks/harness/run_context.h"
 #include "benchmarks/harness/suite_plan.h"
 #include "benchmarks/harness/syscall_injection.h"
@@ -133,6 +134,10 @@ int main(int argc, char** argv) {
   if (perfscale::PlanOnly()) return 0;
   perfscale::InstallInterruptCleanup();
   for (const auto& [key, value] : perfscale::CollectRunContext().Fields()) {
+    benchmark::AddCustomContext(key, value);
+  }
+  // Read here, where the suite runs: inside a guest, the guest's identity.
+  for (const auto& [key, value] : perfscale::CollectMachineIdentity()) {
     benchmark::AddCustomContext(key, value);
   }
   benchmark::AddCustomContext("counter_sources", perfscale::CounterSourcesJson());

@@ -6,6 +6,7 @@ Also stands in for a whole external runner (nightly --run-cmd): given `--repetit
 Its own flags (after run's --) choose what happens instead of benchmarks:
   --fixture=NAME     copy testing/py/data/NAME (default clean.json)
   --host=H --cpus=N  rewrite the context, as if run on another machine
+  --context=K=V      set context field K to V (repeatable): another machine identity
   --truncate         write only the first half (a writer killed mid-file)
   --fail             print an error and exit 1 without writing anything
   --hang=PIDFILE     start a child that sleeps (as a runner starts the binary), write
@@ -46,6 +47,7 @@ def main(argv):
     parser.add_argument("--fixture", default="clean.json")
     parser.add_argument("--host")
     parser.add_argument("--cpus")
+    parser.add_argument("--context", action="append", default=[])
     parser.add_argument("--truncate", action="store_true")
     parser.add_argument("--fail", action="store_true")
     parser.add_argument("--hang")
@@ -94,8 +96,9 @@ def main(argv):
                                                   "false": "off"}.get(args.attribution,
                                                                       args.attribution)
         text = json.dumps(document, indent=2)
-    if args.host or args.cpus:
+    if args.host or args.cpus or args.context:
         document = json.loads(text)
+        document["context"].update(kv.split("=", 1) for kv in args.context)
         if args.host:
             document["context"]["host_name"] = args.host
         if args.cpus:

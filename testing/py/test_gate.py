@@ -329,14 +329,28 @@ def test_the_history_widens_a_calibration_it_outgrew_and_never_narrows_one(tmp_p
     assert "widened for 1 of 2 metrics that the lineage's last 10 passing runs" in source
 
 
+# The history as perfscale wrote it at schema version 1 (before runs.complete).
+VERSION_1_SCHEMA = """
+CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, recorded_at TEXT NOT NULL,
+    host TEXT NOT NULL, cpus INTEGER NOT NULL, config TEXT NOT NULL, run_args TEXT NOT NULL,
+    repetitions INTEGER NOT NULL, kernel_release TEXT, perf_event_paranoid TEXT,
+    perfscale_revision TEXT, context TEXT NOT NULL, results_path TEXT,
+    baseline_id INTEGER REFERENCES runs(id), regressions INTEGER NOT NULL);
+CREATE INDEX runs_by_lineage ON runs(host, cpus, config, id);
+CREATE TABLE benchmarks (run_id INTEGER NOT NULL REFERENCES runs(id), name TEXT NOT NULL,
+    time_unit TEXT NOT NULL, counters TEXT NOT NULL, errors TEXT NOT NULL, verdict TEXT,
+    change REAL, pvalue REAL, PRIMARY KEY (run_id, name));
+CREATE TABLE samples (run_id INTEGER NOT NULL REFERENCES runs(id), name TEXT NOT NULL,
+    repetition INTEGER NOT NULL, real_ns REAL NOT NULL, cpu_ns REAL,
+    PRIMARY KEY (run_id, name, repetition));
+"""
+
+
 def test_a_version_1_history_is_upgraded_in_place(tmp_path):
     import sqlite3
     path = str(tmp_path / "old.sqlite")
     old = sqlite3.connect(path)
-    version_1 = re.sub(r"(regressions INTEGER NOT NULL),([^\n]*)\n    complete [^\n]*",
-                       r"\1\2", history._RUNS_SCHEMA)
-    assert "complete" not in version_1
-    old.executescript(version_1 + "PRAGMA user_version = 1;")
+    old.executescript(VERSION_1_SCHEMA + "PRAGMA user_version = 1;")
     old.execute("INSERT INTO runs (recorded_at, host, cpus, config, run_args, repetitions, "
                 "context, regressions) VALUES ('t', 'h', 2, 'ci', '[]', 10, '{}', 0)")
     old.commit()
@@ -357,7 +371,9 @@ def test_calibrate_stores_floors_that_nightly_then_uses(cli, tmp_path, monkeypat
     assert "can detect a 10% slowdown (MDC <= 10%)" in out
     assert re.search(r"^BM_\w+: smallest MDC [+-]\d", out, re.M)  # what each family can see
     conn = history.open_history(str(db))
-    stored = history.load_calibration(conn, "perfscale-ci-1", 2, "ci")
+    [(host, cpus, machine)] = history.calibrated_lineages(conn, "ci")
+    assert (host, cpus) == ("perfscale-ci-1", 2) and machine  # this machine's identity
+    stored = history.load_calibration(conn, "perfscale-ci-1", 2, "ci", machine)
     conn.close()
     assert stored and all(c.runs == 4 for c in stored.values())
     monkeypatch.setenv("PERFSCALE_COMPARE_PY", str(tmp_path / "none.py"))

@@ -125,10 +125,10 @@ def test_a_locked_history_is_read_and_its_writer_waited_for_not_thrown_away(
         cli, nightly, tmp_path, monkeypatch):
     """Item 3: before, plot took the write lock to read, and a writer timing out was told
     'not a usable history (database is locked); move it away to start a new one'."""
-    from perfscale.history import store
+    from perfscale.history import sqlite_engine
     db = tmp_path / "h.sqlite"
     assert nightly(db, "--fixture=base.json")[0] == 0
-    monkeypatch.setattr(store, "_LOCK_TIMEOUT_S", 1)
+    monkeypatch.setattr(sqlite_engine, "_LOCK_TIMEOUT_S", 1)
     holder = _hold_write_lock(db)
     try:
         code, out, err = cli("plot", "--history", db, "-o", tmp_path / "plots")

@@ -10,6 +10,7 @@ testing/py/test_layers.py holds the order):
   plots/     pictures and pages: scaling curves, reports
   gate/      judging a run against a baseline: statistics, comparability, noise floors,
              confirmation reruns, the gate's options
-  history/   the history database of nightly runs
+  history/   the history of nightly runs: one store interface over SQLite or PostgreSQL
+             engines, its schema, spool, machine identity, import
   results/   reading and writing Google Benchmark result files
 """

@@ -31,6 +31,9 @@ COMMANDS = (
     ("inject", "add real kernel work to every syscall while it runs (the gate's test slowdown)"),
     ("plot", "PNG scaling curves, counts against vCPUs (--vs-cpus), history trends"),
     ("report", "one page with the headline figures of a run"),
+    ("history", "sync spooled runs, import SQLite histories and result files\n"
+                "(docs/fleet-history.md)"),
+    ("db", "start|stop DIR: a local PostgreSQL for a lab's shared history"),
 )
 PARITY_FAMILIES = ("breakpoint", "event_open", "synthesize", "trace_overhead", "uprobe")
 

@@ -182,15 +182,16 @@ def _calibrate(args, run_args, config, folder, conn):
     first = runs[0]
     if (first.host, first.cpus) != (runs[-1].host, runs[-1].cpus):
         raise RuntimeError("the runs were on different machines")
+    machine = store.RunInfo.from_results(first, config, run_args, args.repetitions).machine
     for results in runs:  # a lineage never mixes timings with and without the counters
         store.check_attribution(
             store.RunInfo.from_results(results, config, run_args, args.repetitions),
-            store.find_baselines(conn, first.host, first.cpus, config, 1))
+            store.find_baselines(conn, first.host, first.cpus, config, 1, machine))
     learned = floors.learn([r.entries for r in runs], args.alpha)
     for (name, metric), calibration in learned.items():
         if injected is not None and metric == stats.REAL_TIME:
             calibration.injected_change = _median_change(runs, injected, name)
-    store.store_calibration(conn, first.host, first.cpus, config, learned.values())
+    store.store_calibration(conn, first.host, first.cpus, config, learned.values(), machine)
     # The runs with no change are also the lineage's first baseline: the nightly judges
     # against the mean of its last passing runs, and these are as good as any.
     for results in runs:
@@ -200,7 +201,7 @@ def _calibrate(args, run_args, config, folder, conn):
     print(format_table(learned, size))
     print("calibrate: stored %d benchmarks' floors for host %s, %d CPUs, config '%s' in %s"
           % (sum(1 for _n, m in learned if m == stats.REAL_TIME), first.host,
-             first.cpus, config, args.history))
+             first.cpus, config, store.describe(args.history)))
     hint = clock_hint(learned, comparability.clock(first.context))
     if hint:
         print("calibrate: " + hint)

@@ -37,6 +37,7 @@ import dataclasses
 import os
 
 from perfscale.gate import confirm, flags
+from perfscale.history import spool
 from perfscale.suite import nightly
 
 
@@ -61,6 +62,10 @@ def parse_args(argv):
                         metavar="DIR", help="where each run's folder goes "
                         "(default results/nightly)")
     parser.add_argument("--no-plots", action="store_true", help="report without pictures")
+    parser.add_argument("--spool", default=spool.default_dir(nightly.REPO_ROOT), metavar="DIR",
+                        help="where a run waits while the --history server cannot be "
+                        "reached (default results/spool; `tools/perfscale history sync` "
+                        "stores it later)")
     parser.add_argument("--confirm-rounds", type=int, default=confirm.DEFAULT_ROUNDS,
                         metavar="N", help="reruns of the suspects before raising the alarm "
                         "(default %(default)s; 0: judge the first run alone)")

@@ -56,7 +56,7 @@ import time
 
 from perfscale.gate import confirm, flags, stats
 from perfscale.gate.floors import BASELINE_RUNS, DETECTABLE, MIN_RUNS, floor_and_mdc, for_lineage
-from perfscale.history import store
+from perfscale.history import store, transfer
 from perfscale.suite import inject, nightly, runner
 from perfscale.results import io, names
 
@@ -110,26 +110,34 @@ def main(argv):
     args, run_args = parse_args(argv)
     config = args.config if args.config is not None else shlex.join(run_args)
     try:
+        if store.is_server(args.history):
+            # Each trial's nightly needs its own copy of the history to write into; a
+            # server's is taken once, into a local file, and read from there on.
+            os.makedirs(args.out_dir, exist_ok=True)
+            args.history = transfer.snapshot_to_sqlite(
+                args.history, os.path.join(os.path.abspath(args.out_dir), "history.sqlite"))
         conn = store.open_history(args.history)
+    except OSError as err:
+        print("trials: %s" % err, file=sys.stderr)
+        return 2
     except store.HistoryError as err:
         print("trials: %s" % err, file=sys.stderr)
         return 2
     try:
-        lineages = conn.execute("SELECT DISTINCT host, cpus FROM calibration WHERE config = ?",
-                                (config,)).fetchall()
+        lineages = store.calibrated_lineages(conn, config)
         if not lineages:
             print("trials: config '%s' is not calibrated in %s: run `tools/perfscale "
                   "calibrate --config '%s' -- RUN_ARGS` first" % (config, args.history, config),
                   file=sys.stderr)
             return 2
-        host, cpus = lineages[0]["host"], lineages[0]["cpus"]
-        calibration = store.load_calibration(conn, host, cpus, config)
-        base_rows = store.find_baselines(conn, host, cpus, config, BASELINE_RUNS)
+        host, cpus, machine = lineages[0]
+        calibration = store.load_calibration(conn, host, cpus, config, machine)
+        base_rows = store.find_baselines(conn, host, cpus, config, BASELINE_RUNS, machine)
         base_runs = [store.load_entries(conn, row["id"]) for row in base_rows]
     finally:
         conn.close()
     if args.replay:
-        return replay(args, run_args, config, (host, cpus), calibration, base_runs)
+        return replay(args, run_args, config, (host, cpus, machine), calibration, base_runs)
     os.makedirs(args.out_dir, exist_ok=True)
     if args.power and nightly.runner_command(args) is None:
         refused = inject.refusal_here(args.inject_events)
@@ -255,7 +263,8 @@ def replay(args, run_args, config, lineage, calibration, base_runs):
     options = flags.gate_options(nightly_args)
     conn = store.open_history(args.history)
     try:
-        floors, _source = for_lineage(conn, *lineage, config, options.alpha)
+        host, cpus, machine = lineage
+        floors, _source = for_lineage(conn, host, cpus, config, options.alpha, machine)
     finally:
         conn.close()
     digest = _digest(args.history)

@@ -102,25 +102,23 @@ def learn(runs, alpha=stats.DEFAULT_ALPHA):
     return learned
 
 
-def from_history(conn, host, cpus, config, alpha=stats.DEFAULT_ALPHA):
+def from_history(conn, host, cpus, config, alpha=stats.DEFAULT_ALPHA, machine=""):
     """Learned from the lineage's latest complete, passing runs; {} with too few."""
-    ids = [r["id"] for r in conn.execute(
-        "SELECT id FROM runs WHERE host = ? AND cpus = ? AND config = ? AND regressions = 0 "
-        "AND complete = 1 ORDER BY id DESC LIMIT ?", (host, cpus, config, HISTORY_RUNS))]
+    ids = store.passing_run_ids(conn, host, cpus, config, HISTORY_RUNS, machine)
     if len(ids) < MIN_RUNS:
         return {}
     return learn([store.load_entries(conn, run_id) for run_id in ids], alpha)
 
 
-def for_lineage(conn, host, cpus, config, alpha=stats.DEFAULT_ALPHA):
+def for_lineage(conn, host, cpus, config, alpha=stats.DEFAULT_ALPHA, machine=""):
     """(floors, source): `calibrate`'s where it ran, else the history's, else none.
 
     A calibration's runs come minutes apart; the machine also moves over hours (on this
     VM, whole runs 20% faster for half an hour). Where the lineage's recent passing runs
     spread more than the calibration did, their wider floor and MDC are used instead: a
     floor that only ever shrinks would raise false alarms and promise power it lacks."""
-    calibrated = store.load_calibration(conn, host, cpus, config)
-    learned = from_history(conn, host, cpus, config, alpha)
+    calibrated = store.load_calibration(conn, host, cpus, config, machine)
+    learned = from_history(conn, host, cpus, config, alpha, machine)
     if calibrated:
         source = "tools/perfscale calibrate of %s" % min(
             c.calibrated_at for c in calibrated.values())

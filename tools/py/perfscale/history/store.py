@@ -1,95 +1,202 @@
-"""The nightly history: every recorded run, its context and samples, in one SQLite file.
+"""The nightly history: every recorded run, its context and samples; the one interface.
 
-A run is written in a single transaction, after it succeeded and was judged, so the file
-never holds half a run and a failed run never becomes anyone's baseline. Runs form
-lineages (host, online CPUs, config): only runs of one lineage are ever compared, since
-a figure from another machine or another parameter set says nothing about a regression.
+    conn = store.open_history("results/history.sqlite")        # SQLite: one machine
+    conn = store.open_history("postgresql://writer@lab/perf")  # PostgreSQL: a fleet
+    conn = store.open_history("service=perfscale")             # libpq's service file
+    base = store.find_baseline(conn, "host", 2, "--quick", machine=digest)
 
-    conn = history.open_history("results/history.sqlite")
-    base = history.find_baseline(conn, "host", 2, "--quick")
+Both engines (sqlite_engine, postgres_engine) share the schema and its migrations
+(perfscale.history.schema); all of perfscale's SQL is in this module. A run is written in
+a single transaction, after it succeeded and was judged, so the history never holds half a
+run and a failed run never becomes anyone's baseline. Runs form lineages (host, machine
+identity, online CPUs, config): only runs of one lineage are ever compared, since a figure
+from another machine or another parameter set says nothing about a regression. Each run
+has a stable key (run_key): a run sent twice (a spool synced again, an import repeated)
+is stored once.
 """
 
 import dataclasses
 import datetime
+import hashlib
 import json
 import math
-import os
-import sqlite3
 import statistics
-import urllib.parse
+import uuid
 
+from perfscale.history import identity, schema, sqlite_engine
 from perfscale.results import io, names
 
-SCHEMA_VERSION = 2
-
-_RUNS_SCHEMA = """
-CREATE TABLE runs (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    recorded_at TEXT NOT NULL,          -- UTC, ISO 8601
-    host TEXT NOT NULL,
-    cpus INTEGER NOT NULL,              -- online CPUs
-    config TEXT NOT NULL,               -- what makes two runs comparable besides the machine
-    run_args TEXT NOT NULL,             -- JSON list passed to `tools/perfscale run`
-    repetitions INTEGER NOT NULL,
-    kernel_release TEXT,
-    perf_event_paranoid TEXT,
-    perfscale_revision TEXT,
-    context TEXT NOT NULL,              -- Google Benchmark's whole context, JSON
-    results_path TEXT,
-    baseline_id INTEGER REFERENCES runs(id),
-    regressions INTEGER NOT NULL,       -- benchmarks judged slower than the baseline
-    complete INTEGER NOT NULL DEFAULT 0 -- 1 once its report is written: only then a baseline
-);
-CREATE INDEX runs_by_lineage ON runs(host, cpus, config, id);
-CREATE TABLE benchmarks (
-    run_id INTEGER NOT NULL REFERENCES runs(id),
-    name TEXT NOT NULL,
-    time_unit TEXT NOT NULL,            -- as the benchmark reported it
-    counters TEXT NOT NULL,             -- JSON: counter -> median over repetitions
-    errors TEXT NOT NULL,               -- JSON list of error messages
-    verdict TEXT,                       -- against the baseline; NULL without one
-    change REAL,
-    pvalue REAL,
-    PRIMARY KEY (run_id, name)
-);
-CREATE TABLE samples (
-    run_id INTEGER NOT NULL REFERENCES runs(id),
-    name TEXT NOT NULL,
-    repetition INTEGER NOT NULL,
-    real_ns REAL NOT NULL,
-    cpu_ns REAL,
-    PRIMARY KEY (run_id, name, repetition)
-);
-"""
-
-# Version 2: runs.complete, and what `tools/perfscale calibrate` learned per benchmark.
-_CALIBRATION_SCHEMA = """
-CREATE TABLE calibration (
-    host TEXT NOT NULL,
-    cpus INTEGER NOT NULL,
-    config TEXT NOT NULL,
-    name TEXT NOT NULL,
-    metric TEXT NOT NULL,               -- 'real_time' or an attributed counter's name
-    noise_floor REAL NOT NULL,          -- a change below this is A/A noise (fraction)
-    mdc REAL NOT NULL,                  -- minimum detectable change at the nightly default
-    sigma REAL NOT NULL,                -- spread of log(median) between runs
-    runs INTEGER NOT NULL,              -- runs it was learned from
-    injected_change REAL,               -- change the injector caused (fraction), if measured
-    calibrated_at TEXT NOT NULL,
-    PRIMARY KEY (host, cpus, config, name, metric)
-);
-"""
-
-_SCHEMA = _RUNS_SCHEMA + _CALIBRATION_SCHEMA
-_MIGRATE_1_TO_2 = ("ALTER TABLE runs ADD COLUMN complete INTEGER NOT NULL DEFAULT 1;"
-                   + _CALIBRATION_SCHEMA)  # runs of version 1 were recorded whole
-
-# How long to wait for another writer (a second nightly on the same file) before failing.
-_LOCK_TIMEOUT_S = 60
+SCHEMA_VERSION = schema.SCHEMA_VERSION
 
 
 class HistoryError(Exception):
-    """The history file cannot be used; the message says why."""
+    """The history cannot be used; the message says why."""
+
+
+class HistoryUnavailable(HistoryError):
+    """The history's server cannot be reached now (down, network, credentials): the
+    nightly spools its run (perfscale.history.spool) instead of losing it."""
+
+
+def is_server(target):
+    from perfscale.history import postgres_engine
+    return postgres_engine.is_target(str(target))
+
+
+def redact(text, target=""):
+    """`text` with passwords (of URLs, key=value strings, `target`) replaced by ***."""
+    try:
+        from perfscale.history import postgres_engine
+    except ImportError:  # psycopg missing: no server target can carry a password then
+        return str(text)
+    return postgres_engine.redact(text, target)
+
+
+def describe(target):
+    """The history's name for messages: a server URL's password redacted."""
+    return redact(str(target))
+
+
+class Store:
+    """A history opened on one engine. Pass it to the functions below."""
+
+    def __init__(self, engine):
+        self.engine = engine
+        self.name = engine.described
+
+    def close(self):
+        self.engine.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_exc):
+        self.close()
+
+    def snapshot(self):
+        """Reads that see one state of the history, whatever other writers commit."""
+        return self.engine.snapshot()
+
+    def _errors(self):
+        return _Translate(self)
+
+
+class _Translate:
+    """Engine errors as HistoryError; a server lost mid-way as HistoryUnavailable."""
+
+    def __init__(self, store):
+        self.store = store
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, err, _tb):
+        if err is None or isinstance(err, HistoryError):
+            return False
+        if self.store.engine.name == "postgresql":
+            import psycopg
+            if isinstance(err, psycopg.OperationalError):
+                raise HistoryUnavailable("%s: lost the server: %s" % (
+                    self.store.name, " ".join(redact(err, self.store.engine.target).split())))
+            if isinstance(err, psycopg.Error):
+                raise HistoryError("%s: %s" % (self.store.name, " ".join(
+                    redact(err, self.store.engine.target).split())))
+        elif isinstance(err, sqlite_engine.Error):
+            raise HistoryError(sqlite_engine.unusable_reason(self.store.name, err)) from None
+        return False
+
+
+def open_history(target, read_only=False):
+    """Opens the history at `target`: an SQLite path, a postgresql:// URL or a libpq
+    key=value string; a writer creates or migrates it if needed. Refuses what is not a
+    history, one of a newer schema, and one that would fail later (damaged, locked, not
+    writable, a full disk); raises HistoryUnavailable when a server cannot be reached.
+    read_only: for readers (plot, report, serve): the history must exist at this schema,
+    and nothing is created, migrated or locked for writing."""
+    target = str(target)
+    if is_server(target):
+        try:
+            from perfscale.history import postgres_engine
+        except ImportError:
+            raise HistoryError("%s: PostgreSQL needs psycopg 3 (tools/setup installs "
+                               "python3-psycopg)" % describe(target)) from None
+        engine = postgres_engine.Engine(target, HistoryError, HistoryUnavailable, read_only)
+    else:
+        engine = sqlite_engine.Engine(target, HistoryError, read_only)
+    store = Store(engine)
+    try:
+        with store._errors():
+            _create_or_migrate(store, read_only)
+            engine.check_usable()
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
+def _create_or_migrate(store, read_only=False):
+    """Creates the schema of a new history, or checks or migrates an existing one, as one
+    step: two nightlies opening a new history at once never both create it, nor does one
+    see the other's half-made schema (SQLite's write lock; a PostgreSQL advisory lock).
+    A reader only looks."""
+    engine = store.engine
+    version = engine.version()
+    if version == SCHEMA_VERSION:
+        return  # the common case, without the lock (and within a writer's privileges)
+    kind = "an SQLite file" if engine.name == "sqlite" else "a PostgreSQL database"
+    if read_only:  # a reader creates and migrates nothing
+        tables = engine.tables()
+        if version > SCHEMA_VERSION:
+            raise HistoryError("%s: written by a newer perfscale (schema %d, this one knows "
+                               "%d): update perfscale to use it" % (
+                                   store.name, version, SCHEMA_VERSION))
+        raise HistoryError("%s: not a perfscale history of this version (schema %d); open it "
+                           "once with `tools/perfscale nightly`" % (store.name, version)
+                           if "runs" in tables else
+                           "%s: %s, but not a perfscale history" % (store.name, kind))
+    with engine.transaction():
+        if engine.name == "postgresql":
+            engine.lock_schema()
+        version, tables = engine.version(), engine.tables()
+        if version == 0 and not (tables & {"runs", "calibration"}):
+            for statement in engine.script(schema.CREATE):
+                engine.execute(statement)
+            engine.set_version(SCHEMA_VERSION)
+            return
+        if version > SCHEMA_VERSION:
+            raise HistoryError("%s: written by a newer perfscale (schema %d, this one knows "
+                               "%d): update perfscale to use it" % (
+                                   store.name, version, SCHEMA_VERSION))
+        if version < 1 or "runs" not in tables:
+            raise HistoryError("%s: %s, but not a perfscale history" % (store.name, kind))
+        while version < SCHEMA_VERSION:
+            for statement in engine.script(schema.MIGRATIONS[version]):
+                engine.execute(statement)
+            if version == 2:
+                _fill_run_keys(engine)
+            version += 1
+        engine.set_version(SCHEMA_VERSION)
+
+
+def _fill_run_keys(engine):
+    for row in engine.execute("SELECT id, host, cpus, config, recorded_at, context FROM runs"):
+        engine.execute("UPDATE runs SET run_key = ? WHERE id = ?", (
+            derived_run_key([row["host"], row["cpus"], row["config"], row["recorded_at"],
+                             row["context"], row["id"]]), row["id"]))
+    engine.execute(schema.AFTER_RUN_KEYS)
+
+
+def new_run_key():
+    """A new run's key: made once, when the nightly has the run, and kept with it (in the
+    history or the spool), so the same run is always the same key."""
+    return "run-" + uuid.uuid4().hex
+
+
+def derived_run_key(parts):
+    """The key of a run that never had one (older histories, loose result files), from
+    what identifies it: the same parts always give the same key."""
+    text = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
+    return "sha256-" + hashlib.sha256(text.encode()).hexdigest()
 
 
 @dataclasses.dataclass
@@ -102,148 +209,47 @@ class RunInfo:
     repetitions: int
     context: dict
     results_path: str = ""
+    run_key: str = dataclasses.field(default_factory=new_run_key)
+    recorded_at: str = ""
 
     @classmethod
     def from_results(cls, results, config, run_args, repetitions):
         return cls(results.host, results.cpus, config, list(run_args), repetitions,
                    results.context, results.source)
 
+    @property
+    def machine(self):
+        return identity.digest(self.context)
+
+    def key(self):
+        """The lineage as find_baseline's arguments."""
+        return (self.host, self.cpus, self.config)
+
     def lineage(self):
-        return "host %s, %d CPUs, config '%s'" % (self.host, self.cpus, self.config)
+        machine = self.machine
+        return "host %s, %d CPUs, config '%s'%s" % (
+            self.host, self.cpus, self.config, ", machine %s" % machine if machine else "")
 
 
-def open_history(path, read_only=False):
-    """Opens the history at `path` and checks that it is whole; refuses a file that is not
-    one. read_only: for readers (plot, report): the file must exist, and no write lock is
-    taken, so a reader neither creates a history at a mistyped path nor waits for a
-    writer."""
-    if os.path.exists(path) and not os.path.isfile(path):
-        raise HistoryError("%s: not a regular file, so not a history (a history is an SQLite "
-                           "file; give its path)" % path)
-    if read_only and not os.path.isfile(path):
-        raise HistoryError("%s: no such history (check the path; `tools/perfscale nightly "
-                           "--history PATH` creates one)" % path)
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        if read_only:
-            uri = "file:%s?mode=ro" % urllib.parse.quote(os.path.abspath(path))
-            conn = sqlite3.connect(uri, uri=True, timeout=_LOCK_TIMEOUT_S)
-        else:
-            os.makedirs(directory, exist_ok=True)
-            conn = sqlite3.connect(path, timeout=_LOCK_TIMEOUT_S)
-    except (OSError, sqlite3.Error) as err:
-        raise HistoryError("%s: cannot open the history: %s" % (path, err)) from None
-    conn.row_factory = sqlite3.Row
-    conn.isolation_level = None  # we say where transactions begin and end
-    try:
-        _create_or_check(conn, path, read_only)
-        _check_usable(conn, path, read_only)
-    except sqlite3.DatabaseError as err:
-        conn.close()
-        raise HistoryError(unusable_reason(path, err)) from None
-    except BaseException:
-        conn.close()
-        raise
-    conn.isolation_level = ""  # back to the module's default for `with conn:`
-    return conn
-
-
-# What the engine's errors mean to the person who has to act on them. A second engine
-# maps its own errors here.
-def unusable_reason(path, err):
-    """The message for an sqlite3 error on the history at `path`: its cause and what to do.
-    A locked or full history is healthy: moving it away would throw away its lineages."""
-    text = str(err)
-    if isinstance(err, sqlite3.OperationalError) and "locked" in text:
-        return ("%s: locked by another writer (a nightly or calibrate still running?) for "
-                "more than %d s; wait for it to finish and run again" % (path, _LOCK_TIMEOUT_S))
-    if "readonly" in text or "read-only" in text:
-        return ("%s: read-only (%s); make it and its folder writable, or pass another "
-                "--history" % (path, text))
-    if "disk is full" in text or "No space" in text:
-        return ("%s: the filesystem is full (%s); free space there and run again; the "
-                "history is as it was" % (path, text))
-    return ("%s: damaged, not a usable history (%s); keep a copy, then try `sqlite3 %s "
-            ".recover`, or move it away to start a new one" % (path, text, path))
-
-
-def _check_usable(conn, path, read_only):
-    """Refuses a history that would fail later: damaged pages (found before a run of
-    hours, not after), and for a writer a file, folder or filesystem it cannot write."""
-    problems = [row[0] for row in conn.execute("PRAGMA quick_check(5)")]
-    if problems != ["ok"]:
-        raise sqlite3.DatabaseError("quick_check: " + "; ".join(problems))
-    if read_only:
-        return
-    directory = os.path.dirname(os.path.abspath(path))
-    for target in (path, directory):  # the folder holds the journal of every write
-        if not os.access(target, os.W_OK):
-            raise sqlite3.OperationalError("attempt to write a readonly database: %s is "
-                                           "not writable" % target)
-    stat = os.statvfs(directory)
-    if stat.f_bavail * stat.f_frsize < MIN_FREE_BYTES:
-        raise sqlite3.OperationalError("No space left on device: %d KiB free, a run needs "
-                                       "about %d KiB" % (stat.f_bavail * stat.f_frsize // 1024,
-                                                         MIN_FREE_BYTES // 1024))
-
-
-# A run's rows plus the journal of its transaction: generous for a suite of ~100 rows.
-MIN_FREE_BYTES = 4 << 20
-
-
-def _create_or_check(conn, path, read_only=False):
-    """Creates the schema of a new file, or checks an existing one, as one step.
-
-    BEGIN IMMEDIATE takes the write lock before looking, so two nightlies opening a new
-    file at once never both create it, nor does one see the other's half-made schema:
-    the second waits, then finds a complete history. A reader only looks."""
-    conn.execute("BEGIN" if read_only else "BEGIN IMMEDIATE")
-    try:
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if read_only and version < SCHEMA_VERSION:  # a reader migrates nothing
-            raise HistoryError("%s: not a perfscale history of this version (schema %d); "
-                               "open it once with `tools/perfscale nightly`" % (path, version)
-                               if "runs" in tables else
-                               "%s: an SQLite file, but not a perfscale history" % path)
-        if version == 0 and not tables:
-            _script(conn, _SCHEMA)
-            conn.execute("PRAGMA user_version = %d" % SCHEMA_VERSION)
-        elif version == 1 and "runs" in tables:
-            _script(conn, _MIGRATE_1_TO_2)
-            conn.execute("PRAGMA user_version = %d" % SCHEMA_VERSION)
-        elif version > SCHEMA_VERSION:
-            raise HistoryError("%s: written by a newer perfscale (schema %d, this one knows "
-                               "%d)" % (path, version, SCHEMA_VERSION))
-        elif version != SCHEMA_VERSION or "runs" not in tables:
-            raise HistoryError("%s: an SQLite file, but not a perfscale history" % path)
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-
-
-def _script(conn, script):
-    """Runs `script` inside the open transaction (executescript would commit first)."""
-    code = "\n".join(line.split("--")[0] for line in script.splitlines())
-    for statement in code.split(";"):
-        if statement.strip():
-            conn.execute(statement)
+_LINEAGE = "host = ? AND machine = ? AND cpus = ? AND config = ?"
 
 
 def get_run(conn, run_id):
-    return conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+    with conn._errors():
+        rows = conn.engine.execute("SELECT * FROM runs WHERE id = ?", (run_id,))
+    return rows[0] if rows else None
 
 
-def find_baselines(conn, host, cpus, config, limit):
+def find_baselines(conn, host, cpus, config, limit, machine=""):
     """The lineage's latest `limit` runs that could be baselines (see find_baseline),
     newest first: the nightly judges against their mean, since one run shifts."""
-    return conn.execute(
-        "SELECT * FROM runs WHERE host = ? AND cpus = ? AND config = ? AND regressions = 0 "
-        "AND complete = 1 ORDER BY id DESC LIMIT ?", (host, cpus, config, limit)).fetchall()
+    with conn._errors():
+        return conn.engine.execute(
+            "SELECT * FROM runs WHERE " + _LINEAGE + " AND regressions = 0 AND complete = 1 "
+            "ORDER BY id DESC LIMIT ?", (host, machine, cpus, config, limit))
 
 
-def find_baseline(conn, host, cpus, config):
+def find_baseline(conn, host, cpus, config, machine=""):
     """The latest run of the lineage that passed its own gate, or None.
 
     A run judged slower is not a baseline: comparing tomorrow against it would accept the
@@ -252,27 +258,47 @@ def find_baseline(conn, host, cpus, config):
     A run is no baseline either until it is complete (mark_complete): a nightly killed
     between recording and its report leaves a run that is never compared against.
     """
-    return conn.execute(
-        "SELECT * FROM runs WHERE host = ? AND cpus = ? AND config = ? AND regressions = 0 "
-        "AND complete = 1 ORDER BY id DESC LIMIT 1", (host, cpus, config)).fetchone()
+    rows = find_baselines(conn, host, cpus, config, 1, machine)
+    return rows[0] if rows else None
+
+
+def passing_run_ids(conn, host, cpus, config, limit, machine=""):
+    """Ids of the lineage's latest `limit` complete, passing runs, newest first."""
+    return [r["id"] for r in find_baselines(conn, host, cpus, config, limit, machine)]
+
+
+def latest_of_other_machine(conn, host, cpus, config, machine):
+    """The latest run of this host, CPUs and config recorded under another machine
+    identity, or None: what the nightly compares identities with."""
+    with conn._errors():
+        rows = conn.engine.execute(
+            "SELECT * FROM runs WHERE host = ? AND cpus = ? AND config = ? AND machine <> ? "
+            "ORDER BY id DESC LIMIT 1", (host, cpus, config, machine))
+    if not rows:
+        return None
+    mine = conn.engine.execute(
+        "SELECT id FROM runs WHERE " + _LINEAGE + " ORDER BY id DESC LIMIT 1",
+        (host, machine, cpus, config))
+    return rows[0] if not mine or mine[0]["id"] < rows[0]["id"] else None
 
 
 def load_entries(conn, run_id):
     """The run's benchmarks as io.Entry objects, for comparison and plots."""
     entries = {}
-    for row in conn.execute("SELECT * FROM benchmarks WHERE run_id = ? ORDER BY rowid",
-                            (run_id,)):
-        entry = io.Entry(row["name"], names.parse_name(row["name"]),
-                                 row["time_unit"], errors=json.loads(row["errors"]))
-        entry.counters = {k: [v] for k, v in json.loads(row["counters"]).items()
-                          if v is not None}
-        entries[row["name"]] = entry
-    for row in conn.execute("SELECT * FROM samples WHERE run_id = ? ORDER BY name, repetition",
-                            (run_id,)):
-        entry = entries.get(row["name"])
-        if entry is not None:
-            entry.real_ns.append(row["real_ns"])
-            entry.cpu_ns.append(row["cpu_ns"] if row["cpu_ns"] is not None else math.nan)
+    with conn._errors():
+        for row in conn.engine.execute("SELECT * FROM benchmarks WHERE run_id = ? "
+                                       "ORDER BY position", (run_id,)):
+            entry = io.Entry(row["name"], names.parse_name(row["name"]),
+                                     row["time_unit"], errors=json.loads(row["errors"]))
+            entry.counters = {k: [v] for k, v in json.loads(row["counters"]).items()
+                              if v is not None}
+            entries[row["name"]] = entry
+        for row in conn.engine.execute("SELECT name, real_ns, cpu_ns FROM samples "
+                                       "WHERE run_id = ? ORDER BY name, repetition", (run_id,)):
+            entry = entries.get(row["name"])
+            if entry is not None:
+                entry.real_ns.append(row["real_ns"])
+                entry.cpu_ns.append(row["cpu_ns"] if row["cpu_ns"] is not None else math.nan)
     return entries
 
 
@@ -293,48 +319,76 @@ def check_attribution(info, rows):
                 "lineage timed with the counters)" % (row["id"], info.lineage(), reason))
 
 
-def record_run(conn, info, results, verdicts, baseline_id):
-    """Stores a judged run in one transaction; returns its id. Refuses (HistoryError) a
-    run timed otherwise than its lineage's latest run (check_attribution)."""
-    latest = conn.execute("SELECT * FROM runs WHERE host = ? AND cpus = ? AND config = ? "
-                          "ORDER BY id DESC LIMIT 1",
-                          (info.host, info.cpus, info.config)).fetchone()
-    check_attribution(info, [latest] if latest is not None else [])
+def _now():
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def run_rows(info, results, verdicts):
+    """(benchmark rows, sample rows) of a run, without its id: what record_run inserts."""
     by_name = {v.name: v for v in verdicts}
-    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    benchmarks, samples = [], []
+    for position, (name, entry) in enumerate(results.entries.items()):
+        verdict = by_name.get(name)
+        counters = {k: statistics.median(v) for k, v in entry.counters.items() if v}
+        benchmarks.append((position, name, entry.time_unit, io.dumps(counters),
+                           io.dumps(entry.errors), verdict.verdict if verdict else None,
+                           _finite(verdict.change) if verdict else None,
+                           _finite(verdict.pvalue) if verdict else None))
+        samples.extend((name, i, real, _finite(cpu))
+                       for i, (real, cpu) in enumerate(zip(entry.real_ns, entry.cpu_ns)))
+    return benchmarks, samples
+
+
+def record_run(conn, info, results, verdicts, baseline_id, complete=False):
+    """Stores a judged run in one transaction; returns its id. A run whose key is already
+    stored (sent twice) is not stored again: its stored id is returned. Refuses
+    (HistoryError) a run timed otherwise than its lineage's latest run
+    (check_attribution)."""
+    benchmarks, samples = run_rows(info, results, verdicts)
     context = info.context
-    with conn:  # commits on success, rolls everything back on any exception
-        cursor = conn.execute(
-            "INSERT INTO runs (recorded_at, host, cpus, config, run_args, repetitions, "
-            "kernel_release, perf_event_paranoid, perfscale_revision, context, results_path, "
-            "baseline_id, regressions) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (now, info.host, info.cpus, info.config, io.dumps(info.run_args),
-             info.repetitions, context.get("kernel_release"), context.get("perf_event_paranoid"),
-             context.get("perfscale_revision"), io.dumps(context), info.results_path,
-             baseline_id, sum(1 for v in verdicts if v.regression)))
-        run_id = cursor.lastrowid
-        for name, entry in results.entries.items():
-            verdict = by_name.get(name)
-            counters = {k: statistics.median(v) for k, v in entry.counters.items() if v}
-            conn.execute(
-                "INSERT INTO benchmarks (run_id, name, time_unit, counters, errors, verdict, "
-                "change, pvalue) VALUES (?,?,?,?,?,?,?,?)",
-                (run_id, name, entry.time_unit, io.dumps(counters),
-                 io.dumps(entry.errors), verdict.verdict if verdict else None,
-                 _finite(verdict.change) if verdict else None,
-                 _finite(verdict.pvalue) if verdict else None))
-            conn.executemany(
-                "INSERT INTO samples (run_id, name, repetition, real_ns, cpu_ns) "
-                "VALUES (?,?,?,?,?)",
-                [(run_id, name, i, real, _finite(cpu))
-                 for i, (real, cpu) in enumerate(zip(entry.real_ns, entry.cpu_ns))])
+    info.recorded_at = info.recorded_at or _now()
+    with conn._errors(), conn.engine.transaction():  # all of it, or nothing
+        stored = conn.engine.execute("SELECT id FROM runs WHERE run_key = ?", (info.run_key,))
+        if stored:  # sent twice: judged against its lineage when it was first stored
+            return stored[0]["id"]
+        check_attribution(info, conn.engine.execute(
+            "SELECT id, context FROM runs WHERE " + _LINEAGE + " ORDER BY id DESC LIMIT 1",
+            (info.host, info.machine, info.cpus, info.config)))
+        rows = conn.engine.execute(
+            "INSERT INTO runs (run_key, recorded_at, host, machine, cpus, config, run_args, "
+            "repetitions, kernel_release, perf_event_paranoid, perfscale_revision, context, "
+            "results_path, baseline_id, regressions, complete) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (run_key) DO NOTHING "
+            "RETURNING id",
+            (info.run_key, info.recorded_at, info.host, info.machine, info.cpus, info.config,
+             io.dumps(info.run_args), info.repetitions,
+             _text(context.get("kernel_release")), _text(context.get("perf_event_paranoid")),
+             _text(context.get("perfscale_revision")), io.dumps(context),
+             info.results_path, baseline_id, sum(1 for v in verdicts if v.regression),
+             1 if complete else 0))
+        if not rows:
+            return conn.engine.execute("SELECT id FROM runs WHERE run_key = ?",
+                                       (info.run_key,))[0]["id"]
+        run_id = rows[0]["id"]
+        conn.engine.executemany(
+            "INSERT INTO benchmarks (run_id, position, name, time_unit, counters, errors, "
+            "verdict, change, pvalue) VALUES (?,?,?,?,?,?,?,?,?)",
+            [(run_id,) + row for row in benchmarks])
+        conn.engine.executemany(
+            "INSERT INTO samples (run_id, name, repetition, real_ns, cpu_ns) "
+            "VALUES (?,?,?,?,?)", [(run_id,) + row for row in samples])
     return run_id
+
+
+def has_run(conn, run_key):
+    with conn._errors():
+        return bool(conn.engine.execute("SELECT id FROM runs WHERE run_key = ?", (run_key,)))
 
 
 def mark_complete(conn, run_id):
     """The run's report is written: from now on it may be a baseline."""
-    with conn:
-        conn.execute("UPDATE runs SET complete = 1 WHERE id = ?", (run_id,))
+    with conn._errors(), conn.engine.transaction():
+        conn.engine.execute("UPDATE runs SET complete = 1 WHERE id = ?", (run_id,))
 
 
 @dataclasses.dataclass
@@ -350,36 +404,67 @@ class Calibration:
     calibrated_at: str = ""
 
 
-def store_calibration(conn, host, cpus, config, calibrations):
+def store_calibration(conn, host, cpus, config, calibrations, machine="", calibrated_at=None):
     """Replaces the lineage's calibration with `calibrations`, in one transaction."""
-    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    with conn:
-        conn.execute("DELETE FROM calibration WHERE host = ? AND cpus = ? AND config = ?",
-                     (host, cpus, config))
-        conn.executemany(
-            "INSERT INTO calibration (host, cpus, config, name, metric, noise_floor, mdc, "
-            "sigma, runs, injected_change, calibrated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-            [(host, cpus, config, c.name, c.metric, c.noise_floor, c.mdc, c.sigma, c.runs,
-              _finite(c.injected_change), now) for c in calibrations])
+    now = calibrated_at or _now()
+    with conn._errors(), conn.engine.transaction():
+        conn.engine.execute("DELETE FROM calibration WHERE " + _LINEAGE,
+                            (host, machine, cpus, config))
+        conn.engine.executemany(
+            "INSERT INTO calibration (host, machine, cpus, config, name, metric, noise_floor, "
+            "mdc, sigma, runs, injected_change, calibrated_at) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            [(host, machine, cpus, config, c.name, c.metric, c.noise_floor, c.mdc, c.sigma,
+              c.runs, _finite(c.injected_change), c.calibrated_at or now)
+             for c in calibrations])
 
 
-def load_calibration(conn, host, cpus, config):
+def load_calibration(conn, host, cpus, config, machine=""):
     """{(name, metric): Calibration} of the lineage; empty if never calibrated."""
-    rows = conn.execute("SELECT * FROM calibration WHERE host = ? AND cpus = ? AND config = ?",
-                        (host, cpus, config))
+    with conn._errors():
+        rows = conn.engine.execute("SELECT * FROM calibration WHERE " + _LINEAGE,
+                                   (host, machine, cpus, config))
     return {(r["name"], r["metric"]): Calibration(
         r["name"], r["metric"], r["noise_floor"], r["mdc"], r["sigma"], r["runs"],
         r["injected_change"], r["calibrated_at"]) for r in rows}
+
+
+def calibrated_configs(conn, host, cpus, machine=None):
+    """The configs calibrated for this host and CPU count (any machine if None)."""
+    with conn._errors():
+        if machine is None:
+            rows = conn.engine.execute(
+                "SELECT DISTINCT config FROM calibration WHERE host = ? AND cpus = ? "
+                "ORDER BY config", (host, cpus))
+        else:
+            rows = conn.engine.execute(
+                "SELECT DISTINCT config FROM calibration WHERE host = ? AND machine = ? AND "
+                "cpus = ? ORDER BY config", (host, machine, cpus))
+    return [r["config"] for r in rows]
+
+
+def calibrated_lineages(conn, config):
+    """[(host, cpus, machine)] calibrated with `config`."""
+    with conn._errors():
+        rows = conn.engine.execute(
+            "SELECT DISTINCT host, cpus, machine FROM calibration WHERE config = ? "
+            "ORDER BY host, cpus, machine", (config,))
+    return [(r["host"], r["cpus"], r["machine"]) for r in rows]
 
 
 def as_results_document(conn, run_id):
     """A run rebuilt as Google Benchmark JSON, so compare.py can read a baseline whose
     results file is gone: per-repetition entries, then the aggregates compare.py shows."""
     run = get_run(conn, run_id)
-    units = {r["name"]: r["time_unit"] for r in
-             conn.execute("SELECT name, time_unit FROM benchmarks WHERE run_id = ?", (run_id,))}
+    with conn._errors():
+        units = {r["name"]: r["time_unit"] for r in conn.engine.execute(
+            "SELECT name, time_unit FROM benchmarks WHERE run_id = ?", (run_id,))}
+        rows = conn.engine.execute(
+            "SELECT s.name, s.repetition, s.real_ns, s.cpu_ns FROM samples s JOIN benchmarks b "
+            "ON b.run_id = s.run_id AND b.name = s.name WHERE s.run_id = ? "
+            "ORDER BY b.position, s.repetition", (run_id,))
     benchmarks, times = [], {}
-    for row in conn.execute("SELECT * FROM samples WHERE run_id = ? ORDER BY rowid", (run_id,)):
+    for row in rows:
         name, scale = row["name"], io.TIME_UNIT_NS[units[row["name"]]]
         real = row["real_ns"] / scale
         cpu = row["cpu_ns"] / scale if row["cpu_ns"] is not None else 0.0
@@ -425,23 +510,143 @@ def trends(conn, host=None, config=None):
     if config is not None:
         where.append("r.config = ?")
         params.append(config)
-    query = ("SELECT r.id, r.recorded_at, r.host, r.cpus, r.config, b.name, b.counters, "
-             "b.verdict FROM runs r JOIN benchmarks b ON b.run_id = r.id"
-             + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY r.id, b.rowid")
+    clause = " WHERE " + " AND ".join(where) if where else ""
+    with conn._errors(), conn.snapshot():
+        rows = conn.engine.execute(
+            "SELECT r.id, r.recorded_at, r.host, r.machine, r.cpus, r.config, b.name, "
+            "b.counters, b.verdict FROM runs r JOIN benchmarks b ON b.run_id = r.id" + clause
+            + " ORDER BY r.id, b.position", params)
+        samples = {}
+        for s in conn.engine.execute(
+                "SELECT s.run_id, s.name, s.real_ns FROM samples s JOIN runs r "
+                "ON r.id = s.run_id" + clause + " ORDER BY s.run_id, s.name, s.repetition",
+                params):
+            samples.setdefault((s["run_id"], s["name"]), []).append(s["real_ns"])
     out = {}
-    rows = conn.execute(query, params).fetchall()
-    samples = {}
-    run_ids = sorted({row["id"] for row in rows})
-    for run_id in run_ids:
-        for s in conn.execute("SELECT name, real_ns FROM samples WHERE run_id = ?", (run_id,)):
-            samples.setdefault((run_id, s["name"]), []).append(s["real_ns"])
     for row in rows:
         out.setdefault(row["name"], []).append({
             "run_id": row["id"], "recorded_at": row["recorded_at"],
-            "lineage": "%s/%dcpu/%s" % (row["host"], row["cpus"], row["config"] or "default"),
+            "lineage": "%s/%dcpu/%s%s" % (row["host"], row["cpus"], row["config"] or "default",
+                                          "/" + row["machine"][:8] if row["machine"] else ""),
             "real_ns": samples.get((row["id"], row["name"]), []),
             "counters": json.loads(row["counters"]), "verdict": row["verdict"]})
     return out
+
+
+def series(conn, host, machine, cpus, config, name):
+    """One benchmark's samples on one lineage, oldest first: [(run_id, recorded_at,
+    [real_ns...])]. Served by runs_by_lineage and the samples' primary key."""
+    with conn._errors():
+        rows = conn.engine.execute(
+            "SELECT r.id, r.recorded_at, s.real_ns FROM runs r JOIN samples s "
+            "ON s.run_id = r.id AND s.name = ? WHERE r.host = ? AND r.machine = ? AND "
+            "r.cpus = ? AND r.config = ? ORDER BY r.id, s.repetition",
+            (name, host, machine, cpus, config))
+    out = []
+    for row in rows:
+        if not out or out[-1][0] != row["id"]:
+            out.append((row["id"], row["recorded_at"], []))
+        out[-1][2].append(row["real_ns"])
+    return out
+
+
+def latest_runs(conn):
+    """The latest run of every machine (host and identity): [run row], by host."""
+    with conn._errors():
+        return conn.engine.execute(
+            "SELECT r.id, r.host, r.machine, r.cpus, r.config, r.recorded_at, r.regressions "
+            "FROM runs r JOIN (SELECT host, machine, MAX(id) AS id FROM runs "
+            "GROUP BY host, machine) latest ON latest.id = r.id ORDER BY r.host, r.machine")
+
+
+# --- Copying whole histories: `history import`, trials' private copy. -----------------
+
+def all_runs(conn):
+    with conn._errors():
+        return conn.engine.execute("SELECT * FROM runs ORDER BY id")
+
+
+def run_content(conn, run_id):
+    """(benchmark rows, sample rows) of a stored run, as run_rows gives them."""
+    with conn._errors():
+        benchmarks = [(r["position"], r["name"], r["time_unit"], r["counters"], r["errors"],
+                       r["verdict"], r["change"], r["pvalue"]) for r in conn.engine.execute(
+            "SELECT * FROM benchmarks WHERE run_id = ? ORDER BY position", (run_id,))]
+        samples = [(r["name"], r["repetition"], r["real_ns"], r["cpu_ns"])
+                   for r in conn.engine.execute(
+                       "SELECT name, repetition, real_ns, cpu_ns FROM samples WHERE run_id = ? "
+                       "ORDER BY name, repetition", (run_id,))]
+    return benchmarks, samples
+
+
+_RUN_COLUMNS = ("run_key", "recorded_at", "host", "machine", "cpus", "config", "run_args",
+                "repetitions", "kernel_release", "perf_event_paranoid", "perfscale_revision",
+                "context", "results_path", "baseline_id", "regressions", "complete")
+
+
+def copy_run(conn, run, benchmarks, samples, baseline_id, bulk=False):
+    """Stores a run read from another history (a row of all_runs and its run_content) in
+    one transaction, keeping its verdicts; its baseline is `baseline_id` in this history.
+    Returns (id, True) or, for a key already here, (stored id, False)."""
+    values = dict(run, baseline_id=baseline_id)
+    with conn._errors(), conn.engine.transaction():
+        rows = conn.engine.execute(
+            "INSERT INTO runs (%s) VALUES (%s) ON CONFLICT (run_key) DO NOTHING RETURNING id"
+            % (", ".join(_RUN_COLUMNS), ",".join("?" * len(_RUN_COLUMNS))),
+            [values[c] for c in _RUN_COLUMNS])
+        if not rows:
+            return conn.engine.execute("SELECT id FROM runs WHERE run_key = ?",
+                                       (run["run_key"],))[0]["id"], False
+        run_id = rows[0]["id"]
+        insert = conn.engine.copy if bulk and hasattr(conn.engine, "copy") else None
+        columns_b = ("run_id", "position", "name", "time_unit", "counters", "errors",
+                     "verdict", "change", "pvalue")
+        columns_s = ("run_id", "name", "repetition", "real_ns", "cpu_ns")
+        rows_b = [(run_id,) + tuple(b) for b in benchmarks]
+        rows_s = [(run_id,) + tuple(s) for s in samples]
+        if insert:
+            insert("benchmarks", columns_b, rows_b)
+            insert("samples", columns_s, rows_s)
+        else:
+            conn.engine.executemany("INSERT INTO benchmarks (%s) VALUES (%s)" % (
+                ", ".join(columns_b), ",".join("?" * len(columns_b))), rows_b)
+            conn.engine.executemany("INSERT INTO samples (%s) VALUES (%s)" % (
+                ", ".join(columns_s), ",".join("?" * len(columns_s))), rows_s)
+    return run_id, True
+
+
+def run_id_of(conn, run_key):
+    with conn._errors():
+        rows = conn.engine.execute("SELECT id FROM runs WHERE run_key = ?", (run_key,))
+    return rows[0]["id"] if rows else None
+
+
+def all_calibrations(conn):
+    """{(host, cpus, config, machine): [Calibration]}."""
+    out = {}
+    with conn._errors():
+        for r in conn.engine.execute("SELECT * FROM calibration ORDER BY host, cpus, config, "
+                                     "machine, name, metric"):
+            out.setdefault((r["host"], r["cpus"], r["config"], r["machine"]), []).append(
+                Calibration(r["name"], r["metric"], r["noise_floor"], r["mdc"], r["sigma"],
+                            r["runs"], r["injected_change"], r["calibrated_at"]))
+    return out
+
+
+def counts(conn):
+    """{table: rows}: what tests and the import report check."""
+    with conn._errors(), conn.snapshot():
+        return {t: conn.engine.execute("SELECT COUNT(*) AS n FROM %s" % t)[0]["n"]
+                for t in ("runs", "benchmarks", "samples", "calibration")}
+
+
+def size_bytes(conn):
+    with conn._errors():
+        return conn.engine.file_size()
+
+
+def _text(value):
+    return None if value is None else str(value)
 
 
 def _finite(value):

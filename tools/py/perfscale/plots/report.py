@@ -9,10 +9,9 @@ benchmark and the scaling pictures, all relative to DIR so it can be published a
 
 import math
 import os
-import sqlite3
 import statistics
 
-from perfscale.history import store
+from perfscale.history import identity, store
 from perfscale.plots.page import Page
 from perfscale.results import (headlines, io,
                                names, profile)
@@ -126,27 +125,24 @@ def write_report(results, outdir, plots=True, history_path=None):
     add_results_sections(page, results, outdir, plots)
     if conn is not None:
         try:
-            add_calibration_section(page, conn, results.host, results.cpus)
-        except sqlite3.DatabaseError as err:  # damage quick_check did not reach
-            raise store.HistoryError(store.unusable_reason(history_path, err)) from None
+            add_calibration_section(page, conn, results.host, results.cpus,
+                                    identity.digest(results.context))
         finally:
             conn.close()
     return page.write(os.path.join(outdir, "report"))
 
 
-def add_calibration_section(page, conn, host, cpus):
+def add_calibration_section(page, conn, host, cpus, machine=""):
     """What the gate can tell apart on this host: every calibrated config's floors."""
     page.heading("Gate calibration (noise floor, minimum detectable change)")
-    configs = [r[0] for r in conn.execute(
-        "SELECT DISTINCT config FROM calibration WHERE host = ? AND cpus = ? ORDER BY config",
-        (host, cpus))]
+    configs = store.calibrated_configs(conn, host, cpus, machine)
     if not configs:
         page.text("Not calibrated on %s with %d CPUs: run `tools/perfscale calibrate -- "
                   "RUN_ARGS` (nightly then judges each benchmark against its own noise)."
                   % (host, cpus))
     for config in configs:
         rows = sorted((c for (_n, m), c in store.load_calibration(
-            conn, host, cpus, config).items() if m == stats.REAL_TIME),
+            conn, host, cpus, config, machine).items() if m == stats.REAL_TIME),
             key=lambda c: c.mdc)
         page.text("Config '%s', calibrated %s from %d runs with no change. A slowdown "
                   "below its MDC may pass unseen; an A/A change below its floor never "

@@ -6,9 +6,9 @@ documentation are perfscale.commands.nightly's). Its runner and lineage options
 import dataclasses
 import datetime
 import errno
+import json
 import os
 import shlex
-import sqlite3
 import subprocess
 import sys
 from typing import Optional
@@ -16,7 +16,7 @@ from typing import Optional
 from perfscale.suite import runner
 from perfscale.gate import flags, stats
 from perfscale.gate.floors import BASELINE_RUNS, for_lineage
-from perfscale.history import store
+from perfscale.history import identity, spool, store
 from perfscale.plots.page import Page
 from perfscale.results import comparepy, io
 from perfscale.results.names import display_name
@@ -37,8 +37,11 @@ def split_run_args(argv):
     return argv, []
 
 
-def add_lineage_options(parser, config_help, run_cmd_help,
-                        history_help="history database (default results/history.sqlite)"):
+HISTORY_HELP = ("history: an SQLite file (default results/history.sqlite), a "
+                "postgresql:// URL or a libpq service (service=NAME); docs/fleet-history.md")
+
+
+def add_lineage_options(parser, config_help, run_cmd_help, history_help=HISTORY_HELP):
     """--history, --config, --run-cmd and --guest: what nightly, calibrate and trials
     share (check_lineage_options checks them)."""
     parser.add_argument("--history", default=os.path.join(REPO_ROOT, "results",
@@ -79,6 +82,8 @@ class Settings:
     repetitions: int = DEFAULT_REPETITIONS
     baseline: Optional[int] = None
     report_dir: str = os.path.join(REPO_ROOT, "results", "nightly")
+    # Where a run waits while the --history server cannot be reached.
+    spool: str = spool.default_dir(REPO_ROOT)
     no_plots: bool = False
     confirm_rounds: int = confirm.DEFAULT_ROUNDS
     confirm_budget: float = confirm.DEFAULT_BUDGET_S
@@ -103,16 +108,19 @@ def run(args, run_args):
               "nothing can be called a regression" % (args.repetitions, options.min_repetitions))
     try:
         conn = store.open_history(args.history)
+    except store.HistoryUnavailable as err:
+        # The run still happens and is kept: judged against nothing, since a baseline
+        # from anywhere else would be a guess.
+        print("nightly: history unreachable (%s); running unjudged, the run goes to the "
+              "spool %s" % (err, args.spool), file=sys.stderr)
+        conn = None
     except store.HistoryError as err:
         print("nightly: %s" % err, file=sys.stderr)
         return 2
     try:
         return _nightly(args, run_args, options, config, conn)
-    except store.HistoryError as err:
+    except store.HistoryError as err:  # the transaction rolled back: as it was
         print("nightly: %s" % err, file=sys.stderr)
-        return 2
-    except sqlite3.Error as err:  # the transaction rolled back: the history is as it was
-        print("nightly: %s" % store.unusable_reason(args.history, err), file=sys.stderr)
         return 2
     except OSError as err:  # e.g. the report folder filled the disk
         print("nightly: %s" % os_error_reason(err, args.report_dir), file=sys.stderr)
@@ -122,7 +130,15 @@ def run(args, run_args):
               file=sys.stderr)
         return 130
     finally:
-        conn.close()
+        if conn is not None:
+            conn.close()
+
+
+def _spool(args, info, results_path):
+    folder = spool.save(os.path.abspath(args.spool), info, results_path)
+    print("nightly: run kept in %s, not judged; `tools/perfscale history sync --history "
+          "%s` stores it" % (folder, store.describe(args.history)), file=sys.stderr)
+    return 2
 
 
 def check_run_args(parser, args, run_args):
@@ -244,12 +260,13 @@ def new_run_dir(report_dir):
 
 
 def _nightly(args, run_args, options, config, conn):
+    """conn None: the history is unreachable; the run goes to the spool, unjudged."""
     named = None
     if args.baseline is not None:
         named = store.get_run(conn, args.baseline)
         if named is None:
             print("nightly: no run %d in %s (see `tools/perfscale plot --history`)"
-                  % (args.baseline, args.history), file=sys.stderr)
+                  % (args.baseline, conn.name), file=sys.stderr)
             return 2
     room = _report_room(os.path.abspath(args.report_dir))
     if room:  # before the suite runs, not after hours of it
@@ -272,7 +289,19 @@ def _nightly(args, run_args, options, config, conn):
         return _failed(run_dir, "unusable results: %s" % err)
 
     info = store.RunInfo.from_results(results, config, run_args, args.repetitions)
-    baseline = named or store.find_baseline(conn, info.host, info.cpus, info.config)
+    if conn is None:
+        return _spool(args, info, results.source)
+    try:
+        return _judge_and_record(args, run_args, options, conn, named, run_dir, results, info)
+    except store.HistoryUnavailable as err:
+        print("nightly: history lost (%s); nothing half-written there" % err, file=sys.stderr)
+        return _spool(args, info, results.source)
+
+
+def _judge_and_record(args, run_args, options, conn, named, run_dir, results, info):
+    with conn.snapshot():  # the baseline as of one moment, whatever others write meanwhile
+        baseline, base_rows, base_runs, floors, floor_source = _read_baseline(
+            conn, named, info, options)
     if baseline is not None and (baseline["host"], baseline["cpus"]) != (info.host, info.cpus):
         print("nightly: run %d was on %s with %d CPUs, this run is on %s with %d CPUs: results "
               "of different machines are never compared; nothing recorded"
@@ -281,20 +310,15 @@ def _nightly(args, run_args, options, config, conn):
         return 2
     # Before judging: timings taken with the counters attached and without are not alike.
     store.check_attribution(info, [named] if named is not None else store.find_baselines(
-        conn, info.host, info.cpus, info.config, BASELINE_RUNS))
+        conn, info.host, info.cpus, info.config, BASELINE_RUNS, info.machine))
     if named is not None and named["config"] != info.config:
         print("nightly: note: run %d had config '%s', this one '%s'"
               % (named["id"], named["config"], info.config))
     verdicts = []
-    floors, floor_source = for_lineage(conn, info.host, info.cpus, info.config,
-                                                   options.alpha)
     print("nightly: noise floors: %s" % (floor_source or "none yet for %s (run tools/perfscale "
                                          "calibrate; until then the threshold alone)"
                                          % info.lineage()))
     if baseline is not None:
-        base_rows = [baseline] if named is not None else store.find_baselines(
-            conn, info.host, info.cpus, info.config, BASELINE_RUNS)
-        base_runs = [store.load_entries(conn, row["id"]) for row in base_rows]
         print("nightly: baseline: %s" % ("run %d" % baseline["id"] if len(base_rows) == 1 else
                                          "runs %s" % ", ".join(str(r["id"]) for r in base_rows)))
         verdicts = judge(base_runs, results.entries, options, floors, run_dir,
@@ -311,7 +335,7 @@ def _nightly(args, run_args, options, config, conn):
         print(verdict.line())
     page_paths = _write_report(conn, args, run_dir, run_id, info, results, baseline, verdicts)
     store.mark_complete(conn, run_id)
-    print("nightly: run %d recorded in %s; report: %s" % (run_id, args.history, page_paths[0]))
+    print("nightly: run %d recorded in %s; report: %s" % (run_id, conn.name, page_paths[0]))
     slower = [v.name for v in verdicts if v.regression]
     if baseline is None:
         print("nightly: no baseline yet for %s: this run is the baseline" % info.lineage())
@@ -322,6 +346,26 @@ def _nightly(args, run_args, options, config, conn):
     else:
         print("nightly: no regression against run %d" % baseline["id"])
     return 0
+
+
+def _read_baseline(conn, named, info, options):
+    """(baseline row, its runs' rows, their entries, floors, floors' source), read in the
+    caller's snapshot. Says what changed when the host is another machine than before."""
+    baseline = named or store.find_baseline(conn, *info.key(), machine=info.machine)
+    if named is None:
+        other = store.latest_of_other_machine(conn, *info.key(), info.machine)
+        if other is not None:
+            changed = identity.changes(json.loads(other["context"]), info.context)
+            print("nightly: host %s is another machine than at run %d (%s): a new lineage, "
+                  "not compared with it" % (info.host, other["id"], "; ".join(changed)))
+    floors, floor_source = for_lineage(conn, *info.key(), options.alpha,
+                                                   info.machine)
+    base_rows, base_runs = [], []
+    if baseline is not None:
+        base_rows = [baseline] if named is not None else store.find_baselines(
+            conn, *info.key(), BASELINE_RUNS, info.machine)
+        base_runs = [store.load_entries(conn, row["id"]) for row in base_rows]
+    return baseline, base_rows, base_runs, floors, floor_source
 
 
 def judge(base_runs, entries, options, floors, run_dir, rerun, rounds, budget_s, target):
@@ -413,7 +457,7 @@ def _write_report(conn, args, run_dir, run_id, info, results, baseline, verdicts
         page.text("To accept this run as the new baseline: tools/perfscale nightly "
                   "--baseline %d ..." % run_id)
     report.add_results_sections(page, results, run_dir, plots=not args.no_plots)
-    report.add_calibration_section(page, conn, info.host, info.cpus)
+    report.add_calibration_section(page, conn, info.host, info.cpus, info.machine)
     with open(os.path.join(run_dir, "verdicts.json"), "w", encoding="utf-8") as f:
         f.write(io.dumps({"run_id": run_id, "baseline_id": baseline["id"]
                                   if baseline is not None else None,

@@ -298,6 +298,16 @@ def run_suite(options: Options, runner: Sequence[str] = (), tag: str = "",
         return Result(128 - status)  # the shell's convention, not 256 - signal
     if status != 0 or out is None:
         return Result(status)
+    if not runner:
+        # This machine ran it: what the binary left out of its identity (the kernel
+        # config's digest, needing zlib and sha256) is added here; never for a guest's
+        # run, whose identity is not ours (docs/fleet-history.md).
+        from perfscale.history import identity
+        try:
+            identity.stamp(out)
+        except (OSError, ValueError) as err:
+            print("perfscale run: cannot add the machine identity to %s: %s" % (out, err),
+                  file=sys.stderr)
     print("results: %s" % out)
     profile = out + ".profile.json" if options.profile else None
     if profile:

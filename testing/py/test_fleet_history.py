@@ -1,0 +1,381 @@
+"""The fleet's shared history on a real PostgreSQL (tools/perfscale db start, as an
+unprivileged user, in a temporary folder; stopped by its PID at the end): concurrent
+writers, a server lost mid-write, a writer killed mid-transaction, imports, bad input."""
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import tempfile
+
+import pytest
+
+from conftest import FAKE_RUN, REPO_ROOT, alive, data
+from perfscale.history import cluster as db, identity, spool, store as history, transfer
+from perfscale.results import io as results_io
+
+PYTHON = os.path.join(REPO_ROOT, "tools", "py", "python")
+
+try:
+    import psycopg  # noqa: F401  (the driver the store's PostgreSQL engine needs)
+    HAVE_PSYCOPG = True
+except ImportError:
+    HAVE_PSYCOPG = False
+
+pytestmark = pytest.mark.skipif(
+    not os.path.exists(os.path.join(db.BIN, "pg_ctl")) or not HAVE_PSYCOPG,
+    reason="PostgreSQL 15 or psycopg 3 is not installed (tools/setup test installs "
+    "postgresql-15 and python3-psycopg)")
+
+
+@pytest.fixture(scope="module")
+def server():
+    """A cluster for this module; each test makes its own database in it."""
+    parent = tempfile.mkdtemp(prefix="perfscale-pg-")
+    os.chmod(parent, 0o755)  # the server's user must reach its folder
+    directory = os.path.join(parent, "cluster")
+    state = db.start(directory)
+    old = os.environ.get("PGPASSFILE")
+    os.environ["PGPASSFILE"] = db.pgpass_path(directory)
+    server.count = 0
+    try:
+        yield {"dir": directory, "pid": state["pid"]}
+    finally:
+        if old is None:
+            os.environ.pop("PGPASSFILE", None)
+        else:
+            os.environ["PGPASSFILE"] = old
+        pid = db.stop(directory)
+        assert pid is None or not alive(pid)
+        shutil.rmtree(parent)
+
+
+@pytest.fixture
+def lab(server, request):
+    """{role: url} of a new history for this test."""
+    name = "t_" + request.node.name.lower().replace("test_", "")[:40]
+    urls = db.create_history(server["dir"], name)
+    return dict(urls, dir=server["dir"])
+
+
+def _identity(i):
+    # Two identities per hostname: the same name on another machine is another lineage.
+    return ["--host=lab-%d" % (i % 4), "--context=machine_microcode=0x%x" % (0x100 + i)]
+
+
+def _rows(url, sql, params=()):
+    with history.open_history(url) as conn:
+        return conn.engine.execute(sql, params)
+
+
+def test_eight_machines_write_at_once_each_judged_against_its_own_lineage(lab, tmp_path):
+    url = lab[db.WRITER]
+
+    def wave(fixture_of):
+        procs = [subprocess.Popen(
+            [PYTHON, "-m", "perfscale.cli", "nightly", "--history", url, "--report-dir",
+             str(tmp_path / ("n%d" % i)), "--no-plots", "--config", "ci",
+             "--confirm-rounds", "0", "--", "--", "--fixture=" + fixture_of(i)]
+            + _identity(i), cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True, env=dict(os.environ, PERFSCALE_BINARY=FAKE_RUN,
+                                PERFSCALE_COMPARE_PY=str(tmp_path / "none.py")))
+            for i in range(8)]
+        outputs = [p.communicate()[0] for p in procs]  # all run at once; read each whole
+        return [(p.returncode, out) for p, out in zip(procs, outputs)]
+
+    first = wave(lambda i: "base.json")
+    assert all(code == 0 for code, _ in first), first
+    second = wave(lambda i: "slow.json" if i % 2 else "base.json")
+    for i, (code, out) in enumerate(second):
+        assert code == (1 if i % 2 else 0), out
+    runs = _rows(url, "SELECT id, host, machine, baseline_id, regressions, context FROM runs "
+                 "ORDER BY id")
+    assert len(runs) == 16
+    by_id = {r["id"]: r for r in runs}
+    judged = [r for r in runs if r["baseline_id"] is not None]
+    assert len(judged) == 8
+    for run in judged:  # against the first run of its own host *and* identity
+        base = by_id[run["baseline_id"]]
+        assert (base["host"], base["machine"]) == (run["host"], run["machine"])
+        assert json.loads(base["context"])["machine_microcode"] == json.loads(
+            run["context"])["machine_microcode"]
+    assert len({(r["host"], r["machine"]) for r in runs}) == 8
+    counts = _rows(url, "SELECT r.id, COUNT(s.name) AS n FROM runs r JOIN samples s "
+                   "ON s.run_id = r.id GROUP BY r.id")
+    assert len({c["n"] for c in counts}) == 1 and len(counts) == 16  # every run whole
+
+
+def test_server_stopped_mid_write_spools_the_run_and_sync_stores_it_once(
+        lab, tmp_path, monkeypatch, cli):
+    from perfscale.history import postgres_engine
+    url = lab[db.WRITER]
+    monkeypatch.setenv("PERFSCALE_BINARY", FAKE_RUN)
+    monkeypatch.setenv("PERFSCALE_COMPARE_PY", str(tmp_path / "none.py"))
+    argv = ["nightly", "--history", url, "--report-dir", tmp_path / "n", "--spool",
+            tmp_path / "spool", "--no-plots", "--config", "ci", "--", "--",
+            "--fixture=base.json"]
+    assert cli(*argv)[0] == 0
+    real = postgres_engine.Engine.executemany
+    stopped = []
+
+    def stop_midway(self, sql, rows):
+        if "INSERT INTO samples" in sql and not stopped:
+            stopped.append(db.stop(lab["dir"]))  # the benchmarks are in, the samples not
+        return real(self, sql, rows)
+    monkeypatch.setattr(postgres_engine.Engine, "executemany", stop_midway)
+    try:
+        code, out, err = cli(*argv)
+    finally:
+        db.start(lab["dir"])
+    assert stopped and stopped[0]
+    assert code == 2, out + err
+    assert "nothing half-written" in err and "run kept in" in err
+    [folder] = spool.pending(str(tmp_path / "spool"))
+    monkeypatch.setattr(postgres_engine.Engine, "executemany", real)
+    assert _rows(url, "SELECT COUNT(*) AS n FROM runs")[0]["n"] == 1  # no half run
+    assert _rows(url, "SELECT COUNT(*) AS n FROM benchmarks b LEFT JOIN runs r "
+                 "ON r.id = b.run_id WHERE r.id IS NULL OR b.run_id <> 1")[0]["n"] == 0
+    shutil.copytree(folder, str(tmp_path / "again"))
+    code, out, _ = cli("history", "sync", "--history", url, "--spool", tmp_path / "spool")
+    assert code == 0 and "1 run(s) stored, 0 already there" in out
+    assert spool.pending(str(tmp_path / "spool")) == []
+    # The same run sent again (a spool restored from a backup): stored once.
+    os.makedirs(str(tmp_path / "spool"), exist_ok=True)
+    shutil.move(str(tmp_path / "again"), str(tmp_path / "spool" / os.path.basename(folder)))
+    code, out, _ = cli("history", "sync", "--history", url, "--spool", tmp_path / "spool")
+    assert code == 0 and "0 run(s) stored, 1 already there" in out
+    runs = _rows(url, "SELECT complete, regressions, baseline_id FROM runs ORDER BY id")
+    assert len(runs) == 2
+    assert runs[1]["complete"] == 0 and runs[1]["baseline_id"] is None  # never a baseline
+
+
+_KILLED_WRITER = r"""
+import sys, time
+from perfscale.history import postgres_engine, store
+from perfscale.results import io
+real = postgres_engine.Engine.executemany
+def hang(self, sql, rows):
+    real(self, sql, rows)
+    if "INSERT INTO benchmarks" in sql:
+        print("inside", flush=True)
+        time.sleep(600)
+postgres_engine.Engine.executemany = hang
+results = io.load_results(sys.argv[2])
+conn = store.open_history(sys.argv[1])
+store.record_run(conn, store.RunInfo.from_results(results, "ci", [], 10), results, [], None)
+"""
+
+
+def test_a_writer_killed_mid_transaction_leaves_nothing(lab, tmp_path):
+    url = lab[db.WRITER]
+    proc = subprocess.Popen([PYTHON, "-c", _KILLED_WRITER, url, data("base.json")],
+                            cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "inside"
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait()
+        proc.stdout.close()
+    # The server sees the connection drop and rolls the transaction back.
+    for table in ("runs", "benchmarks", "samples"):
+        assert _rows(url, "SELECT COUNT(*) AS n FROM %s" % table)[0]["n"] == 0
+    results = results_io.load_results(data("base.json"))
+    with history.open_history(url) as conn:  # and nothing is left locked
+        history.record_run(conn, history.RunInfo.from_results(results, "ci", [], 10),
+                           results, [], None)
+        assert history.counts(conn)["runs"] == 1
+
+
+def test_a_sqlite_history_imported_twice_holds_its_runs_once_with_the_same_verdicts(
+        lab, tmp_path, cli, monkeypatch):
+    monkeypatch.setenv("PERFSCALE_BINARY", FAKE_RUN)
+    monkeypatch.setenv("PERFSCALE_COMPARE_PY", str(tmp_path / "none.py"))
+    local = tmp_path / "history.sqlite"
+    for fixture in ("base.json", "base.json", "slow.json"):
+        cli("nightly", "--history", local, "--report-dir", tmp_path / "n", "--no-plots",
+            "--config", "ci", "--confirm-rounds", "0", "--", "--", "--fixture=" + fixture)
+    with history.open_history(str(local)) as conn:
+        history.store_calibration(conn, "perfscale-ci-1", 2, "ci", [history.Calibration(
+            "BM_A", "real_time", 0.05, 0.08, 0.02, 4, 0.1)], machine="m1")
+    loose = tmp_path / "loose.json"
+    shutil.copyfile(data("base.json"), loose)
+    url = lab[db.OWNER]
+    outputs = [cli("history", "import", "--history", url, local, loose) for _ in range(2)]
+    assert [o[0] for o in outputs] == [0, 0]
+    assert "3 run(s) added, 0 already there, calibrations of 1 lineage(s)" in outputs[0][1]
+    assert "0 run(s) added, 3 already there" in outputs[1][1]
+    assert "already there as run" in outputs[1][1]
+
+    def verdicts(target):
+        return sorted((r["run_key"], r["name"], r["verdict"], r["regressions"],
+                       r["baseline_key"]) for r in _rows(
+            target, "SELECT r.run_key, b.name, b.verdict, r.regressions, "
+            "(SELECT run_key FROM runs x WHERE x.id = r.baseline_id) AS baseline_key "
+            "FROM runs r JOIN benchmarks b ON b.run_id = r.id"))
+    imported = [v for v in verdicts(url) if not v[0].startswith("sha256-")]  # not the loose
+    assert imported == verdicts(str(local))
+    assert any(v[2] == "slower" for v in imported)
+    assert _rows(url, "SELECT COUNT(*) AS n FROM runs")[0]["n"] == 4
+    with history.open_history(url) as conn:
+        assert history.load_calibration(conn, "perfscale-ci-1", 2, "ci", "m1")[
+            ("BM_A", "real_time")].mdc == 0.08
+
+
+def test_a_wrong_url_and_a_wrong_password_are_clear_and_exit_2(lab, tmp_path, cli):
+    port = lab[db.WRITER].split(":")[2].split("/")[0]
+    for target, expected in (
+            ("postgresql://perfscale_writer@127.0.0.1:notaport/perfscale", "invalid integer"),
+            ("postgresql://perfscale_writer:hunter2secret@127.0.0.1:%s/perfscale" % port,
+             "password authentication failed"),
+            ("service=no_such_service_here", "service"),
+            ("host=127.0.0.1 port=%s user=perfscale_writer password=hunter2secret "
+             "dbname=perfscale" % port, "password authentication failed")):
+        code, out, err = cli("history", "sync", "--history", target, "--spool", tmp_path / "s")
+        assert code == 2, (target, out, err)
+        assert expected in err and "hunter2secret" not in out + err, err
+        assert err.count("\n") == 1  # one line
+
+
+def test_an_unreachable_server_the_nightly_still_runs_unjudged_and_exits_2(
+        lab, tmp_path, cli, monkeypatch):
+    monkeypatch.setenv("PERFSCALE_BINARY", FAKE_RUN)
+    monkeypatch.setenv("PERFSCALE_COMPARE_PY", str(tmp_path / "none.py"))
+    target = "postgresql://perfscale_writer:hunter2secret@127.0.0.1:1/perfscale"
+    code, out, err = cli("nightly", "--history", target, "--report-dir", tmp_path / "n",
+                         "--spool", tmp_path / "spool", "--no-plots", "--config", "ci",
+                         "--", "--", "--fixture=base.json")
+    assert code == 2
+    assert "hunter2secret" not in out + err
+    [line] = [l for l in err.splitlines() if l.startswith("nightly: history unreachable")]
+    assert "running unjudged" in line and "***" in line
+    assert "baseline" not in out and "REGRESSION" not in out  # judged against nothing
+    assert len(spool.pending(str(tmp_path / "spool"))) == 1
+
+
+def test_a_newer_schema_is_refused_naming_both_versions(lab, cli, tmp_path):
+    import psycopg
+    with psycopg.connect(lab[db.OWNER], autocommit=True) as conn:
+        conn.execute("UPDATE perfscale_schema SET version = 99")
+    code, _, err = cli("history", "sync", "--history", lab[db.WRITER], "--spool",
+                       tmp_path / "s")
+    assert code == 2
+    assert "schema 99, this one knows %d" % history.SCHEMA_VERSION in err
+
+
+def test_an_older_sqlite_history_is_migrated_with_stable_run_keys(tmp_path, lab, cli):
+    path = str(tmp_path / "v2.sqlite")
+    old = sqlite3.connect(path)
+    from test_gate import VERSION_1_SCHEMA
+    old.executescript(VERSION_1_SCHEMA + "ALTER TABLE runs ADD COLUMN complete INTEGER NOT "
+                      "NULL DEFAULT 1;" + history.schema.CALIBRATION_V2
+                      + "PRAGMA user_version = 2;")
+    for _ in range(2):  # two identical rows still get two keys
+        old.execute("INSERT INTO runs (recorded_at, host, cpus, config, run_args, "
+                    "repetitions, context, regressions) VALUES ('t', 'h', 2, 'ci', '[]', 10, "
+                    "'{}', 0)")
+    old.execute("INSERT INTO calibration VALUES ('h', 2, 'ci', 'BM_A', 'real_time', 0.1, "
+                "0.2, 0.03, 5, NULL, 't')")
+    old.commit()
+    old.close()
+    with history.open_history(path) as conn:
+        keys = [r["run_key"] for r in history.all_runs(conn)]
+        assert len(set(keys)) == 2 and all(keys)
+        assert history.find_baseline(conn, "h", 2, "ci")["id"] == 2
+        assert history.load_calibration(conn, "h", 2, "ci")[("BM_A", "real_time")].mdc == 0.2
+    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == 3
+    assert cli("history", "import", "--history", lab[db.OWNER], path)[0] == 0
+    assert sorted(r["run_key"] for r in _rows(lab[db.OWNER], "SELECT run_key FROM runs")) \
+        == sorted(keys)
+
+
+def test_sql_and_markup_in_benchmark_names_are_stored_as_text(lab, tmp_path, cli):
+    document = json.loads(open(data("base.json"), encoding="utf-8").read())
+    evil = "BM_X'); DROP TABLE runs; --/<script>alert(1)</script>/%s?/real_time"
+    for item in document["benchmarks"]:
+        item["name"] = item["name"].replace("BM_", evil.replace("/real_time", "") + "_", 1)
+        item["run_name"] = item.get("run_name", item["name"]).replace(
+            "BM_", evil.replace("/real_time", "") + "_", 1)
+    document["context"]["host_name"] = "h'; DELETE FROM samples; --"
+    path = tmp_path / "evil.json"
+    path.write_text(json.dumps(document))
+    code, out, err = cli("history", "import", "--history", lab[db.WRITER], path)
+    assert code == 0, err
+    names = [r["name"] for r in _rows(lab[db.WRITER], "SELECT name FROM benchmarks")]
+    assert names and all(n.startswith("BM_X'); DROP TABLE runs; --/<script>") for n in names)
+    assert _rows(lab[db.WRITER], "SELECT host FROM runs")[0]["host"] == \
+        "h'; DELETE FROM samples; --"
+    assert _rows(lab[db.WRITER], "SELECT COUNT(*) AS n FROM samples")[0]["n"] > 0
+
+
+def test_the_reader_reads_and_cannot_write(lab):
+    results = results_io.load_results(data("base.json"))
+    with history.open_history(lab[db.READER]) as conn:
+        assert history.trends(conn) == {}
+        with pytest.raises(history.HistoryError, match="permission denied"):
+            history.record_run(conn, history.RunInfo.from_results(results, "ci", [], 10),
+                               results, [], None)
+    import psycopg
+    with history.open_history(lab[db.WRITER]) as conn:  # the writer only adds
+        for sql in ("DROP TABLE samples", "DELETE FROM runs", "UPDATE runs SET host = 'x'"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.engine.execute(sql)
+
+
+def test_passwords_are_redacted_in_every_form():
+    assert history.redact("postgresql://w:s3cr3t@h:5/db failed") == \
+        "postgresql://w:***@h:5/db failed"
+    assert history.redact("host=h password=s3cr3t dbname=x") == "host=h password=*** dbname=x"
+    assert history.redact("postgresql://h/db?password=s3cr3t&sslmode=x") == \
+        "postgresql://h/db?password=***&sslmode=x"
+    assert "s3cr3t" not in history.redact("FATAL: for s3cr3t", "host=h password=s3cr3t")
+    assert history.describe("results/history.sqlite") == "results/history.sqlite"
+
+
+def test_identity_changes_are_named():
+    old = {"machine_mitigations": json.dumps({"spectre_v2": "Mitigation: Retpolines",
+                                              "mds": "Not affected"}),
+           "machine_microcode": "0xf0", "kernel_release": "6.1"}
+    new = dict(old, machine_mitigations=json.dumps({"spectre_v2": "Vulnerable",
+                                                    "mds": "Not affected"}),
+               kernel_release="6.12")
+    assert identity.changes(old, new) == ["mitigations: spectre_v2 changed"]
+    assert identity.digest(old) != identity.digest(new)
+    # The kernel under test stays inside the lineage.
+    assert identity.digest(old) == identity.digest(dict(old, kernel_release="6.12",
+                                                        kernel_cmdline="quiet"))
+    here = identity.collect()
+    assert here["machine_threads"] == str(os.cpu_count()) or here["machine_threads"] != "0"
+    assert set(json.loads(here["machine_mitigations"])) == set(
+        os.listdir("/sys/devices/system/cpu/vulnerabilities")) if os.path.isdir(
+        "/sys/devices/system/cpu/vulnerabilities") else True
+
+
+def test_the_nightly_says_what_changed_when_a_host_is_another_machine(tmp_path, cli,
+                                                                       monkeypatch):
+    monkeypatch.setenv("PERFSCALE_BINARY", FAKE_RUN)
+    monkeypatch.setenv("PERFSCALE_COMPARE_PY", str(tmp_path / "none.py"))
+    argv = ["nightly", "--history", tmp_path / "h.sqlite", "--report-dir", tmp_path / "n",
+            "--no-plots", "--config", "ci", "--", "--", "--fixture=base.json"]
+    assert cli(*argv, '--context=machine_mitigations={"spectre_v2": "Mitigation"}')[0] == 0
+    code, out, _ = cli(*argv, '--context=machine_mitigations={"spectre_v2": "Vulnerable"}')
+    assert code == 0
+    assert "is another machine than at run 1 (mitigations: spectre_v2 changed)" in out
+    assert "no baseline yet" in out  # not compared silently
+
+
+def test_trials_take_a_private_sqlite_copy_of_a_server_history(lab, tmp_path):
+    results = results_io.load_results(data("base.json"))
+    with history.open_history(lab[db.WRITER]) as conn:
+        run_id = history.record_run(conn, history.RunInfo.from_results(results, "ci", [], 10),
+                                    results, [], None, complete=True)
+        history.store_calibration(conn, results.host, results.cpus, "ci", [
+            history.Calibration("BM_A", "real_time", 0.05, 0.08, 0.02, 4)])
+        expected = history.load_entries(conn, run_id)
+    copy = transfer.snapshot_to_sqlite(lab[db.READER], str(tmp_path / "copy.sqlite"))
+    with history.open_history(copy) as conn:
+        assert history.calibrated_lineages(conn, "ci") == [(results.host, results.cpus, "")]
+        [row] = history.find_baselines(conn, results.host, results.cpus, "ci", 8)
+        got = history.load_entries(conn, row["id"])
+    assert {n: e.real_ns for n, e in got.items()} == {n: e.real_ns for n, e in expected.items()}

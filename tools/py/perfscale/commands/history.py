@@ -1,0 +1,90 @@
+"""`tools/perfscale history`: move runs into a history.
+
+    tools/perfscale history sync [--history DB] [--spool DIR]
+    tools/perfscale history import [--history DB] [--config NAME] SOURCE...
+
+sync stores the runs a nightly spooled while its history's server could not be reached
+(perfscale.history.spool). import brings SQLite histories (each with its lineages,
+calibrations and verdicts) and loose result files (unjudged runs, never baselines) into
+the history: a run already there (same run key) is skipped, so importing twice stores
+each run once. DB: an SQLite file, a postgresql:// URL or a libpq service (service=NAME);
+docs/fleet-history.md. Exit 0: done; 2: bad input or the history cannot be used.
+"""
+
+import argparse
+import os
+import sys
+
+from perfscale.suite import runner
+from perfscale.history import spool, store, transfer
+from perfscale.suite.nightly import HISTORY_HELP
+from perfscale.results import io
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="tools/perfscale history",
+                                     description="Move runs into a history.")
+    sub = parser.add_subparsers(dest="action", required=True, metavar="{sync,import}")
+    for name, text in (("sync", "store the runs spooled while the server was away"),
+                       ("import", "bring SQLite histories and result files in")):
+        action = sub.add_parser(name, help=text, description=text)
+        action.add_argument("--history", default=os.path.join(runner.REPO_ROOT, "results",
+                                                              "history.sqlite"),
+                            metavar="DB", help=HISTORY_HELP)
+        if name == "sync":
+            action.add_argument("--spool", default=spool.default_dir(runner.REPO_ROOT),
+                                metavar="DIR", help="the nightly's spool (default "
+                                "results/spool)")
+        else:
+            action.add_argument("--config", default="", metavar="NAME",
+                                help="the config of loose result files (default '')")
+            action.add_argument("sources", nargs="+", metavar="SOURCE",
+                                help="an SQLite history or a results JSON file")
+    return parser.parse_args(argv)
+
+
+def main(argv):
+    args = parse_args(argv)
+    prog = "history " + args.action
+    try:
+        conn = store.open_history(args.history)
+    except store.HistoryError as err:
+        print("%s: %s" % (prog, err), file=sys.stderr)
+        return 2
+    try:
+        if args.action == "sync":
+            stored, again = spool.sync(args.spool, conn)
+            print("history sync: %d run(s) stored, %d already there, in %s"
+                  % (stored, again, conn.name))
+            return 0
+        return _import(args, conn)
+    except (store.HistoryError, io.ResultsError, OSError) as err:
+        print("%s: %s" % (prog, store.redact(err, args.history)), file=sys.stderr)
+        return 2
+    finally:
+        conn.close()
+
+
+def _import(args, conn):
+    for source in args.sources:
+        if not os.path.isfile(source):
+            print("history import: %s: no such file" % source, file=sys.stderr)
+            return 2
+    for source in args.sources:
+        with open(source, "rb") as f:
+            magic = f.read(len(_SQLITE_MAGIC))
+        if magic == _SQLITE_MAGIC:
+            if os.path.abspath(source) == os.path.abspath(args.history):
+                print("history import: %s is the history itself" % source, file=sys.stderr)
+                return 2
+            with store.open_history(source) as other:
+                added, skipped, lineages = transfer.copy_history(other, conn, bulk=True)
+            print("history import: %s: %d run(s) added, %d already there, calibrations of "
+                  "%d lineage(s)" % (source, added, skipped, lineages))
+        else:
+            run_id, added = transfer.import_results_file(conn, source, args.config)
+            print("history import: %s: %s run %d" % (source, "added as" if added else
+                                                     "already there as", run_id))
+    return 0

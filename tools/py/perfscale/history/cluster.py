@@ -1,0 +1,206 @@
+"""A local PostgreSQL for a trial or a small lab (`tools/perfscale db`, the tests).
+
+Debian's postgresql-15 runs as an unprivileged user: the caller itself, or, for root
+(PostgreSQL refuses to run as root), the system user perfscale-db, made on first need.
+The server listens on 127.0.0.1 (a free port, kept across restarts) and on a socket in
+DIR. Three roles, each with a random password written to DIR/pgpass (mode 0600, libpq's
+password file: export PGPASSFILE=DIR/pgpass): perfscale (owner), perfscale_writer (adds
+runs, reads baselines) and perfscale_reader (reads). URLs never hold a password.
+"""
+
+import json
+import os
+import pwd
+import secrets
+import signal
+import socket
+import subprocess
+import time
+
+from perfscale.history import schema, store
+
+BIN = os.environ.get("PERFSCALE_PG_BIN", "/usr/lib/postgresql/15/bin")
+SYSTEM_USER = "perfscale-db"
+DATABASE = "perfscale"
+OWNER, WRITER, READER = "perfscale", "perfscale_writer", "perfscale_reader"
+_STATE = "perfscale-db.json"
+
+
+class DbError(Exception):
+    pass
+
+
+def _user():
+    """(name, uid, gid) the server runs as."""
+    if os.geteuid() != 0:
+        entry = pwd.getpwuid(os.geteuid())
+        return entry.pw_name, entry.pw_uid, entry.pw_gid
+    try:
+        entry = pwd.getpwnam(SYSTEM_USER)
+    except KeyError:
+        subprocess.run(["useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent",
+                        "--shell", "/usr/sbin/nologin", SYSTEM_USER], check=True,
+                       stdout=subprocess.DEVNULL)
+        entry = pwd.getpwnam(SYSTEM_USER)
+    return entry.pw_name, entry.pw_uid, entry.pw_gid
+
+
+def _as_user(command, user, **kwargs):
+    if os.geteuid() == 0:
+        command = ["runuser", "-u", user, "--"] + command
+    return subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, **kwargs)
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def url(port, role, host="127.0.0.1"):
+    return "postgresql://%s@%s:%d/%s" % (role, host, port, DATABASE)
+
+
+def pgpass_path(directory):
+    return os.path.join(os.path.abspath(directory), "pgpass")
+
+
+def start(directory):
+    """Starts (initialising on first use) the cluster in `directory`; returns its state
+    {port, pid, urls}."""
+    if not os.path.exists(os.path.join(BIN, "pg_ctl")):
+        raise DbError("PostgreSQL 15 is not installed (%s/pg_ctl): tools/setup installs "
+                      "postgresql-15" % BIN)
+    directory = os.path.abspath(directory)
+    data = os.path.join(directory, "data")
+    user, uid, gid = _user()
+    os.makedirs(directory, exist_ok=True)
+    state_path = os.path.join(directory, _STATE)
+    fresh = not os.path.exists(os.path.join(data, "PG_VERSION"))
+    if fresh:
+        if os.path.exists(data) and os.listdir(data):
+            raise DbError("%s: not empty and not a PostgreSQL cluster" % data)
+        passwords = {r: secrets.token_urlsafe(18) for r in (OWNER, WRITER, READER)}
+        state = {"port": _free_port(), "passwords": passwords}
+        os.chown(directory, uid, gid)
+        os.chmod(directory, 0o700)
+        if _as_user(["test", "-w", directory], user).returncode != 0:
+            raise DbError("%s: user %s cannot reach it (a folder above it is private to "
+                          "%s): choose one it can, say under /tmp or /var/lib" % (
+                              directory, user, pwd.getpwuid(os.geteuid()).pw_name))
+        pwfile = os.path.join(directory, ".initdb-pw")
+        with open(os.open(pwfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+            f.write(passwords[OWNER] + "\n")
+        os.chown(pwfile, uid, gid)
+        try:
+            done = _as_user([os.path.join(BIN, "initdb"), "-D", data, "-U", OWNER,
+                             "--auth=scram-sha-256", "--pwfile", pwfile, "-E", "UTF8",
+                             "--locale=C.UTF-8"], user)
+        finally:
+            os.remove(pwfile)
+        if done.returncode != 0:
+            raise DbError("initdb failed:\n%s" % done.stdout[-2000:])
+        with open(os.open(state_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+            json.dump(state, f)
+        _write_pgpass(directory, state)
+    with open(state_path) as f:
+        state = json.load(f)
+    if _pid(data) is None:
+        done = _as_user([os.path.join(BIN, "pg_ctl"), "-D", data, "-l",
+                         os.path.join(directory, "postgresql.log"), "-w", "-t", "60", "-o",
+                         "-p %d -k %s -c listen_addresses=127.0.0.1" % (state["port"], directory),
+                         "start"], user)
+        if done.returncode != 0:
+            raise DbError("pg_ctl start failed (log: %s):\n%s" % (
+                os.path.join(directory, "postgresql.log"), done.stdout[-2000:]))
+    if fresh:
+        _set_up(state)
+    return {"port": state["port"], "pid": _pid(data),
+            "urls": {r: url(state["port"], r) for r in (OWNER, WRITER, READER)}}
+
+
+def _write_pgpass(directory, state):
+    lines = ["127.0.0.1:%d:*:%s:%s" % (state["port"], role, password)
+             for role, password in state["passwords"].items()]
+    with open(os.open(pgpass_path(directory), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600),
+              "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def _set_up(state):
+    """The two roles, then the database with its schema and grants."""
+    import psycopg
+    from psycopg import sql
+    with psycopg.connect(_owner_conninfo(state, "postgres"), autocommit=True) as conn:
+        for role in (WRITER, READER):
+            conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
+                sql.Identifier(role), sql.Literal(state["passwords"][role])))
+    _create(state, DATABASE)
+
+
+def _owner_conninfo(state, database):
+    return "host=127.0.0.1 port=%d user=%s dbname=%s password=%s" % (
+        state["port"], OWNER, database, state["passwords"][OWNER])
+
+
+def _create(state, database):
+    import psycopg
+    from psycopg import sql
+    with psycopg.connect(_owner_conninfo(state, "postgres"), autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
+    owner = _owner_conninfo(state, database)
+    store.open_history(owner).close()  # the schema, created by its owner
+    with psycopg.connect(owner, autocommit=True) as conn:
+        grant(conn, WRITER, READER)
+
+
+def create_history(directory, database):
+    """Another history (database) in the cluster of `directory`, with the same roles;
+    returns {role: url}. A lab keeps one; tests make one each."""
+    with open(os.path.join(os.path.abspath(directory), _STATE)) as f:
+        state = json.load(f)
+    _create(state, database)
+    return {r: url(state["port"], r).rsplit("/", 1)[0] + "/" + database
+            for r in (OWNER, WRITER, READER)}
+
+
+def grant(conn, writer, reader):
+    """The writer's and reader's privileges on a history's tables (a psycopg connection
+    of the tables' owner)."""
+    for statement in schema.statements(schema.WRITER_GRANTS.format(writer='"%s"' % writer)
+                                       + schema.READER_GRANTS.format(reader='"%s"' % reader)):
+        conn.execute(statement)
+
+
+def _pid(data):
+    """The running postmaster's PID from postmaster.pid, or None."""
+    try:
+        with open(os.path.join(data, "postmaster.pid")) as f:
+            pid = int(f.readline())
+    except (OSError, ValueError):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    return pid
+
+
+def stop(directory, timeout_s=60):
+    """Stops the server of `directory` by its PID (SIGINT: fast shutdown); returns the
+    PID it stopped, or None if none ran."""
+    data = os.path.join(os.path.abspath(directory), "data")
+    pid = _pid(data)
+    if pid is None:
+        return None
+    os.kill(pid, signal.SIGINT)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return pid
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGKILL)
+    return pid

@@ -1,0 +1,135 @@
+"""The history's schema, written once for both engines, and its migrations.
+
+A version is a list of statements in a neutral dialect; each engine (perfscale.history
+.sqlite_engine, .postgres_engine) maps the few type names that differ (`{id}`, `{real}`,
+`{text}`). A history older than SCHEMA_VERSION is migrated in one transaction; a newer one
+is refused, naming both versions.
+
+Lineage: (host, machine, cpus, config). `machine` is the digest of the machine's identity
+(perfscale.history.identity): the same hostname on other hardware, microcode,
+mitigations or governor is another lineage. The kernel under test is not in it.
+"""
+
+SCHEMA_VERSION = 3
+
+RUNS = """
+CREATE TABLE runs (
+    id {id},
+    run_key TEXT NOT NULL UNIQUE,       -- stable: the same run uploaded twice is stored once
+    recorded_at TEXT NOT NULL,          -- UTC, ISO 8601
+    host TEXT NOT NULL,
+    machine TEXT NOT NULL DEFAULT '',   -- identity digest; '' when the run recorded none
+    cpus INTEGER NOT NULL,              -- online CPUs
+    config TEXT NOT NULL,               -- what makes two runs comparable besides the machine
+    run_args TEXT NOT NULL,             -- JSON list passed to `tools/perfscale run`
+    repetitions INTEGER NOT NULL,
+    kernel_release TEXT,
+    perf_event_paranoid TEXT,
+    perfscale_revision TEXT,
+    context TEXT NOT NULL,              -- Google Benchmark's whole context, JSON
+    results_path TEXT,
+    baseline_id BIGINT REFERENCES runs(id),
+    regressions INTEGER NOT NULL,       -- benchmarks judged slower than the baseline
+    complete INTEGER NOT NULL DEFAULT 0 -- 1 once its report is written: only then a baseline
+);
+CREATE INDEX runs_by_lineage ON runs(host, machine, cpus, config, id);
+CREATE INDEX runs_by_host ON runs(host, id);
+CREATE TABLE benchmarks (
+    run_id BIGINT NOT NULL REFERENCES runs(id),
+    position INTEGER NOT NULL,          -- order in the results file
+    name TEXT NOT NULL,
+    time_unit TEXT NOT NULL,            -- as the benchmark reported it
+    counters TEXT NOT NULL,             -- JSON: counter -> median over repetitions
+    errors TEXT NOT NULL,               -- JSON list of error messages
+    verdict TEXT,                       -- against the baseline; NULL without one
+    change {real},
+    pvalue {real},
+    PRIMARY KEY (run_id, name)
+);
+CREATE INDEX benchmarks_by_name ON benchmarks(name, run_id);
+CREATE TABLE samples (
+    run_id BIGINT NOT NULL REFERENCES runs(id),
+    name TEXT NOT NULL,
+    repetition INTEGER NOT NULL,
+    real_ns {real} NOT NULL,
+    cpu_ns {real},
+    PRIMARY KEY (run_id, name, repetition)
+);
+"""
+
+CALIBRATION = """
+CREATE TABLE calibration (
+    host TEXT NOT NULL,
+    machine TEXT NOT NULL DEFAULT '',
+    cpus INTEGER NOT NULL,
+    config TEXT NOT NULL,
+    name TEXT NOT NULL,
+    metric TEXT NOT NULL,               -- 'real_time' or an attributed counter's name
+    noise_floor {real} NOT NULL,        -- a change below this is A/A noise (fraction)
+    mdc {real} NOT NULL,                -- minimum detectable change at the nightly default
+    sigma {real} NOT NULL,              -- spread of log(median) between runs
+    runs INTEGER NOT NULL,              -- runs it was learned from
+    injected_change {real},             -- change the injector caused (fraction), if measured
+    calibrated_at TEXT NOT NULL,
+    PRIMARY KEY (host, machine, cpus, config, name, metric)
+);
+"""
+
+CREATE = RUNS + CALIBRATION
+
+# Version 2's calibration, keyed by hostname alone.
+CALIBRATION_V2 = """
+CREATE TABLE calibration (
+    host TEXT NOT NULL, cpus INTEGER NOT NULL, config TEXT NOT NULL, name TEXT NOT NULL,
+    metric TEXT NOT NULL, noise_floor REAL NOT NULL, mdc REAL NOT NULL, sigma REAL NOT NULL,
+    runs INTEGER NOT NULL, injected_change REAL, calibrated_at TEXT NOT NULL,
+    PRIMARY KEY (host, cpus, config, name, metric)
+);
+"""
+
+# Migrations of SQLite files written by earlier perfscale versions: {from version:
+# statements to the next}. PostgreSQL histories start at version 3; a later version adds
+# its step here, for both engines. After the step from 2, the store fills the run keys
+# (store.run_key: Python, so both engines compute the same key).
+MIGRATIONS = {
+    1: "ALTER TABLE runs ADD COLUMN complete INTEGER NOT NULL DEFAULT 1;"  # v1 runs were whole
+       + CALIBRATION_V2,
+    2: """
+ALTER TABLE runs ADD COLUMN run_key TEXT;
+ALTER TABLE runs ADD COLUMN machine TEXT NOT NULL DEFAULT '';
+ALTER TABLE benchmarks ADD COLUMN position INTEGER NOT NULL DEFAULT 0;
+UPDATE benchmarks SET position = rowid;
+ALTER TABLE calibration RENAME TO calibration_v2;
+""" + CALIBRATION + """;
+INSERT INTO calibration (host, machine, cpus, config, name, metric, noise_floor, mdc, sigma,
+    runs, injected_change, calibrated_at)
+    SELECT host, '', cpus, config, name, metric, noise_floor, mdc, sigma, runs,
+    injected_change, calibrated_at FROM calibration_v2;
+DROP TABLE calibration_v2;
+DROP INDEX runs_by_lineage;
+CREATE INDEX runs_by_lineage ON runs(host, machine, cpus, config, id);
+CREATE INDEX runs_by_host ON runs(host, id);
+CREATE INDEX benchmarks_by_name ON benchmarks(name, run_id);
+""",
+}
+# After the version-2 step, the run keys are filled (store) and made unique here.
+AFTER_RUN_KEYS = "CREATE UNIQUE INDEX runs_by_key ON runs(run_key)"
+
+# Privileges of the two PostgreSQL roles `tools/perfscale db start` creates (a lab with
+# its own server grants the same): a writer adds runs and calibrations and reads
+# baselines; a reader only reads.
+WRITER_GRANTS = """
+GRANT SELECT, INSERT ON runs, benchmarks, samples, perfscale_schema TO {writer};
+GRANT UPDATE (complete) ON runs TO {writer};
+GRANT SELECT, INSERT, DELETE ON calibration TO {writer};
+GRANT USAGE ON SEQUENCE runs_id_seq TO {writer};
+"""
+READER_GRANTS = """
+GRANT SELECT ON runs, benchmarks, samples, calibration, perfscale_schema TO {reader};
+"""
+
+
+def statements(script):
+    """The statements of `script`, comments dropped."""
+    code = "\n".join(line.split("--")[0] for line in script.splitlines())
+    return [s.strip() for s in code.split(";") if s.strip()]
