@@ -20,7 +20,7 @@ import sys
 import time
 
 from perfscale.history import identity, store
-from perfscale.results import io as results_io
+from perfscale.results import io
 
 
 def _names(count):
@@ -69,7 +69,7 @@ def _fresh_results(machine, names, repetitions):
         {"name": n, "run_name": n, "run_type": "iteration", "repetitions": repetitions,
          "repetition_index": r, "threads": 1, "iterations": 1, "real_time": 1000.0 + r,
          "cpu_time": 1000.0, "time_unit": "ns"} for n in names for r in range(repetitions)]}
-    return results_io.parse_results(json.dumps(document))
+    return io.parse_results(json.dumps(document))
 
 
 def main(argv):

@@ -13,7 +13,7 @@ import shutil
 import tempfile
 
 from perfscale.history import store
-from perfscale.results import io as results_io
+from perfscale.results import io
 
 _INFO = "run.json"
 _RESULTS = "results.json"
@@ -35,7 +35,7 @@ def save(spool_dir, info, results_path):
         fields = {"host": info.host, "cpus": info.cpus, "config": info.config,
                   "run_args": info.run_args, "repetitions": info.repetitions,
                   "results_path": info.results_path, "run_key": info.run_key,
-                  "recorded_at": info.recorded_at or store._now()}
+                  "recorded_at": info.recorded_at or store.utc_now()}
         with open(os.path.join(work, _INFO), "w", encoding="utf-8") as f:
             json.dump(fields, f, indent=1)
             f.flush()
@@ -57,10 +57,10 @@ def pending(spool_dir):
 
 
 def load(folder):
-    """(RunInfo, ResultSet) of a spooled run; raises results_io.ResultsError, OSError."""
+    """(RunInfo, ResultSet) of a spooled run; raises io.ResultsError, OSError."""
     with open(os.path.join(folder, _INFO), encoding="utf-8") as f:
         fields = json.load(f)
-    results = results_io.load_results(os.path.join(folder, _RESULTS))
+    results = io.load_results(os.path.join(folder, _RESULTS))
     info = store.RunInfo(fields["host"], fields["cpus"], fields["config"], fields["run_args"],
                          fields["repetitions"], results.context, fields.get("results_path", ""),
                          fields["run_key"], fields.get("recorded_at", ""))

@@ -319,7 +319,7 @@ def check_attribution(info, rows):
                 "lineage timed with the counters)" % (row["id"], info.lineage(), reason))
 
 
-def _now():
+def utc_now():
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
@@ -346,7 +346,7 @@ def record_run(conn, info, results, verdicts, baseline_id, complete=False):
     (check_attribution)."""
     benchmarks, samples = run_rows(info, results, verdicts)
     context = info.context
-    info.recorded_at = info.recorded_at or _now()
+    info.recorded_at = info.recorded_at or utc_now()
     with conn._errors(), conn.engine.transaction():  # all of it, or nothing
         stored = conn.engine.execute("SELECT id FROM runs WHERE run_key = ?", (info.run_key,))
         if stored:  # sent twice: judged against its lineage when it was first stored
@@ -406,7 +406,7 @@ class Calibration:
 
 def store_calibration(conn, host, cpus, config, calibrations, machine="", calibrated_at=None):
     """Replaces the lineage's calibration with `calibrations`, in one transaction."""
-    now = calibrated_at or _now()
+    now = calibrated_at or utc_now()
     with conn._errors(), conn.engine.transaction():
         conn.engine.execute("DELETE FROM calibration WHERE " + _LINEAGE,
                             (host, machine, cpus, config))

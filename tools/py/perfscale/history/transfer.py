@@ -11,7 +11,7 @@ import hashlib
 import os
 
 from perfscale.history import store
-from perfscale.results import io as results_io
+from perfscale.results import io
 
 
 def copy_history(source, dest, bulk=False, progress=None):
@@ -40,9 +40,9 @@ def import_results_file(dest, path, config=""):
     stores it once. Returns (id, added)."""
     with open(path, "rb") as f:
         raw = f.read()
-    results = results_io.parse_results(raw.decode("utf-8", "replace"), source=path)
+    results = io.parse_results(raw.decode("utf-8", "replace"), source=path)
     info = store.RunInfo.from_results(results, config, [], _repetitions(results))
-    info.run_key = store.derived_run_key(["file", config, results_io.dumps(results.context),
+    info.run_key = store.derived_run_key(["file", config, io.dumps(results.context),
                                           _digest(raw)])
     info.recorded_at = _file_time(results, path)
     existing = store.run_id_of(dest, info.run_key)
