@@ -1,0 +1,113 @@
+"""Change points over a whole series: E-Divisive means (Matteson and James, "A
+nonparametric approach for multiple change point analysis of multivariate data", JASA
+2014), the method MongoDB's CI and Apache Otava run over their nightly histories.
+
+Separate from the nightly's verdict (gate/stats.py), which judges one night against its
+baseline: this looks back over every night of a lineage and says where a sustained step
+began, even one made of nights that each passed.
+
+Bisection: the split that maximises the divergence statistic Q over the current segments
+is kept if a permutation test finds it significant (p < alpha), and the search goes on in
+the two halves; no segment is shorter than min_size runs. The series is log(median time)
+so a step is judged as a ratio, whatever the benchmark's scale.
+"""
+
+import dataclasses
+import zlib
+
+import numpy
+
+DEFAULT_ALPHA = 0.01
+DEFAULT_PERMUTATIONS = 199
+DEFAULT_MIN_SIZE = 5
+
+
+@dataclasses.dataclass
+class ChangePoint:
+    index: int      # first point of the new level
+    pvalue: float   # permutation p of the split when it was found
+    before: float   # median of the segment before (in the series' own values)
+    after: float    # median of the segment after
+
+    @property
+    def change(self):
+        """(after - before) / before: the step as a fraction."""
+        return (self.after - self.before) / self.before if self.before else float("nan")
+
+
+def _q_all(dist, min_size):
+    """Q(tau) for every admissible tau of one segment with distance matrix `dist`;
+    returns (taus, q) with O(n^2) work from the matrix's 2-D cumulative sums."""
+    n = dist.shape[0]
+    cum = numpy.zeros((n + 1, n + 1))
+    cum[1:, 1:] = dist.cumsum(0).cumsum(1)
+    taus = numpy.arange(min_size, n - min_size + 1)
+    if taus.size == 0:
+        return taus, numpy.empty(0)
+    # block sums: left-left [0,t)x[0,t), right-right [t,n)x[t,n), left-right [0,t)x[t,n)
+    left = cum[taus, taus]
+    between = cum[taus, n] - left
+    right = cum[n, n] - cum[taus, n] - cum[n, taus] + left
+    t = taus.astype(float)
+    u = n - t
+    q = (t * u / n) * (2.0 * between / (t * u) - left / (t * (t - 1)) - right / (u * (u - 1)))
+    return taus, q
+
+
+def _best_split(values, min_size):
+    dist = numpy.abs(values[:, None] - values[None, :])
+    taus, q = _q_all(dist, min_size)
+    if taus.size == 0:
+        return None, -numpy.inf
+    best = int(numpy.argmax(q))
+    return int(taus[best]), float(q[best])
+
+
+def _significance(values, observed, min_size, permutations, alpha, rng):
+    """Permutation p of `observed` (the segment's best Q); stops early once the answer
+    cannot fall under alpha."""
+    exceed, limit = 0, alpha * (permutations + 1)
+    for done in range(1, permutations + 1):
+        _tau, q = _best_split(rng.permutation(values), min_size)
+        if q >= observed:
+            exceed += 1
+            if exceed + 1 > limit:
+                return (exceed + 1) / (done + 1)
+    return (exceed + 1) / (permutations + 1)
+
+
+def detect(series, alpha=DEFAULT_ALPHA, permutations=DEFAULT_PERMUTATIONS,
+           min_size=DEFAULT_MIN_SIZE, seed=None):
+    """Change points of `series` (floats, oldest first; non-positive or NaN values are
+    dropped before looking, and indexes refer to the original series), oldest first.
+
+    seed: the permutations' seed; by default one derived from the values, so a page
+    shows the same points every time it is drawn."""
+    raw = numpy.asarray(series, dtype=float)
+    keep = numpy.flatnonzero(numpy.isfinite(raw) & (raw > 0))
+    values = numpy.log(raw[keep])
+    if seed is None:
+        seed = zlib.crc32(values.tobytes())
+    rng = numpy.random.default_rng(seed)
+    found = {}  # index into `values` -> p of the split
+    while True:
+        bounds = [0] + sorted(found) + [len(values)]
+        best = None
+        for start, end in zip(bounds, bounds[1:]):
+            tau, q = _best_split(values[start:end], min_size)
+            if tau is not None and (best is None or q > best[2]):
+                best = (start, end, q, start + tau)
+        if best is None:
+            break
+        start, end, q, cut = best
+        p = _significance(values[start:end], q, min_size, permutations, alpha, rng)
+        if p >= alpha:
+            break
+        found[cut] = p
+    points = []
+    bounds = [0] + sorted(found) + [len(values)]
+    for i, cut in enumerate(sorted(found)):
+        before = numpy.exp(numpy.median(values[bounds[i]:cut]))
+        after = numpy.exp(numpy.median(values[cut:bounds[i + 2]]))
+        points.append(ChangePoint(int(keep[cut]), found[cut], float(before), float(after)))
+    return points

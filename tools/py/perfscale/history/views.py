@@ -1,0 +1,117 @@
+"""The read queries of the dashboard (perfscale.web): fleet, trend, scaling, runs.
+
+Every query is plain SQL that SQLite and PostgreSQL both accept, with qmark (`?`)
+parameters only: no value is ever formatted into a query. An engine with another
+placeholder style rewrites `?` once, where it executes (store's engine layer).
+Rows come back as mappings (sqlite3.Row or a dict row factory).
+"""
+
+import json
+import statistics
+
+REGRESSION_VERDICTS = ("slower", "counts up")  # gate/stats.py SLOWER, COUNTS
+
+
+def _all(conn, query, params=()):
+    return conn.execute(query, params).fetchall()
+
+
+def lineages(conn, since):
+    """Every lineage with its last run and its nights since `since` (ISO UTC text):
+    [dict(host, cpus, config, runs, last (row), passed, regressed, incomplete)]."""
+    rows = _all(conn,
+                "SELECT host, cpus, config, COUNT(*) AS runs, MAX(id) AS last_id, "
+                "SUM(CASE WHEN recorded_at >= ? AND complete = 1 AND regressions = 0 "
+                "THEN 1 ELSE 0 END) AS passed, "
+                "SUM(CASE WHEN recorded_at >= ? AND complete = 1 AND regressions > 0 "
+                "THEN 1 ELSE 0 END) AS regressed, "
+                "SUM(CASE WHEN recorded_at >= ? AND complete = 0 THEN 1 ELSE 0 END) "
+                "AS incomplete "
+                "FROM runs GROUP BY host, cpus, config ORDER BY host, cpus, config",
+                (since, since, since))
+    last = {r["id"]: r for r in _all(
+        conn, "SELECT r.id, r.recorded_at, r.kernel_release, r.regressions, r.complete "
+        "FROM runs r JOIN (SELECT MAX(id) AS id FROM runs GROUP BY host, cpus, config) m "
+        "ON r.id = m.id")}
+    return [dict(host=r["host"], cpus=r["cpus"], config=r["config"], runs=r["runs"],
+                 last=last[r["last_id"]], passed=r["passed"] or 0,
+                 regressed=r["regressed"] or 0, incomplete=r["incomplete"] or 0)
+            for r in rows]
+
+
+def flagged(conn, host, cpus, config, since):
+    """The lineage's benchmarks the nightly judged regressed since `since`:
+    [row(run_id, recorded_at, kernel_release, name, verdict, change)], newest first."""
+    return _all(conn,
+                "SELECT r.id AS run_id, r.recorded_at, r.kernel_release, b.name, b.verdict, "
+                "b.change FROM runs r JOIN benchmarks b ON b.run_id = r.id "
+                "WHERE r.host = ? AND r.cpus = ? AND r.config = ? AND r.recorded_at >= ? "
+                "AND b.verdict IN (?, ?) ORDER BY r.id DESC, b.name",
+                (host, cpus, config, since) + REGRESSION_VERDICTS)
+
+
+def runs_of(conn, host, cpus, config):
+    """The lineage's runs, oldest first (id, recorded_at, kernel_release, regressions)."""
+    return _all(conn, "SELECT id, recorded_at, kernel_release, regressions, complete "
+                "FROM runs WHERE host = ? AND cpus = ? AND config = ? ORDER BY id",
+                (host, cpus, config))
+
+
+def benchmark_names(conn, run_id):
+    return [r["name"] for r in _all(conn, "SELECT name FROM benchmarks WHERE run_id = ? "
+                                    "ORDER BY name", (run_id,))]
+
+
+def trend(conn, name, host, cpus, config):
+    """One benchmark over one lineage's runs, oldest first: [dict(run_id, recorded_at,
+    kernel, median_ns, counters, verdict)]."""
+    rows = _all(conn,
+                "SELECT r.id, r.recorded_at, r.kernel_release, b.counters, b.verdict "
+                "FROM runs r JOIN benchmarks b ON b.run_id = r.id AND b.name = ? "
+                "WHERE r.host = ? AND r.cpus = ? AND r.config = ? ORDER BY r.id",
+                (name, host, cpus, config))
+    samples = {}
+    for s in _all(conn,
+                  "SELECT s.run_id, s.real_ns FROM runs r JOIN samples s "
+                  "ON s.run_id = r.id AND s.name = ? "
+                  "WHERE r.host = ? AND r.cpus = ? AND r.config = ?",
+                  (name, host, cpus, config)):
+        samples.setdefault(s["run_id"], []).append(s["real_ns"])
+    return [dict(run_id=r["id"], recorded_at=r["recorded_at"], kernel=r["kernel_release"],
+                 median_ns=statistics.median(samples[r["id"]]) if r["id"] in samples
+                 else None, counters=json.loads(r["counters"]), verdict=r["verdict"])
+            for r in rows]
+
+
+def scaling(conn, name):
+    """The benchmark's figure in each lineage's latest run that has it: [dict(host,
+    cpus, config, run_id, recorded_at, kernel, median_ns, counters)]."""
+    rows = _all(conn,
+                "SELECT r.id, r.host, r.cpus, r.config, r.recorded_at, r.kernel_release, "
+                "b.counters FROM runs r JOIN benchmarks b ON b.run_id = r.id "
+                "JOIN (SELECT r2.host, r2.cpus, r2.config, MAX(r2.id) AS id FROM runs r2 "
+                "JOIN benchmarks b2 ON b2.run_id = r2.id AND b2.name = ? "
+                "GROUP BY r2.host, r2.cpus, r2.config) m ON m.id = r.id "
+                "WHERE b.name = ? ORDER BY r.cpus, r.host", (name, name))
+    out = []
+    for r in rows:
+        times = [s["real_ns"] for s in _all(
+            conn, "SELECT real_ns FROM samples WHERE run_id = ? AND name = ?", (r["id"], name))]
+        out.append(dict(host=r["host"], cpus=r["cpus"], config=r["config"], run_id=r["id"],
+                        recorded_at=r["recorded_at"], kernel=r["kernel_release"],
+                        median_ns=statistics.median(times) if times else None,
+                        counters=json.loads(r["counters"])))
+    return out
+
+
+def verdicts(conn, run_id):
+    """The nightly's verdicts stored with the run: [row(name, verdict, change, pvalue)]."""
+    return _all(conn, "SELECT name, verdict, change, pvalue FROM benchmarks "
+                "WHERE run_id = ? ORDER BY name", (run_id,))
+
+
+def latest_run_of_kernel(conn, host, cpus, config, kernel):
+    row = conn.execute("SELECT MAX(id) AS id FROM runs WHERE host = ? AND cpus = ? AND "
+                       "config = ? AND kernel_release = ? AND complete = 1",
+                       (host, cpus, config, kernel)).fetchone()
+    return row["id"] if row is not None else None
