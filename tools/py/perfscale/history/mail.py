@@ -98,6 +98,8 @@ def regression_mail(lineage, base_label, head_label, base_runs, head_runs, verdi
     runs' --profile documents, when recorded."""
     host, cpus, config = lineage
     regressed = [v for v in verdicts if v.regression]
+    # Like the robot's mails, improvements follow the regressions in the table.
+    shown = regressed + [v for v in verdicts if v.verdict == gate_stats.FASTER]
     out = [_RULE,
            "perfscale: %d regression(s) on host %s, %d CPUs, config '%s'"
            % (len(regressed), host, cpus, config or "default"), _RULE, "",
@@ -106,7 +108,9 @@ def regression_mail(lineage, base_label, head_label, base_runs, head_runs, verdi
            "---------------- --------------------------- ----------------------",
            "%14s %s %10s %14s %s" % ("", "%stddev", "%change", "", "%stddev"),
            "%14s %s %10s %14s %s" % ("", "     \\ ", "|", "", "     \\")]
-    for verdict in regressed:
+    if not shown:
+        out.append("(no benchmark changed significantly)")
+    for verdict in shown:
         label = results_names.display_name(verdict.name)
         out.append(_row(_values(base_runs, verdict.name), _values(head_runs, verdict.name),
                         "%s.real_time_ns" % label))
@@ -150,9 +154,10 @@ def reproduce_commands(names, repetitions, base_id, config, run_args, history_pa
     """The perfscale commands that rerun the regressed benchmarks and judge them again:
     a focused run on the kernel under test, compared with the baseline rebuilt from the
     history, then the nightly against the same baseline."""
-    pattern = "^(%s)$" % "|".join(_regex_escape(n) for n in sorted(names))
+    focus = (["--benchmark_filter=^(%s)$" % "|".join(_regex_escape(n) for n in sorted(names))]
+             if names else [])
     return [["tools/perfscale", "run", "--repetitions", str(repetitions), "--out",
-             "head.json"] + list(_without_filter(run_args)) + ["--benchmark_filter=" + pattern],
+             "head.json"] + list(_without_filter(run_args)) + focus,
             ["tools/perfscale", "compare", "baseline.json", "head.json"],
             ["tools/perfscale", "nightly", "--history", history_path, "--baseline",
              str(base_id), "--config", config, "--"] + list(run_args)]
