@@ -14,6 +14,8 @@ that SQLite and PostgreSQL both accept (ON CONFLICT ... DO UPDATE is in both), q
 import dataclasses
 import datetime
 
+from perfscale.history.views import rows, transaction
+
 STATES = ("new", "acknowledged", "invalid", "fixed")
 KINDS = ("regression", "changepoint")
 OPEN_STATES = ("new", "acknowledged")
@@ -48,32 +50,33 @@ class Item:
 
 def ensure_tables(conn):
     """Creates the triage tables if the history has none yet (older histories)."""
-    with conn:
+    with transaction(conn):
         for statement in _TABLES:
-            conn.execute(statement)
+            rows(conn, statement)
 
 
 def states(conn, host, cpus, config):
     """{Item: row(state, who, changed_at, why)} of one lineage."""
-    rows = conn.execute("SELECT * FROM triage WHERE host = ? AND cpus = ? AND config = ?",
-                        (host, cpus, config)).fetchall()
+    found = rows(conn, "SELECT * FROM triage WHERE host = ? AND cpus = ? AND config = ?",
+                 (host, cpus, config))
     return {Item(r["kind"], r["host"], r["cpus"], r["config"], r["name"], r["run_id"]): r
-            for r in rows}
+            for r in found}
 
 
 def closed(conn):
     """Every item set invalid or fixed: {Item}."""
-    rows = conn.execute("SELECT kind, host, cpus, config, name, run_id FROM triage "
-                        "WHERE state NOT IN (?, ?)", OPEN_STATES).fetchall()
-    return {Item(*tuple(r)) for r in rows}
+    found = rows(conn, "SELECT kind, host, cpus, config, name, run_id FROM triage "
+                 "WHERE state NOT IN (?, ?)", OPEN_STATES)
+    return {Item(r["kind"], r["host"], r["cpus"], r["config"], r["name"], r["run_id"])
+            for r in found}
 
 
 def history_of(conn, item):
     """Every change of `item`, oldest first."""
-    return conn.execute(
-        "SELECT state, who, changed_at, why FROM triage_log WHERE kind = ? AND host = ? "
+    return rows(
+        conn, "SELECT state, who, changed_at, why FROM triage_log WHERE kind = ? AND host = ? "
         "AND cpus = ? AND config = ? AND name = ? AND run_id = ? ORDER BY changed_at",
-        dataclasses.astuple(item)).fetchall()
+        dataclasses.astuple(item))
 
 
 def set_state(conn, item, state, who, why):
@@ -89,14 +92,14 @@ def set_state(conn, item, state, who, why):
         raise TriageError("who and why are limited to %d characters" % MAX_TEXT)
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     values = dataclasses.astuple(item) + (state, who, now, why)
-    with conn:
-        conn.execute(
-            "INSERT INTO triage (kind, host, cpus, config, name, run_id, state, who, "
+    with transaction(conn):
+        rows(
+            conn, "INSERT INTO triage (kind, host, cpus, config, name, run_id, state, who, "
             "changed_at, why) VALUES (?,?,?,?,?,?,?,?,?,?) "
             "ON CONFLICT (kind, host, cpus, config, name, run_id) DO UPDATE SET "
             "state = excluded.state, who = excluded.who, changed_at = excluded.changed_at, "
             "why = excluded.why", values)
-        conn.execute(
-            "INSERT INTO triage_log (kind, host, cpus, config, name, run_id, state, who, "
+        rows(
+            conn, "INSERT INTO triage_log (kind, host, cpus, config, name, run_id, state, who, "
             "changed_at, why) VALUES (?,?,?,?,?,?,?,?,?,?)", values)
     return now

@@ -4,6 +4,10 @@ Every query is plain SQL that SQLite and PostgreSQL both accept, with qmark (`?`
 parameters only: no value is ever formatted into a query. An engine with another
 placeholder style rewrites `?` once, where it executes (store's engine layer).
 Rows come back as mappings (sqlite3.Row or a dict row factory).
+
+rows() and transaction() below are the one seam to the engine: today `conn` is the
+sqlite3 connection store.open_history returns; a store object with an `engine` (the
+two-engine store) is used through its engine.execute and engine.transaction instead.
 """
 
 import json
@@ -12,8 +16,28 @@ import statistics
 REGRESSION_VERDICTS = ("slower", "counts up")  # gate/stats.py SLOWER, COUNTS
 
 
-def _all(conn, query, params=()):
-    return conn.execute(query, params).fetchall()
+def rows(conn, query, params=()):
+    """Every row of `query` (qmark parameters), as mappings."""
+    engine = getattr(conn, "engine", None)
+    if engine is not None:
+        return engine.execute(query, tuple(params))
+    return conn.execute(query, tuple(params)).fetchall()
+
+
+def one(conn, query, params=()):
+    found = rows(conn, query, params)
+    return found[0] if found else None
+
+
+def transaction(conn):
+    """One write transaction, committed on success and rolled back on any exception."""
+    engine = getattr(conn, "engine", None)
+    if engine is not None:
+        return engine.transaction()
+    return conn  # sqlite3: `with conn` commits or rolls back
+
+
+_all = rows
 
 
 def lineages(conn, since):
@@ -111,7 +135,7 @@ def verdicts(conn, run_id):
 
 
 def latest_run_of_kernel(conn, host, cpus, config, kernel):
-    row = conn.execute("SELECT MAX(id) AS id FROM runs WHERE host = ? AND cpus = ? AND "
-                       "config = ? AND kernel_release = ? AND complete = 1",
-                       (host, cpus, config, kernel)).fetchone()
+    row = one(conn, "SELECT MAX(id) AS id FROM runs WHERE host = ? AND cpus = ? AND "
+              "config = ? AND kernel_release = ? AND complete = 1",
+              (host, cpus, config, kernel))
     return row["id"] if row is not None else None

@@ -57,7 +57,7 @@ def create_app(history_path, token=None):
 
 def _has_triage(conn):
     try:
-        conn.execute("SELECT 1 FROM triage LIMIT 1").fetchall()
+        views.rows(conn, "SELECT 1 FROM triage LIMIT 1")
         return True
     except sqlite3.Error:
         return False

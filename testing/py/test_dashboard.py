@@ -1,0 +1,77 @@
+"""The dashboard's pieces without a browser: triage states, downsampling, trend data."""
+
+import json
+
+import pytest
+
+import synthetic_history
+from perfscale.history import store as history, triage, views
+from perfscale.web import app as web_app
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("dash") / "history.sqlite")
+    built = synthetic_history.build(path, machines=2, nights=30, benchmarks=2, step_at=18,
+                                    judge=False)
+    built["path"] = path
+    return built
+
+
+def test_triage_stores_the_state_with_who_when_why_and_keeps_every_change(small):
+    conn = history.open_history(small["path"])
+    try:
+        triage.ensure_tables(conn)
+        triage.ensure_tables(conn)  # twice: an existing table is left alone
+        item = triage.Item("regression", "machine-00", 2, "--quick", "BM_X", 3)
+        triage.set_state(conn, item, "acknowledged", "alice", "seen")
+        triage.set_state(conn, item, "fixed", "bob", "reverted in 6.1.0-29")
+        state = triage.states(conn, "machine-00", 2, "--quick")[item]
+        assert (state["state"], state["who"], state["why"]) == ("fixed", "bob",
+                                                                "reverted in 6.1.0-29")
+        assert state["changed_at"].endswith("+00:00")
+        assert [r["state"] for r in triage.history_of(conn, item)] == ["acknowledged", "fixed"]
+        assert item in triage.closed(conn)
+        for bad in (dict(state="closed", who="a", why="b"), dict(state="fixed", who="", why="b"),
+                    dict(state="fixed", who="a", why=" "),
+                    dict(state="fixed", who="a" * 3000, why="b")):
+            with pytest.raises(triage.TriageError):
+                triage.set_state(conn, item, **bad)
+        with pytest.raises(triage.TriageError):
+            triage.set_state(conn, triage.Item("alert", "h", 1, "c", "n", 1), "new", "a", "b")
+        assert len(triage.history_of(conn, item)) == 2  # nothing stored by the refusals
+    finally:
+        conn.close()
+
+
+def test_downsampling_keeps_the_marked_points_and_real_runs():
+    points = [{"x": i, "y": float(i % 7), "run": i} for i in range(5000)]
+    keep = {17, 2500, 4999}
+    out = web_app.downsample(points, keep, limit=800)
+    assert 700 <= len(out) <= 800 + len(keep)
+    runs = [p["run"] for p in out]
+    assert runs == sorted(runs) and keep <= set(runs)
+    assert all(points[p["run"]] is p for p in out)  # every point drawn is a run's own
+    assert web_app.downsample(points[:100], set()) == points[:100]
+
+
+def test_trend_data_finds_the_step_and_stays_small(small):
+    app = web_app.create_app(small["path"])
+    lineage = small["lineages"][0]
+    run_id = small["runs"][lineage][-1]
+    with app.test_request_context():
+        conn = web_app._db()
+        data = web_app.trend_data(conn, small["step"][1], [history.get_run(conn, run_id)])
+    series = data["series"][0]
+    assert len(series["points"]) == 30
+    assert [abs(c["index"] - 18) <= 3 for c in series["changepoints"]] == [True]
+    assert series["changepoints"][0]["kernel_before"] == "6.1.0-28-amd64"
+    assert len(json.dumps(data)) < 1_000_000
+
+
+def test_the_read_only_server_cannot_write_the_history(small):
+    client = web_app.create_app(small["path"]).test_client()
+    response = client.post("/triage", data={"token": "x" * 20})
+    assert response.status_code == 403 and b"read-only" in response.data
+    assert client.get("/").status_code == 200
+    assert "default-src 'none'" in client.get("/").headers["Content-Security-Policy"]
