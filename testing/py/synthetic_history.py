@@ -75,8 +75,9 @@ def build(path, machines=4, nights=40, benchmarks=6, step_at=None, step_name=Non
     widths = (2, 4, 8, 16)
     lineages = []
     for m in range(machines):
-        host = "machine-%02d" % (m // lineages_per_host)
-        lineages.append((host, widths[m % len(widths)], "nightly" if m % 3 else "--quick"))
+        host = m // lineages_per_host  # one machine, in VMs of several widths
+        lineages.append(("machine-%02d" % host, widths[m % len(widths)],
+                         "nightly" if host % 2 == 0 else "--quick"))
     lineages = list(dict.fromkeys(lineages))
     conn = history.open_history(path)
     now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)

@@ -150,15 +150,17 @@ def _moved(base, head):
             and abs(new - old) >= 0.1 * abs(old))
 
 
-def reproduce_commands(names, repetitions, base_id, config, run_args, history_path):
+def reproduce_commands(names, repetitions, base_id, config, run_args, history_path,
+                       base_results=None):
     """The perfscale commands that rerun the regressed benchmarks and judge them again:
-    a focused run on the kernel under test, compared with the baseline rebuilt from the
-    history, then the nightly against the same baseline."""
+    a focused run on the kernel under test compared with the baseline's results file
+    (base_results; else the baseline.json the nightly rebuilds from the history beside
+    its report), then the nightly against the same baseline."""
     focus = (["--benchmark_filter=^(%s)$" % "|".join(_regex_escape(n) for n in sorted(names))]
              if names else [])
     return [["tools/perfscale", "run", "--repetitions", str(repetitions), "--out",
              "head.json"] + list(_without_filter(run_args)) + focus,
-            ["tools/perfscale", "compare", "baseline.json", "head.json"],
+            ["tools/perfscale", "compare", base_results or "baseline.json", "head.json"],
             ["tools/perfscale", "nightly", "--history", history_path, "--baseline",
              str(base_id), "--config", config, "--"] + list(run_args)]
 

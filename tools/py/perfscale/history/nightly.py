@@ -450,12 +450,17 @@ def _write_mail(args, run_args, run_dir, run_id, info, results, base_rows, base_
                                               info.context.get("perfscale_revision")),
         base_runs, [results.entries], verdicts,
         mail.reproduce_commands(slower, args.repetitions, base["id"], info.config, run_args,
-                                args.history),
+                                args.history, _baseline_file_if_kept(base)),
         base_profile=_profile_of(base["results_path"]), head_profile=_profile_of(results.source))
     path = os.path.join(run_dir, "regression-mail.txt")
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
     return path
+
+
+def _baseline_file_if_kept(base):
+    path = base["results_path"]
+    return path if path and os.path.isfile(path) else None
 
 
 def _profile_of(results_path):

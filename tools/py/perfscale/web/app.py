@@ -232,7 +232,9 @@ def compare_mail(conn, base, head, verdicts):
         "run %d (kernel %s, %s)" % (head["id"], head["kernel_release"], head["recorded_at"]),
         _entries_runs(conn, [base["id"]]), _entries_runs(conn, [head["id"]]), verdicts,
         mail.reproduce_commands(names, head["repetitions"], base["id"], head["config"],
-                                run_args, flask.current_app.config["HISTORY"]),
+                                run_args, flask.current_app.config["HISTORY"],
+                                base["results_path"] if base["results_path"] and
+                                os.path.isfile(base["results_path"]) else None),
         base_profile=_profile(base), head_profile=_profile(head))
 
 

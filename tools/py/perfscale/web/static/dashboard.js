@@ -164,6 +164,7 @@ function drawScaling(data) {
   new Chart(document.getElementById("scaling-chart"), {
     type: "scatter", data: {datasets: datasets}, plugins: [pointLabels],
     options: {animation: false, responsive: true, maintainAspectRatio: false,
+              layout: {padding: {right: 80}},  // room for the last point's label
               interaction: {mode: "nearest", intersect: true}, onClick: clickToRun,
               scales: {x: {type: "linear", title: {display: true, text: "online CPUs"},
                            ticks: {precision: 0}},
