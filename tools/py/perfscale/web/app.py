@@ -23,6 +23,7 @@ import sqlite3
 import statistics
 
 import flask
+import markupsafe
 
 from perfscale.gate import changepoints, floors as gate_floors, stats as gate_stats
 from perfscale.history import mail, store as history, triage, views
@@ -372,7 +373,7 @@ def _routes(app):
         # The page's sections are perfscale's own report, every text escaped by Page.
         return flask.render_template(
             "run.html", run=row, lineage=_label(_lineage(row)), verdicts=verdicts,
-            report_html=flask.Markup(page.body_html()), lineage_runs=lineage_runs,
+            report_html=markupsafe.Markup(page.body_html()), lineage_runs=lineage_runs,
             baseline=history.get_run(conn, row["baseline_id"]) if row["baseline_id"]
             else None)
 
