@@ -35,44 +35,59 @@ class ChangePoint:
         return (self.after - self.before) / self.before if self.before else float("nan")
 
 
-def _q_all(dist, min_size):
-    """Q(tau) for every admissible tau of one segment with distance matrix `dist`;
-    returns (taus, q) with O(n^2) work from the matrix's 2-D cumulative sums."""
-    n = dist.shape[0]
-    cum = numpy.zeros((n + 1, n + 1))
-    cum[1:, 1:] = dist.cumsum(0).cumsum(1)
+_BATCH_BYTES = 32 << 20  # distance matrices held at once by the permutation test
+
+
+def _q_batch(series, min_size):
+    """Q(tau) for every admissible tau of each row of `series` (shape (B, n)); returns
+    (taus, q of shape (B, len(taus))).
+
+    With exponent 1 the three sums of Q are sums of |x_i - x_j| over pairs: within the
+    left part (L), within the right part (R) and across (the rest of the total), so one
+    pass of row sums of the distance matrix's two triangles gives them for every tau."""
+    batch, n = series.shape
     taus = numpy.arange(min_size, n - min_size + 1)
     if taus.size == 0:
-        return taus, numpy.empty(0)
-    # block sums: left-left [0,t)x[0,t), right-right [t,n)x[t,n), left-right [0,t)x[t,n)
-    left = cum[taus, taus]
-    between = cum[taus, n] - left
-    right = cum[n, n] - cum[taus, n] - cum[n, taus] + left
+        return taus, numpy.empty((batch, 0))
+    dist = numpy.abs(series[:, :, None] - series[:, None, :])
+    # per i: the sum over j < i, and over j > i (the diagonal is 0); no copies of dist
+    lower = numpy.einsum("bij,ij->bi", dist, numpy.tri(n, n, -1))
+    upper = dist.sum(axis=2) - lower
+    left = numpy.concatenate([numpy.zeros((batch, 1)), lower.cumsum(axis=1)], axis=1)
+    right = numpy.concatenate([upper[:, ::-1].cumsum(axis=1)[:, ::-1],
+                               numpy.zeros((batch, 1))], axis=1)
+    total = left[:, -1:]
+    within_left, within_right = left[:, taus], right[:, taus]
+    between = total - within_left - within_right
     t = taus.astype(float)
     u = n - t
-    q = (t * u / n) * (2.0 * between / (t * u) - left / (t * (t - 1)) - right / (u * (u - 1)))
+    q = (t * u / n) * (2.0 * between / (t * u) - 2.0 * within_left / (t * (t - 1))
+                       - 2.0 * within_right / (u * (u - 1)))
     return taus, q
 
 
 def _best_split(values, min_size):
-    dist = numpy.abs(values[:, None] - values[None, :])
-    taus, q = _q_all(dist, min_size)
+    taus, q = _q_batch(values[None, :], min_size)
     if taus.size == 0:
         return None, -numpy.inf
-    best = int(numpy.argmax(q))
-    return int(taus[best]), float(q[best])
+    best = int(numpy.argmax(q[0]))
+    return int(taus[best]), float(q[0, best])
 
 
 def _significance(values, observed, min_size, permutations, alpha, rng):
-    """Permutation p of `observed` (the segment's best Q); stops early once the answer
-    cannot fall under alpha."""
-    exceed, limit = 0, alpha * (permutations + 1)
-    for done in range(1, permutations + 1):
-        _tau, q = _best_split(rng.permutation(values), min_size)
-        if q >= observed:
-            exceed += 1
-            if exceed + 1 > limit:
-                return (exceed + 1) / (done + 1)
+    """Permutation p of `observed` (the segment's best Q), the permutations drawn in
+    batches; stops once the answer cannot fall under alpha."""
+    n = len(values)
+    batch_size = max(1, min(permutations, _BATCH_BYTES // (8 * n * n)))
+    exceed, done, limit = 0, 0, alpha * (permutations + 1)
+    while done < permutations:
+        size = min(batch_size, permutations - done)
+        shuffled = rng.permuted(numpy.broadcast_to(values, (size, n)), axis=1)
+        _taus, q = _q_batch(shuffled, min_size)
+        exceed += int((q.max(axis=1) >= observed).sum())
+        done += size
+        if exceed + 1 > limit:
+            return (exceed + 1) / (done + 1)
     return (exceed + 1) / (permutations + 1)
 
 

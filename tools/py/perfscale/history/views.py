@@ -38,6 +38,8 @@ def transaction(conn):
 
 
 _all = rows
+# Each lineage's latest run id: a constant subquery, joined into the queries below.
+_LATEST = "SELECT MAX(id) AS id FROM runs GROUP BY host, cpus, config"
 
 
 def lineages(conn, since):
@@ -55,12 +57,18 @@ def lineages(conn, since):
                 (since, since, since))
     last = {r["id"]: r for r in _all(
         conn, "SELECT r.id, r.recorded_at, r.kernel_release, r.regressions, r.complete "
-        "FROM runs r JOIN (SELECT MAX(id) AS id FROM runs GROUP BY host, cpus, config) m "
-        "ON r.id = m.id")}
+        "FROM runs r JOIN (" + _LATEST + ") m ON r.id = m.id")}
     return [dict(host=r["host"], cpus=r["cpus"], config=r["config"], runs=r["runs"],
                  last=last[r["last_id"]], passed=r["passed"] or 0,
                  regressed=r["regressed"] or 0, incomplete=r["incomplete"] or 0)
             for r in rows]
+
+
+def lineage_list(conn):
+    """Every lineage and its latest run id: [row(host, cpus, config, last_id)]; cheaper
+    than lineages() (the runs index alone)."""
+    return _all(conn, "SELECT host, cpus, config, MAX(id) AS last_id FROM runs "
+                "GROUP BY host, cpus, config ORDER BY host, cpus, config")
 
 
 def flagged(conn, host, cpus, config, since):
@@ -107,25 +115,29 @@ def trend(conn, name, host, cpus, config):
             for r in rows]
 
 
+def latest_names(conn):
+    """Every benchmark in some lineage's latest run, sorted."""
+    return [r["name"] for r in _all(
+        conn, "SELECT DISTINCT b.name FROM benchmarks b JOIN (" + _LATEST + ") m "
+        "ON b.run_id = m.id ORDER BY b.name")]
+
+
 def scaling(conn, name):
-    """The benchmark's figure in each lineage's latest run that has it: [dict(host,
-    cpus, config, run_id, recorded_at, kernel, median_ns, counters)]."""
+    """The benchmark's figure in each lineage's latest run, where that run has it:
+    [dict(host, cpus, config, run_id, recorded_at, kernel, median_ns, counters)]."""
     rows = _all(conn,
                 "SELECT r.id, r.host, r.cpus, r.config, r.recorded_at, r.kernel_release, "
-                "b.counters FROM runs r JOIN benchmarks b ON b.run_id = r.id "
-                "JOIN (SELECT r2.host, r2.cpus, r2.config, MAX(r2.id) AS id FROM runs r2 "
-                "JOIN benchmarks b2 ON b2.run_id = r2.id AND b2.name = ? "
-                "GROUP BY r2.host, r2.cpus, r2.config) m ON m.id = r.id "
-                "WHERE b.name = ? ORDER BY r.cpus, r.host", (name, name))
-    out = []
-    for r in rows:
-        times = [s["real_ns"] for s in _all(
-            conn, "SELECT real_ns FROM samples WHERE run_id = ? AND name = ?", (r["id"], name))]
-        out.append(dict(host=r["host"], cpus=r["cpus"], config=r["config"], run_id=r["id"],
-                        recorded_at=r["recorded_at"], kernel=r["kernel_release"],
-                        median_ns=statistics.median(times) if times else None,
-                        counters=json.loads(r["counters"])))
-    return out
+                "b.counters FROM (" + _LATEST + ") m JOIN runs r ON r.id = m.id "
+                "JOIN benchmarks b ON b.run_id = r.id AND b.name = ? ORDER BY r.cpus, r.host",
+                (name,))
+    times = {}
+    for s in _all(conn, "SELECT s.run_id, s.real_ns FROM (" + _LATEST + ") m "
+                  "JOIN samples s ON s.run_id = m.id AND s.name = ?", (name,)):
+        times.setdefault(s["run_id"], []).append(s["real_ns"])
+    return [dict(host=r["host"], cpus=r["cpus"], config=r["config"], run_id=r["id"],
+                 recorded_at=r["recorded_at"], kernel=r["kernel_release"],
+                 median_ns=statistics.median(times[r["id"]]) if r["id"] in times else None,
+                 counters=json.loads(r["counters"])) for r in rows]
 
 
 def verdicts(conn, run_id):

@@ -349,7 +349,7 @@ def _routes(app):
         if not name:
             name = names[0] if names else ""
         data = trend_data(conn, name, runs)
-        others = [l for l in views.lineages(conn, _since(DEFAULT_DAYS))]
+        others = views.lineage_list(conn)
         return flask.render_template("trend.html", data=data, names=names, name=name,
                                      runs=runs, lineages=others,
                                      selected={_lineage(r) for r in runs})
@@ -416,8 +416,7 @@ def _routes(app):
     def scaling():
         conn = _db()
         name = flask.request.args.get("name", "")
-        names = sorted({n for l in views.lineages(conn, _since(DEFAULT_DAYS))
-                        for n in views.benchmark_names(conn, l["last"]["id"])})
+        names = views.latest_names(conn)
         if not name and names:
             name = names[0]
         points = views.scaling(conn, name) if name else []
