@@ -39,6 +39,8 @@ def main(argv):
                         "LIMIT 1").fetchone()[0]
     other = conn.execute("SELECT MAX(id) FROM runs WHERE NOT (host = ? AND cpus = ? AND "
                          "config = ?)", first_lineage).fetchone()[0]
+    eight = [r[0] for r in conn.execute("SELECT MAX(id) FROM runs GROUP BY host, cpus, "
+                                        "config ORDER BY 1 LIMIT 8")]
     conn.close()
     print("history: %s, %.0f MB: %d runs, %d lineages, %d samples" % (
         args.history, os.path.getsize(args.history) / 1e6, runs, lineages, samples))
@@ -48,6 +50,8 @@ def main(argv):
              ("trend, 1 lineage", "/trend?" + q([("name", name), ("run", lineage_last)])),
              ("trend, 2 lineages", "/trend?" + q([("name", name), ("run", lineage_last),
                                                   ("run", other)])),
+             ("trend, 8 lineages", "/trend?" + q([("name", name)]
+                                                 + [("run", r) for r in eight])),
              ("run", "/run/%d" % last),
              ("compare", "/compare?a=%d&b=%d" % (lineage_last - lineages, lineage_last)),
              ("scaling", "/scaling?" + q([("name", name)]))]

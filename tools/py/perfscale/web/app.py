@@ -34,6 +34,8 @@ from perfscale.results import io as results_io, names as results_names
 CHART_JS_DIR = "/usr/share/javascript/chart.js"  # Debian's libjs-chart.js (tools/setup)
 DEFAULT_DAYS = 14   # the fleet page's window: passed / regressed / silent over it
 MAX_POINTS = 800    # a trend series longer than this is downsampled (a screen's width)
+TOTAL_POINTS = 2400  # over all of a trend page's lineages: its data stays under 1 MB
+MAX_LINEAGES = 8    # on one trend page
 TOKEN_HEADER = "X-Perfscale-Token"
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -192,7 +194,9 @@ def trend_data(conn, name, lineage_runs):
         series.append({"lineage": _label(lineage), "host": lineage[0], "cpus": lineage[1],
                        "config": lineage[2], "runs": len(points),
                        "noise_floor": calibration.noise_floor if calibration else None,
-                       "points": downsample(points, keep), "kernels": kernels,
+                       "points": downsample(points, keep, min(
+                           MAX_POINTS, TOTAL_POINTS // len(lineage_runs))),
+                       "kernels": kernels,
                        "changepoints": steps, "counters": counters})
     return {"benchmark": name, "series": series}
 
@@ -341,7 +345,7 @@ def _routes(app):
         if not run_ids:
             flask.abort(400, "say which lineages: run=ID (any run of each lineage)")
         runs = []
-        for run_id in run_ids[:8]:
+        for run_id in run_ids[:MAX_LINEAGES]:
             run = _run_or_404(conn, run_id)
             if _lineage(run) not in [_lineage(r) for r in runs]:
                 runs.append(run)
