@@ -75,3 +75,27 @@ def test_the_read_only_server_cannot_write_the_history(small):
     assert response.status_code == 403 and b"read-only" in response.data
     assert client.get("/").status_code == 200
     assert "default-src 'none'" in client.get("/").headers["Content-Security-Policy"]
+
+
+def test_a_regression_marked_invalid_leaves_the_fleets_open_list(small, tmp_path):
+    import shutil
+    path = str(tmp_path / "copy.sqlite")
+    shutil.copy(small["path"], path)
+    token = "t" * 20
+    client = web_app.create_app(path, token).test_client()
+    lineage = small["lineages"][0]
+    stepped_run = small["runs"][lineage][18]
+
+    def open_count():
+        page = client.get("/?days=365").get_data(as_text=True)
+        return page.count('class="bench"')
+    before = open_count()
+    assert before >= 1
+    form = {"kind": "regression", "host": lineage[0], "cpus": lineage[1],
+            "config": lineage[2], "name": small["step"][1], "run_id": stepped_run,
+            "state": "invalid", "who": "carol", "why": "a synthetic step", "next": "/"}
+    assert client.post("/triage", data=dict(form, token="w" * 20)).status_code == 403
+    assert open_count() == before
+    response = client.post("/triage", data=form, headers={"X-Perfscale-Token": token})
+    assert response.status_code == 303
+    assert open_count() == before - 1
