@@ -99,3 +99,51 @@ def test_a_regression_marked_invalid_leaves_the_fleets_open_list(small, tmp_path
     response = client.post("/triage", data=form, headers={"X-Perfscale-Token": token})
     assert response.status_code == 303
     assert open_count() == before - 1
+
+
+def test_the_run_page_shows_the_profile_tops_where_recorded(tmp_path):
+    from test_profile_report import profiled_results
+    results = profiled_results(tmp_path)
+    path = str(tmp_path / "history.sqlite")
+    conn = history.open_history(path)
+    try:
+        run_id = history.record_run(conn, history.RunInfo.from_results(results, "ci", [], 10),
+                                    results, [], None)
+    finally:
+        conn.close()
+    page = web_app.create_app(path).test_client().get("/run/%d" % run_id)
+    text = page.get_data(as_text=True)
+    assert page.status_code == 200
+    assert "<h2>Profiles</h2>" in text and "smp_call_function_single" in text
+    assert "Headline figures" in text and "All benchmarks" in text
+
+
+def test_the_mail_lists_the_profile_deltas_and_the_counts_that_moved():
+    import copy
+    from perfscale.gate import stats as gate_stats
+    from perfscale.history import mail
+    from perfscale.results import io as results_io, names as results_names
+    from test_profile_report import PROFILE
+    name = PROFILE["benchmarks"][0]["name"]
+
+    def entries(scale, xcalls):
+        entry = results_io.Entry(name, results_names.parse_name(name), "ns",
+                                 [scale * (100 + i) for i in range(10)], [],
+                                 {"xcalls/op": [xcalls] * 10, "ipis_sent/op": [1.0] * 10})
+        return {name: entry}
+    head_profile = copy.deepcopy(PROFILE)
+    head_profile["benchmarks"][0]["symbols"][2]["self"] = 0.4
+    verdict = gate_stats.Verdict(name, gate_stats.SLOWER, 0.3, 0.001,
+                                 counters=[("xcalls/op", 2.0, 4.0)])
+    text = mail.regression_mail(("h", 2, "c"), "run 1", "run 2", [entries(1.0, 2.0)],
+                                [entries(1.3, 4.0)], [verdict],
+                                mail.reproduce_commands([name], 10, 1, "c", ["--quick"], "h.db"),
+                                base_profile=PROFILE, head_profile=head_profile)
+    lines = text.splitlines()
+    time_line = next(l for l in lines if l.endswith(name + ".real_time_ns"))
+    assert "+30.0%" in time_line
+    assert any(l.endswith(name + ".xcalls/op") and "+100.0%" in l for l in lines)
+    assert not any(l.endswith(".ipis_sent/op") for l in lines)  # did not move
+    delta = next(l for l in lines if l.endswith("llist_add_batch"))
+    assert "9.94%" in delta and "+30.06" in delta and "40.00%" in delta
+    assert "tools/perfscale nightly --history h.db --baseline 1 --config c -- --quick" in text
