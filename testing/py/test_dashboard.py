@@ -147,3 +147,20 @@ def test_the_mail_lists_the_profile_deltas_and_the_counts_that_moved():
     delta = next(l for l in lines if l.endswith("llist_add_batch"))
     assert "9.94%" in delta and "+30.06" in delta and "40.00%" in delta
     assert "tools/perfscale nightly --history h.db --baseline 1 --config c -- --quick" in text
+
+
+def test_compare_takes_two_kernels_of_a_lineage(small):
+    client = web_app.create_app(small["path"]).test_client()
+    lineage = small["lineages"][0]
+    runs = small["runs"][lineage]
+    page = client.get("/compare", query_string={
+        "run": runs[-1], "kernel_a": "6.1.0-27-amd64", "kernel_b": "6.1.0-28-amd64"})
+    text = page.get_data(as_text=True)
+    assert page.status_code == 200
+    # the latest complete run of each kernel: the night before the change, and the last
+    assert "Compare run %d → run %d" % (runs[14], runs[-1]) in text
+    assert "slower" in text and "xcalls/op 2" in text
+    missing = client.get("/compare", query_string={
+        "run": runs[-1], "kernel_a": "6.1.0-27-amd64", "kernel_b": "9.9"})
+    assert missing.status_code == 404
+    assert client.get("/compare?a=1").status_code == 400

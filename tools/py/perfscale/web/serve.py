@@ -54,6 +54,11 @@ def read_token(path):
     return token
 
 
+def _stop(_signum, _frame):
+    """SIGTERM ends serve_forever as Ctrl-C does, so the socket is closed on the way out."""
+    raise KeyboardInterrupt
+
+
 def main(argv):
     parser = argparse.ArgumentParser(
         prog="tools/perfscale serve",
@@ -89,7 +94,7 @@ def main(argv):
         print("perfscale serve: cannot listen on %s: %s" % (args.listen, err.strerror or err),
               file=sys.stderr)
         return 2
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
+    signal.signal(signal.SIGTERM, _stop)
     shown = "[%s]" % host if ":" in host else host
     print("perfscale serve: http://%s:%d/ (%s)" % (
         shown, server.server_port, "triage token set" if token else "read-only"), flush=True)
