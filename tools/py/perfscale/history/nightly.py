@@ -319,10 +319,10 @@ def _nightly(args, run_args, options, config, conn):
     for verdict in verdicts:
         print(verdict.line())
     page_paths = _write_report(conn, args, run_dir, run_id, info, results, baseline, verdicts)
-    if any(v.regression for v in verdicts):
+    history.mark_complete(conn, run_id)
+    if any(v.regression for v in verdicts):  # the run is whole whatever the mail does
         print("nightly: regression mail: %s" % _write_mail(
             args, run_args, run_dir, run_id, info, results, base_rows, base_runs, verdicts))
-    history.mark_complete(conn, run_id)
     print("nightly: run %d recorded in %s; report: %s" % (run_id, args.history, page_paths[0]))
     slower = [v.name for v in verdicts if v.regression]
     if baseline is None:
