@@ -13,7 +13,6 @@ point the tests look for. Nights are dated backwards from now, one a day.
 import argparse
 import datetime
 import os
-import sqlite3
 import sys
 
 import numpy

@@ -5,7 +5,7 @@ import json
 import pytest
 
 import synthetic_history
-from perfscale.history import store as history, triage, views
+from perfscale.history import store as history, triage
 from perfscale.web import app as web_app
 
 

@@ -8,12 +8,9 @@ Skips when Chromium, its driver or Selenium is missing (tools/setup test install
 
 import json
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
-import sys
-import time
 import urllib.error
 import urllib.parse
 import urllib.request

@@ -373,11 +373,10 @@ def _routes(app):
             item = triage.Item("regression", *_lineage(row), v["name"], run_id)
             verdicts.append({"row": v, "item": item, "state": _state_dict(states.get(item)),
                              "regression": v["verdict"] in views.REGRESSION_VERDICTS})
-        lineage_runs = views.runs_of(conn, *_lineage(row))
         # The page's sections are perfscale's own report, every text escaped by Page.
         return flask.render_template(
             "run.html", run=row, lineage=_label(_lineage(row)), verdicts=verdicts,
-            report_html=markupsafe.Markup(page.body_html()), lineage_runs=lineage_runs,
+            report_html=markupsafe.Markup(page.body_html()),
             baseline=history.get_run(conn, row["baseline_id"]) if row["baseline_id"]
             else None)
 
