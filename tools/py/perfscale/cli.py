@@ -9,7 +9,7 @@ import os
 import sys
 
 COMMANDS = ("run", "parity", "compare", "nightly", "plot", "report", "vm", "bisect",
-            "calibrate", "trials", "inject", "history", "db")
+            "calibrate", "trials", "inject", "history", "db", "serve")
 MODULES = {
     "run": "perfscale.run",
     "compare": "perfscale.gate.compare",
@@ -23,6 +23,7 @@ MODULES = {
     "report": "perfscale.plots.report",
     "vm": "perfscale.vm.qemu",
     "bisect": "perfscale.vm.bisect",
+    "serve": "perfscale.web.serve",
 }
 PARITY_FAMILIES = ("breakpoint", "event_open", "synthesize", "trace_overhead", "uprobe")
 
