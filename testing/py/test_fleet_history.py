@@ -350,3 +350,29 @@ def test_trials_take_a_private_sqlite_copy_of_a_server_history(lab, tmp_path):
         [row] = history.find_baselines(conn, results.host, results.cpus, "ci", 8)
         got = history.load_entries(conn, row["id"])
     assert {n: e.real_ns for n, e in got.items()} == {n: e.real_ns for n, e in expected.items()}
+
+
+def test_db_start_migrates_an_older_history_and_grants_its_new_tables(pg_server):
+    """A lab's history of schema 3 (before the triage tables): `db start` again migrates
+    it as the owner and grants the roles the new tables, so the dashboard's writer can
+    triage and its reader read."""
+    from perfscale.history import triage, views
+    running = db.start(pg_server["dir"])  # already running: nothing to start
+    urls = running["urls"]
+    with history.open_history(urls[db.OWNER]) as conn:
+        with conn.engine.transaction():
+            conn.engine.execute("DROP TABLE triage_log")
+            conn.engine.execute("DROP TABLE triage")
+            conn.engine.set_version(3)
+    with pytest.raises(history.HistoryError):  # the writer may not migrate
+        history.open_history(urls[db.WRITER]).close()
+    assert db.start(pg_server["dir"])["pid"] == running["pid"]  # the same server
+    item = triage.Item("regression", "lab-1", "5b25", 2, "ci", "BM_X", 1)
+    with history.open_history(urls[db.WRITER]) as conn:
+        assert conn.engine.version() == history.SCHEMA_VERSION == 4
+        triage.set_state(conn, item, "acknowledged", "alice", "known")
+    with history.open_history(urls[db.READER], read_only=True) as conn:
+        assert [r["state"] for r in views.rows(conn, "SELECT state FROM triage")] == [
+            "acknowledged"]
+        with pytest.raises(history.HistoryError):
+            triage.set_state(conn, item, "fixed", "bob", "a reader cannot")
