@@ -52,3 +52,49 @@ def wait_for(predicate, seconds):
             return True
         time.sleep(0.05)
     return predicate()
+
+
+def postgres_missing():
+    """Why the PostgreSQL tests cannot run here ('' when they can)."""
+    from perfscale.history import cluster as db
+    try:
+        import psycopg  # noqa: F401  (the driver the store's PostgreSQL engine needs)
+    except ImportError:
+        return ("psycopg 3 is not installed (tools/setup test installs python3-psycopg)")
+    if not os.path.exists(os.path.join(db.BIN, "pg_ctl")):
+        return "PostgreSQL 15 is not installed (tools/setup test installs postgresql-15)"
+    return ""
+
+
+@pytest.fixture(scope="module")
+def pg_server():
+    """A PostgreSQL cluster for one test module (`tools/perfscale db start`), stopped by
+    its PID at the module's end; each test makes its own database in it (pg_history)."""
+    import shutil
+    import tempfile
+    from perfscale.history import cluster as db
+    missing = postgres_missing()
+    if missing:
+        pytest.skip(missing)
+    parent = tempfile.mkdtemp(prefix="perfscale-pg-")
+    os.chmod(parent, 0o755)  # the server's user must reach its folder
+    directory = os.path.join(parent, "cluster")
+    state = db.start(directory)
+    old = os.environ.get("PGPASSFILE")
+    os.environ["PGPASSFILE"] = db.pgpass_path(directory)
+    try:
+        yield {"dir": directory, "pid": state["pid"]}
+    finally:
+        if old is None:
+            os.environ.pop("PGPASSFILE", None)
+        else:
+            os.environ["PGPASSFILE"] = old
+        pid = db.stop(directory)
+        assert pid is None or not alive(pid)
+        shutil.rmtree(parent)
+
+
+def pg_history(server, name):
+    """{role: url} of a new history database `name` in the cluster `server`, plus its dir."""
+    from perfscale.history import cluster as db
+    return dict(db.create_history(server["dir"], name), dir=server["dir"])

@@ -8,56 +8,22 @@ import shutil
 import signal
 import sqlite3
 import subprocess
-import tempfile
 
 import pytest
 
-from conftest import FAKE_RUN, REPO_ROOT, alive, data
+from conftest import FAKE_RUN, REPO_ROOT, alive, data, pg_history, postgres_missing
 from perfscale.history import cluster as db, identity, spool, store as history, transfer
 from perfscale.results import io as results_io
 
 PYTHON = os.path.join(REPO_ROOT, "tools", "py", "python")
 
-try:
-    import psycopg  # noqa: F401  (the driver the store's PostgreSQL engine needs)
-    HAVE_PSYCOPG = True
-except ImportError:
-    HAVE_PSYCOPG = False
-
-pytestmark = pytest.mark.skipif(
-    not os.path.exists(os.path.join(db.BIN, "pg_ctl")) or not HAVE_PSYCOPG,
-    reason="PostgreSQL 15 or psycopg 3 is not installed (tools/setup test installs "
-    "postgresql-15 and python3-psycopg)")
-
-
-@pytest.fixture(scope="module")
-def server():
-    """A cluster for this module; each test makes its own database in it."""
-    parent = tempfile.mkdtemp(prefix="perfscale-pg-")
-    os.chmod(parent, 0o755)  # the server's user must reach its folder
-    directory = os.path.join(parent, "cluster")
-    state = db.start(directory)
-    old = os.environ.get("PGPASSFILE")
-    os.environ["PGPASSFILE"] = db.pgpass_path(directory)
-    server.count = 0
-    try:
-        yield {"dir": directory, "pid": state["pid"]}
-    finally:
-        if old is None:
-            os.environ.pop("PGPASSFILE", None)
-        else:
-            os.environ["PGPASSFILE"] = old
-        pid = db.stop(directory)
-        assert pid is None or not alive(pid)
-        shutil.rmtree(parent)
+pytestmark = pytest.mark.skipif(bool(postgres_missing()), reason=postgres_missing() or "-")
 
 
 @pytest.fixture
-def lab(server, request):
+def lab(pg_server, request):
     """{role: url} of a new history for this test."""
-    name = "t_" + request.node.name.lower().replace("test_", "")[:40]
-    urls = db.create_history(server["dir"], name)
-    return dict(urls, dir=server["dir"])
+    return pg_history(pg_server, "t_" + request.node.name.lower().replace("test_", "")[:40])
 
 
 def _identity(i):
@@ -284,7 +250,12 @@ def test_an_older_sqlite_history_is_migrated_with_stable_run_keys(tmp_path, lab,
         assert len(set(keys)) == 2 and all(keys)
         assert history.find_baseline(conn, "h", 2, "ci")["id"] == 2
         assert history.load_calibration(conn, "h", 2, "ci")[("BM_A", "real_time")].mdc == 0.2
-    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == 3
+    migrated = sqlite3.connect(path)
+    assert migrated.execute("PRAGMA user_version").fetchone()[0] == history.SCHEMA_VERSION == 4
+    # Version 4: the dashboard's triage tables, empty.
+    assert migrated.execute("SELECT COUNT(*) FROM triage").fetchone()[0] == 0
+    assert migrated.execute("SELECT COUNT(*) FROM triage_log").fetchone()[0] == 0
+    migrated.close()
     assert cli("history", "import", "--history", lab[db.OWNER], path)[0] == 0
     assert sorted(r["run_key"] for r in _rows(lab[db.OWNER], "SELECT run_key FROM runs")) \
         == sorted(keys)
@@ -379,3 +350,29 @@ def test_trials_take_a_private_sqlite_copy_of_a_server_history(lab, tmp_path):
         [row] = history.find_baselines(conn, results.host, results.cpus, "ci", 8)
         got = history.load_entries(conn, row["id"])
     assert {n: e.real_ns for n, e in got.items()} == {n: e.real_ns for n, e in expected.items()}
+
+
+def test_db_start_migrates_an_older_history_and_grants_its_new_tables(pg_server):
+    """A lab's history of schema 3 (before the triage tables): `db start` again migrates
+    it as the owner and grants the roles the new tables, so the dashboard's writer can
+    triage and its reader read."""
+    from perfscale.history import triage, views
+    running = db.start(pg_server["dir"])  # already running: nothing to start
+    urls = running["urls"]
+    with history.open_history(urls[db.OWNER]) as conn:
+        with conn.engine.transaction():
+            conn.engine.execute("DROP TABLE triage_log")
+            conn.engine.execute("DROP TABLE triage")
+            conn.engine.set_version(3)
+    with pytest.raises(history.HistoryError):  # the writer may not migrate
+        history.open_history(urls[db.WRITER]).close()
+    assert db.start(pg_server["dir"])["pid"] == running["pid"]  # the same server
+    item = triage.Item("regression", "lab-1", "5b25", 2, "ci", "BM_X", 1)
+    with history.open_history(urls[db.WRITER]) as conn:
+        assert conn.engine.version() == history.SCHEMA_VERSION == 4
+        triage.set_state(conn, item, "acknowledged", "alice", "known")
+    with history.open_history(urls[db.READER], read_only=True) as conn:
+        assert [r["state"] for r in views.rows(conn, "SELECT state FROM triage")] == [
+            "acknowledged"]
+        with pytest.raises(history.HistoryError):
+            triage.set_state(conn, item, "fixed", "bob", "a reader cannot")

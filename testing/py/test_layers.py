@@ -22,7 +22,8 @@ LAYERS = (
     ("results", ("perfscale.results",)),      # Google Benchmark result files
     ("store", ("perfscale.history",)),        # the history database
     ("gate", ("perfscale.gate",)),            # statistics and the gate's judgement
-    ("pages", ("perfscale.plots",)),          # report pages and plots
+    ("pages", ("perfscale.plots",)),          # report pages, plots, the regression mail
+    ("web", ("perfscale.web",)),              # the dashboard application (serve)
     ("runner", ("perfscale.suite", "perfscale.vm", "perfscale.parity")),  # running things
     ("commands", ("perfscale.commands", "perfscale.cli")),  # main(argv) -> int each
 )

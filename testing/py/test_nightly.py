@@ -69,6 +69,10 @@ def test_induced_slowdown_fails_and_names_the_benchmarks(nightly):
     assert all((folder / ("trend-%s.png" % name.replace("/", "_").replace(":", "_"))).exists()
                for name in SLOWED)
     assert (folder / "nightly.html").exists() and (folder / "verdicts.json").exists()
+    mail = (folder / "regression-mail.txt").read_text()
+    assert "%stddev" in mail and "%change" in mail
+    assert all("%s.real_time_ns" % name in mail for name in SLOWED)
+    assert "tools/perfscale nightly --history" in mail and "--baseline 1" in mail
 
 
 def test_config_defaults_to_the_run_arguments(nightly):

@@ -34,6 +34,8 @@ COMMANDS = (
     ("history", "sync spooled runs, import SQLite histories and result files\n"
                 "(docs/fleet-history.md)"),
     ("db", "start|stop DIR: a local PostgreSQL for a lab's shared history"),
+    ("serve", "the dashboard over the history: fleet, trends, runs, compare, scaling,\n"
+              "change points and triage (docs/dashboard.md)"),
 )
 PARITY_FAMILIES = ("breakpoint", "event_open", "synthesize", "trace_overhead", "uprobe")
 

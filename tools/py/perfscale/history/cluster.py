@@ -116,6 +116,8 @@ def start(directory):
                 os.path.join(directory, "postgresql.log"), done.stdout[-2000:]))
     if fresh:
         _set_up(state)
+    else:  # a perfscale of a newer schema: migrate as the owner, grant the new tables
+        _upgrade(state, DATABASE)
     return {"port": state["port"], "pid": _pid(data),
             "urls": {r: url(state["port"], r) for r in (OWNER, WRITER, READER)}}
 
@@ -153,6 +155,14 @@ def _create(state, database):
     store.open_history(owner).close()  # the schema, created by its owner
     with psycopg.connect(owner, autocommit=True) as conn:
         grant(conn, WRITER, READER)
+
+
+def _upgrade(state, database):
+    import psycopg
+    owner = _owner_conninfo(state, database)
+    store.open_history(owner).close()
+    with psycopg.connect(owner, autocommit=True) as conn:
+        grant(conn, WRITER, READER)  # GRANT is idempotent: the same grants again are no-ops
 
 
 def create_history(directory, database):

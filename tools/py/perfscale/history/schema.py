@@ -10,7 +10,7 @@ Lineage: (host, machine, cpus, config). `machine` is the digest of the machine's
 mitigations or governor is another lineage. The kernel under test is not in it.
 """
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 RUNS = """
 CREATE TABLE runs (
@@ -75,7 +75,40 @@ CREATE TABLE calibration (
 );
 """
 
-CREATE = RUNS + CALIBRATION
+# Version 4: the dashboard's triage (perfscale.history.triage) of what it flags: each
+# regression the nightly found and each change point has a state, with who set it, when
+# and why; triage_log keeps every change (nothing is overwritten without a trace).
+TRIAGE = """
+CREATE TABLE triage (
+    kind TEXT NOT NULL,                 -- 'regression' or 'changepoint'
+    host TEXT NOT NULL,
+    machine TEXT NOT NULL DEFAULT '',
+    cpus INTEGER NOT NULL,
+    config TEXT NOT NULL,
+    name TEXT NOT NULL,                 -- the benchmark
+    run_id BIGINT NOT NULL,             -- the regressed run, or the first after the step
+    state TEXT NOT NULL,                -- new, acknowledged, invalid, fixed
+    who TEXT NOT NULL,
+    changed_at TEXT NOT NULL,           -- UTC, ISO 8601
+    why TEXT NOT NULL,
+    PRIMARY KEY (kind, host, machine, cpus, config, name, run_id)
+);
+CREATE TABLE triage_log (
+    kind TEXT NOT NULL,
+    host TEXT NOT NULL,
+    machine TEXT NOT NULL DEFAULT '',
+    cpus INTEGER NOT NULL,
+    config TEXT NOT NULL,
+    name TEXT NOT NULL,
+    run_id BIGINT NOT NULL,
+    state TEXT NOT NULL,
+    who TEXT NOT NULL,
+    changed_at TEXT NOT NULL,
+    why TEXT NOT NULL
+);
+"""
+
+CREATE = RUNS + CALIBRATION + TRIAGE
 
 # Version 2's calibration, keyed by hostname alone.
 CALIBRATION_V2 = """
@@ -89,7 +122,7 @@ CREATE TABLE calibration (
 
 # Migrations of SQLite files written by earlier perfscale versions: {from version:
 # statements to the next}. PostgreSQL histories start at version 3; a later version adds
-# its step here, for both engines. After the step from 2, the store fills the run keys
+# its step here, for both engines (version 3's step to 4: the triage tables). After the step from 2, the store fills the run keys
 # (store.run_key: Python, so both engines compute the same key).
 MIGRATIONS = {
     1: "ALTER TABLE runs ADD COLUMN complete INTEGER NOT NULL DEFAULT 1;"  # v1 runs were whole
@@ -111,6 +144,7 @@ CREATE INDEX runs_by_lineage ON runs(host, machine, cpus, config, id);
 CREATE INDEX runs_by_host ON runs(host, id);
 CREATE INDEX benchmarks_by_name ON benchmarks(name, run_id);
 """,
+    3: TRIAGE,
 }
 # After the version-2 step, the run keys are filled (store) and made unique here.
 AFTER_RUN_KEYS = "CREATE UNIQUE INDEX runs_by_key ON runs(run_key)"
@@ -123,9 +157,12 @@ GRANT SELECT, INSERT ON runs, benchmarks, samples, perfscale_schema TO {writer};
 GRANT UPDATE (complete) ON runs TO {writer};
 GRANT SELECT, INSERT, DELETE ON calibration TO {writer};
 GRANT USAGE ON SEQUENCE runs_id_seq TO {writer};
+GRANT SELECT, INSERT, UPDATE ON triage TO {writer};
+GRANT SELECT, INSERT ON triage_log TO {writer};
 """
 READER_GRANTS = """
-GRANT SELECT ON runs, benchmarks, samples, calibration, perfscale_schema TO {reader};
+GRANT SELECT ON runs, benchmarks, samples, calibration, perfscale_schema, triage,
+    triage_log TO {reader};
 """
 
 

@@ -274,11 +274,11 @@ def latest_of_other_machine(conn, host, cpus, config, machine):
         rows = conn.engine.execute(
             "SELECT * FROM runs WHERE host = ? AND cpus = ? AND config = ? AND machine <> ? "
             "ORDER BY id DESC LIMIT 1", (host, cpus, config, machine))
-    if not rows:
-        return None
-    mine = conn.engine.execute(
-        "SELECT id FROM runs WHERE " + _LINEAGE + " ORDER BY id DESC LIMIT 1",
-        (host, machine, cpus, config))
+        if not rows:
+            return None
+        mine = conn.engine.execute(
+            "SELECT id FROM runs WHERE " + _LINEAGE + " ORDER BY id DESC LIMIT 1",
+            (host, machine, cpus, config))
     return rows[0] if not mine or mine[0]["id"] < rows[0]["id"] else None
 
 

@@ -61,11 +61,19 @@ class Page:
 
     def html(self):
         e = html.escape
-        out = ["<!DOCTYPE html>", "<html><head><meta charset=\"utf-8\"><title>%s</title>"
-               % e(self.title), "<style>body{font-family:sans-serif;max-width:70em;margin:auto}"
-               "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;"
-               "text-align:left}pre{overflow-x:auto;font-size:80%}img{max-width:100%}"
-               "</style></head><body>", "<h1>%s</h1>" % e(self.title)]
+        return "\n".join([
+            "<!DOCTYPE html>", "<html><head><meta charset=\"utf-8\"><title>%s</title>"
+            % e(self.title), "<style>body{font-family:sans-serif;max-width:70em;margin:auto}"
+            "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;"
+            "text-align:left}pre{overflow-x:auto;font-size:80%}img{max-width:100%}"
+            "</style></head><body>", "<h1>%s</h1>" % e(self.title), self.body_html(),
+            "</body></html>"])
+
+    def body_html(self):
+        """The blocks as HTML without the document around them (every text escaped), for
+        a page that embeds them, as the dashboard's run page does."""
+        e = html.escape
+        out = []
         for block in self.blocks:
             kind = block[0]
             if kind == "heading":
@@ -84,7 +92,6 @@ class Page:
                            "</figure>" % (e(block[1]), e(block[2]), e(block[2])))
             elif kind == "pre":
                 out.append("<pre>%s</pre>" % e(block[1]))
-        out.append("</body></html>")
         return "\n".join(out)
 
     def write(self, stem):

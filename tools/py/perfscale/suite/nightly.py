@@ -335,6 +335,9 @@ def _judge_and_record(args, run_args, options, conn, named, run_dir, results, in
         print(verdict.line())
     page_paths = _write_report(conn, args, run_dir, run_id, info, results, baseline, verdicts)
     store.mark_complete(conn, run_id)
+    if any(v.regression for v in verdicts):  # the run is whole whatever the mail does
+        print("nightly: regression mail: %s" % _write_mail(
+            args, run_args, run_dir, run_id, info, results, base_rows, base_runs, verdicts))
     print("nightly: run %d recorded in %s; report: %s" % (run_id, conn.name, page_paths[0]))
     slower = [v.name for v in verdicts if v.regression]
     if baseline is None:
@@ -464,6 +467,46 @@ def _write_report(conn, args, run_dir, run_id, info, results, baseline, verdicts
                                   "regressions": [v.name for v in slower],
                                   "verdicts": [vars(v) for v in verdicts]}, indent=1))
     return page.write(os.path.join(run_dir, "nightly"))
+
+
+def _write_mail(args, run_args, run_dir, run_id, info, results, base_rows, base_runs,
+                verdicts):
+    """regression-mail.txt beside the report: the LKP-shaped text (plots/mail.py)."""
+    from perfscale.plots import mail
+    base = base_rows[0]
+    slower = [v.name for v in verdicts if v.regression]
+    text = mail.regression_mail(
+        (info.host, info.cpus, info.config),
+        "run%s %s (kernel %s, perfscale %s)" % (
+            "s" if len(base_rows) > 1 else "", ", ".join(str(r["id"]) for r in base_rows),
+            base["kernel_release"], base["perfscale_revision"]),
+        "run %d (kernel %s, perfscale %s)" % (run_id, info.context.get("kernel_release"),
+                                              info.context.get("perfscale_revision")),
+        base_runs, [results.entries], verdicts,
+        mail.reproduce_commands(slower, args.repetitions, base["id"], info.config, run_args,
+                                store.describe(args.history), _baseline_file_if_kept(base)),
+        base_profile=_profile_of(base["results_path"]), head_profile=_profile_of(results.source))
+    path = os.path.join(run_dir, "regression-mail.txt")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return path
+
+
+def _baseline_file_if_kept(base):
+    path = base["results_path"]
+    return path if path and os.path.isfile(path) else None
+
+
+def _profile_of(results_path):
+    """The --profile document of a results file, None when absent or unreadable (the
+    mail then goes without profile deltas)."""
+    from perfscale.results import profile
+    try:
+        results = io.load_results(results_path)
+        path = profile.find_profile(results)
+        return profile.load_profile(path) if path else None
+    except (io.ResultsError, profile.ProfileError, TypeError):
+        return None
 
 
 def _baseline_file(conn, baseline, run_dir):

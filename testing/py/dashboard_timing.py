@@ -1,0 +1,78 @@
+"""Server time of the dashboard's pages over a history, and a trend page's data size:
+the figures docs/measurements/2026-12-02-dashboard.md records.
+
+    tools/py/python testing/py/dashboard_timing.py HISTORY.sqlite [--repeat 5]
+
+Each page is requested through Flask's test client (the whole WSGI handling: queries,
+change points, templates; no network), the first time (cold: change points not yet
+cached in the process) and then --repeat times (warm); the median is printed.
+"""
+
+import argparse
+import os
+import re
+import sqlite3
+import statistics
+import sys
+import time
+import urllib.parse
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "tools", "py"))
+from perfscale.web import app as web_app  # noqa: E402
+
+
+def main(argv):
+    parser = argparse.ArgumentParser()
+    parser.add_argument("history")
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args(argv)
+    conn = sqlite3.connect("file:%s?mode=ro" % args.history, uri=True)
+    runs, lineages, samples = conn.execute(
+        "SELECT COUNT(*), COUNT(DISTINCT host || '/' || cpus || '/' || config), "
+        "(SELECT COUNT(*) FROM samples) FROM runs").fetchone()
+    last = conn.execute("SELECT MAX(id) FROM runs").fetchone()[0]
+    first_lineage = conn.execute("SELECT host, cpus, config FROM runs WHERE id = 1").fetchone()
+    lineage_last = conn.execute("SELECT MAX(id) FROM runs WHERE host = ? AND cpus = ? AND "
+                                "config = ?", first_lineage).fetchone()[0]
+    name = conn.execute("SELECT name FROM benchmarks WHERE run_id = 1 ORDER BY rowid "
+                        "LIMIT 1").fetchone()[0]
+    other = conn.execute("SELECT MAX(id) FROM runs WHERE NOT (host = ? AND cpus = ? AND "
+                         "config = ?)", first_lineage).fetchone()[0]
+    eight = [r[0] for r in conn.execute("SELECT MAX(id) FROM runs GROUP BY host, cpus, "
+                                        "config ORDER BY 1 LIMIT 8")]
+    conn.close()
+    print("history: %s, %.0f MB: %d runs, %d lineages, %d samples" % (
+        args.history, os.path.getsize(args.history) / 1e6, runs, lineages, samples))
+    client = web_app.create_app(args.history).test_client()
+    q = urllib.parse.urlencode
+    pages = [("fleet", "/"),
+             ("trend, 1 lineage", "/trend?" + q([("name", name), ("run", lineage_last)])),
+             ("trend, 2 lineages", "/trend?" + q([("name", name), ("run", lineage_last),
+                                                  ("run", other)])),
+             ("trend, 8 lineages", "/trend?" + q([("name", name)]
+                                                 + [("run", r) for r in eight])),
+             ("run", "/run/%d" % last),
+             ("compare", "/compare?a=%d&b=%d" % (lineage_last - lineages, lineage_last)),
+             ("scaling", "/scaling?" + q([("name", name)]))]
+    print("| page | cold (ms) | warm median of %d (ms) | page bytes | chart data bytes |"
+          % args.repeat)
+    print("|---|---|---|---|---|")
+    for label, url in pages:
+        times = []
+        for _ in range(args.repeat + 1):
+            start = time.perf_counter()
+            response = client.get(url)
+            times.append(1000 * (time.perf_counter() - start))
+            assert response.status_code == 200, (url, response.status_code)
+        body = response.get_data(as_text=True)
+        data = re.search(r'<script type="application/json" id="data">(.*?)</script>', body,
+                         re.S)
+        print("| %s | %.0f | %.0f | %d | %s |" % (
+            label, times[0], statistics.median(times[1:]), len(body.encode()),
+            len(data.group(1).encode()) if data else "-"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,169 @@
+"""The dashboard's pieces without a browser: triage states, downsampling, trend data."""
+
+import json
+
+import pytest
+
+import synthetic_history
+from perfscale.history import store as history, triage
+from perfscale.web import app as web_app
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("dash") / "history.sqlite")
+    built = synthetic_history.build(path, machines=2, nights=30, benchmarks=2, step_at=18,
+                                    judge=False)
+    built["path"] = path
+    return built
+
+
+def test_triage_stores_the_state_with_who_when_why_and_keeps_every_change(small):
+    conn = history.open_history(small["path"])
+    try:
+        item = triage.Item("regression", "machine-00", "5b25", 2, "--quick", "BM_X", 3)
+        triage.set_state(conn, item, "acknowledged", "alice", "seen")
+        triage.set_state(conn, item, "fixed", "bob", "reverted in 6.1.0-29")
+        state = triage.states(conn, "machine-00", "5b25", 2, "--quick")[item]
+        # Another machine identity is another lineage: none of its states.
+        assert item not in triage.states(conn, "machine-00", "", 2, "--quick")
+        assert (state["state"], state["who"], state["why"]) == ("fixed", "bob",
+                                                                "reverted in 6.1.0-29")
+        assert state["changed_at"].endswith("+00:00")
+        assert [r["state"] for r in triage.history_of(conn, item)] == ["acknowledged", "fixed"]
+        assert item in triage.closed(conn)
+        for bad in (dict(state="closed", who="a", why="b"), dict(state="fixed", who="", why="b"),
+                    dict(state="fixed", who="a", why=" "),
+                    dict(state="fixed", who="a" * 3000, why="b")):
+            with pytest.raises(triage.TriageError):
+                triage.set_state(conn, item, **bad)
+        with pytest.raises(triage.TriageError):
+            triage.set_state(conn, triage.Item("alert", "h", "", 1, "c", "n", 1), "new", "a", "b")
+        assert len(triage.history_of(conn, item)) == 2  # nothing stored by the refusals
+    finally:
+        conn.close()
+
+
+def test_downsampling_keeps_the_marked_points_and_real_runs():
+    points = [{"x": i, "y": float(i % 7), "run": i} for i in range(5000)]
+    keep = {17, 2500, 4999}
+    out = web_app.downsample(points, keep, limit=800)
+    assert 700 <= len(out) <= 800 + len(keep)
+    runs = [p["run"] for p in out]
+    assert runs == sorted(runs) and keep <= set(runs)
+    assert all(points[p["run"]] is p for p in out)  # every point drawn is a run's own
+    assert web_app.downsample(points[:100], set()) == points[:100]
+
+
+def test_trend_data_finds_the_step_and_stays_small(small):
+    app = web_app.create_app(small["path"])
+    lineage = small["lineages"][0]
+    run_id = small["runs"][lineage][-1]
+    with app.test_request_context():
+        conn = web_app._db()
+        data = web_app.trend_data(conn, small["step"][1], [history.get_run(conn, run_id)])
+    series = data["series"][0]
+    assert len(series["points"]) == 30
+    assert [abs(c["index"] - 18) <= 3 for c in series["changepoints"]] == [True]
+    assert series["changepoints"][0]["kernel_before"] == "6.1.0-28-amd64"
+    assert len(json.dumps(data)) < 1_000_000
+
+
+def test_the_read_only_server_cannot_write_the_history(small):
+    client = web_app.create_app(small["path"]).test_client()
+    response = client.post("/triage", data={"token": "x" * 20})
+    assert response.status_code == 403 and b"read-only" in response.data
+    assert client.get("/").status_code == 200
+    assert "default-src 'none'" in client.get("/").headers["Content-Security-Policy"]
+
+
+def test_a_regression_marked_invalid_leaves_the_fleets_open_list(small, tmp_path):
+    import shutil
+    path = str(tmp_path / "copy.sqlite")
+    shutil.copy(small["path"], path)
+    token = "t" * 20
+    client = web_app.create_app(path, token).test_client()
+    lineage = small["lineages"][0]
+    stepped_run = small["runs"][lineage][18]
+
+    def open_count():
+        page = client.get("/?days=365").get_data(as_text=True)
+        return page.count('class="bench"')
+    before = open_count()
+    assert before >= 1
+    conn = history.open_history(path, read_only=True)
+    machine = history.get_run(conn, stepped_run)["machine"]
+    conn.close()
+    form = {"kind": "regression", "host": lineage[0], "machine": machine, "cpus": lineage[1],
+            "config": lineage[2], "name": small["step"][1], "run_id": stepped_run,
+            "state": "invalid", "who": "carol", "why": "a synthetic step", "next": "/"}
+    assert client.post("/triage", data=dict(form, token="w" * 20)).status_code == 403
+    assert open_count() == before
+    response = client.post("/triage", data=form, headers={"X-Perfscale-Token": token})
+    assert response.status_code == 303
+    assert open_count() == before - 1
+
+
+def test_the_run_page_shows_the_profile_tops_where_recorded(tmp_path):
+    from test_profile_report import profiled_results
+    results = profiled_results(tmp_path)
+    path = str(tmp_path / "history.sqlite")
+    conn = history.open_history(path)
+    try:
+        run_id = history.record_run(conn, history.RunInfo.from_results(results, "ci", [], 10),
+                                    results, [], None)
+    finally:
+        conn.close()
+    page = web_app.create_app(path).test_client().get("/run/%d" % run_id)
+    text = page.get_data(as_text=True)
+    assert page.status_code == 200
+    assert "<h2>Profiles</h2>" in text and "smp_call_function_single" in text
+    assert "Headline figures" in text and "All benchmarks" in text
+
+
+def test_the_mail_lists_the_profile_deltas_and_the_counts_that_moved():
+    import copy
+    from perfscale.gate import stats as gate_stats
+    from perfscale.plots import mail
+    from perfscale.results import io as results_io, names as results_names
+    from test_profile_report import PROFILE
+    name = PROFILE["benchmarks"][0]["name"]
+
+    def entries(scale, xcalls):
+        entry = results_io.Entry(name, results_names.parse_name(name), "ns",
+                                 [scale * (100 + i) for i in range(10)], [],
+                                 {"xcalls/op": [xcalls] * 10, "ipis_sent/op": [1.0] * 10})
+        return {name: entry}
+    head_profile = copy.deepcopy(PROFILE)
+    head_profile["benchmarks"][0]["symbols"][2]["self"] = 0.4
+    verdict = gate_stats.Verdict(name, gate_stats.SLOWER, 0.3, 0.001,
+                                 counters=[("xcalls/op", 2.0, 4.0)])
+    text = mail.regression_mail(("h", 2, "c"), "run 1", "run 2", [entries(1.0, 2.0)],
+                                [entries(1.3, 4.0)], [verdict],
+                                mail.reproduce_commands([name], 10, 1, "c", ["--quick"], "h.db"),
+                                base_profile=PROFILE, head_profile=head_profile)
+    lines = text.splitlines()
+    time_line = next(l for l in lines if l.endswith(name + ".real_time_ns"))
+    assert "+30.0%" in time_line
+    assert any(l.endswith(name + ".xcalls/op") and "+100.0%" in l for l in lines)
+    assert not any(l.endswith(".ipis_sent/op") for l in lines)  # did not move
+    delta = next(l for l in lines if l.endswith("llist_add_batch"))
+    assert "9.94%" in delta and "+30.06" in delta and "40.00%" in delta
+    assert "tools/perfscale nightly --history h.db --baseline 1 --config c -- --quick" in text
+
+
+def test_compare_takes_two_kernels_of_a_lineage(small):
+    client = web_app.create_app(small["path"]).test_client()
+    lineage = small["lineages"][0]
+    runs = small["runs"][lineage]
+    page = client.get("/compare", query_string={
+        "run": runs[-1], "kernel_a": "6.1.0-27-amd64", "kernel_b": "6.1.0-28-amd64"})
+    text = page.get_data(as_text=True)
+    assert page.status_code == 200
+    # the latest complete run of each kernel: the night before the change, and the last
+    assert "Compare run %d → run %d" % (runs[14], runs[-1]) in text
+    assert "slower" in text and "xcalls/op 2" in text
+    missing = client.get("/compare", query_string={
+        "run": runs[-1], "kernel_a": "6.1.0-27-amd64", "kernel_b": "9.9"})
+    assert missing.status_code == 404
+    assert client.get("/compare?a=1").status_code == 400

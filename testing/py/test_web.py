@@ -1,0 +1,361 @@
+"""The dashboard (`tools/perfscale serve`) in a real browser: headless Chromium driven by
+Selenium against a server started on a free loopback port over a history built here.
+
+Screenshots of every page go to $PERFSCALE_WEB_ARTEFACTS (default: the test's temporary
+folder); the user guide's pictures (docs/images/dashboard-*.png) are copies of them.
+Skips when Chromium, its driver or Selenium is missing (tools/setup test installs them).
+"""
+
+import json
+import os
+import signal
+import subprocess
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import pytest
+
+from conftest import REPO_ROOT, pg_history
+import synthetic_history
+from perfscale.history import cluster as db, store as history, transfer, views
+
+webdriver = pytest.importorskip("selenium.webdriver")
+from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+TOKEN = "triage-token-for-the-browser-test"
+NIGHTS, STEP_AT = 30, 18
+
+pytestmark = pytest.mark.skipif(
+    not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)),
+    reason="needs chromium and chromium-driver (tools/setup test)")
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def built(tmp_path_factory, request):
+    """The synthetic history, in an SQLite file or, imported from one, in a PostgreSQL
+    database (the dashboard's queries run on both engines); "path" is what serve gets."""
+    path = tmp_path_factory.mktemp("web") / "history.sqlite"
+    built = synthetic_history.build(str(path), machines=4, nights=NIGHTS, benchmarks=3,
+                                    step_at=STEP_AT)
+    built["path"] = str(path)
+    if request.param == "postgresql":
+        server = request.getfixturevalue("pg_server")
+        urls = pg_history(server, "t_web")
+        with history.open_history(str(path), read_only=True) as source, \
+                history.open_history(urls[db.OWNER]) as dest:
+            transfer.copy_history(source, dest)
+        # The roles a lab gives them: triage needs only the writer's grants.
+        built["path"], built["reader"] = urls[db.WRITER], urls[db.READER]
+    return built
+
+
+class Server:
+    """`tools/perfscale serve` as a child on a free port; stopped by its PID."""
+
+    def __init__(self, history_path, token=None):
+        env = dict(os.environ)
+        env.pop("PERFSCALE_TRIAGE_TOKEN", None)
+        if token:
+            env["PERFSCALE_TRIAGE_TOKEN"] = token
+        self.proc = subprocess.Popen(
+            [os.path.join(REPO_ROOT, "tools", "py", "python"), "-m", "perfscale.cli", "serve",
+             "--history", history_path, "--listen", "127.0.0.1:0"], env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        line = self.proc.stdout.readline()
+        if "http://" not in line:
+            self.stop()
+            raise AssertionError("serve did not start: %r" % line)
+        self.url = line.split()[2].rstrip("/")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self.proc.stdout.close()
+
+
+@pytest.fixture(scope="module")
+def server(built):
+    srv = Server(built["path"], TOKEN)
+    yield srv
+    srv.stop()
+    assert srv.proc.returncode == 0
+
+
+@pytest.fixture(scope="module")
+def readonly(built):
+    srv = Server(built.get("reader", built["path"]))
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="module")
+def artefacts(tmp_path_factory):
+    path = os.environ.get("PERFSCALE_WEB_ARTEFACTS") or str(tmp_path_factory.mktemp("shots"))
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from selenium.webdriver.chrome.service import Service
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--window-size=1400,1000", "--no-first-run", "--disable-extensions"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    service = Service(CHROMEDRIVER)
+    driver = webdriver.Chrome(service=service, options=options)
+    driver_pid = service.process.pid
+    try:
+        yield driver
+    finally:
+        driver.quit()  # ends chromium, then its driver
+        if service.process is not None and service.process.poll() is None:
+            os.kill(driver_pid, signal.SIGTERM)
+
+
+def _console_errors(driver):
+    return [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+
+
+def _open(driver, url):
+    driver.get_log("browser")  # what an earlier page left
+    driver.get(url)
+    WebDriverWait(driver, 20).until(
+        lambda d: d.execute_script("return document.readyState") == "complete")
+
+
+def _chart(driver, canvas_id):
+    """(datasets, points per dataset, lit pixels) of the chart drawn on `canvas_id`."""
+    return driver.execute_script("""
+        const canvas = document.getElementById(arguments[0]);
+        const chart = Chart.getChart(canvas);
+        if (!chart) return null;
+        const ctx = canvas.getContext('2d');
+        const pixels = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
+        let lit = 0;
+        for (let i = 3; i < pixels.length; i += 4) if (pixels[i]) lit++;
+        return [chart.data.datasets.length, chart.data.datasets.map(d => d.data.length), lit];
+    """, canvas_id)
+
+
+def _page_data(driver):
+    return json.loads(driver.execute_script(
+        "return document.getElementById('data').textContent"))
+
+
+def _shoot(driver, artefacts, name):
+    path = os.path.join(artefacts, "dashboard-%s.png" % name)
+    driver.save_screenshot(path)
+    assert os.path.getsize(path) > 10000
+    return path
+
+
+def _pages(built, srv):
+    first = built["runs"][built["lineages"][0]]
+    lineage_runs = [runs[-1] for runs in built["runs"].values()]
+    name = built["step"][1]
+    return {
+        "fleet": srv.url + "/",
+        "trend": srv.url + "/trend?" + urllib.parse.urlencode(
+            [("name", name), ("run", lineage_runs[0]), ("run", lineage_runs[1])]),
+        "run": "%s/run/%d" % (srv.url, first[STEP_AT]),
+        "compare": "%s/compare?a=%d&b=%d" % (srv.url, first[STEP_AT - 1], first[STEP_AT]),
+        "scaling": srv.url + "/scaling?" + urllib.parse.urlencode([("name", name)]),
+    }
+
+
+def test_every_page_loads_without_a_console_error(built, server, browser, artefacts):
+    for page, url in _pages(built, server).items():
+        _open(browser, url)
+        assert browser.find_element(By.TAG_NAME, "h1").text, page
+        assert _console_errors(browser) == [], page
+        _shoot(browser, artefacts, page)
+        # Nothing is loaded from elsewhere: every script and stylesheet is the app's own.
+        sources = browser.execute_script(
+            "return Array.from(document.querySelectorAll('script[src],link[href]'))"
+            ".map(e => e.getAttribute('src') || e.getAttribute('href'))")
+        assert sources and all(s.startswith("/") and not s.startswith("//") for s in sources)
+
+
+def test_the_trend_draws_each_lineage_its_band_change_points_and_counts(built, server,
+                                                                         browser):
+    _open(browser, _pages(built, server)["trend"])
+    data = _page_data(browser)
+    assert len(data["series"]) == 2
+    expected = sum(1 + (2 if s["noise_floor"] is not None else 0) + (1 if s["changepoints"]
+                                                                     else 0)
+                   for s in data["series"])
+    datasets, sizes, lit = _chart(browser, "trend-chart")
+    assert datasets == expected and lit > 1000
+    assert NIGHTS in sizes  # every night of a lineage, not downsampled at this length
+    counts, _sizes, lit = _chart(browser, "counts-chart")
+    assert counts == sum(len(s["counters"]) for s in data["series"]) >= 2 * 3 and lit > 1000
+    stepped = data["series"][0]
+    assert [abs(c["index"] - STEP_AT) <= 3 for c in stepped["changepoints"]] == [True]
+    assert stepped["changepoints"][0]["change"] == pytest.approx(0.15, abs=0.05)
+    assert data["series"][1]["changepoints"] == []  # the same benchmark, no step there
+    assert [k["after"] for k in stepped["kernels"]] == ["6.1.0-28-amd64"]
+    assert "not the nightly's verdict" in browser.find_element(By.TAG_NAME, "main").text
+
+
+def test_clicking_a_point_opens_its_run(built, server, browser):
+    _open(browser, _pages(built, server)["trend"])
+    data = _page_data(browser)
+    series = data["series"][0]
+    index = next(i for i, d in enumerate(_chart_labels(browser))
+                 if d == series["lineage"])
+    k = 5
+    x, y, width, height = browser.execute_script("""
+        const canvas = document.getElementById('trend-chart');
+        const el = Chart.getChart(canvas).getDatasetMeta(arguments[0]).data[arguments[1]];
+        const box = canvas.getBoundingClientRect();
+        return [el.x, el.y, box.width, box.height];""", index, k)
+    ActionChains(browser).move_to_element_with_offset(
+        browser.find_element(By.ID, "trend-chart"), int(x - width / 2),
+        int(y - height / 2)).click().perform()
+    run_id = series["points"][k]["run"]
+    WebDriverWait(browser, 10).until(lambda d: d.current_url.endswith("/run/%d" % run_id))
+    assert browser.find_element(By.TAG_NAME, "h1").text == "Run %d" % run_id
+    assert _console_errors(browser) == []
+
+
+def _chart_labels(driver):
+    return driver.execute_script(
+        "return Chart.getChart(document.getElementById('trend-chart'))"
+        ".data.datasets.map(d => d.label)")
+
+
+def test_the_scaling_page_has_a_point_per_lineage_labelled_with_its_machine(built, server,
+                                                                            browser):
+    _open(browser, _pages(built, server)["scaling"])
+    data = _page_data(browser)
+    assert len(data["points"]) == len(built["lineages"])
+    datasets, sizes, lit = _chart(browser, "scaling-chart")
+    assert datasets == len({(h, c) for h, _cpus, c in built["lineages"]})
+    assert sum(sizes) == len(built["lineages"]) and lit > 1000
+
+
+def _triage_rows(target):
+    with history.open_history(target, read_only=True) as conn:
+        return [tuple(r.values()) for r in views.rows(
+            conn, "SELECT kind, name, run_id, state, who, why FROM triage ORDER BY changed_at")]
+
+
+def _fill(form, state, token):
+    select = form.find_element(By.NAME, "state")
+    for option in select.find_elements(By.TAG_NAME, "option"):
+        if option.text == state:
+            option.click()
+    form.find_element(By.NAME, "who").send_keys("alice")
+    form.find_element(By.NAME, "why").send_keys("known: <b>the</b> IPI batching")
+    form.find_element(By.NAME, "token").send_keys(token)
+    form.find_element(By.TAG_NAME, "button").click()
+
+
+def test_triage_is_refused_without_the_token_and_stored_with_it(built, server, readonly,
+                                                                browser):
+    before = _triage_rows(built["path"])
+    pages = _pages(built, server)
+    _open(browser, pages["trend"])
+    _fill(browser.find_element(By.CSS_SELECTOR, "table.changepoints form"), "acknowledged",
+          "not-the-token-at-all")
+    WebDriverWait(browser, 10).until(lambda d: "403" in d.find_element(By.TAG_NAME, "h1").text)
+    assert _triage_rows(built["path"]) == before
+    # The read-only server refuses even the right token, and shows no form.
+    _open(browser, _pages(built, readonly)["trend"])
+    assert browser.find_elements(By.CSS_SELECTOR, "form.triage-form") == []
+    request = urllib.request.Request(readonly.url + "/triage", method="POST", data=(
+        "kind=changepoint&host=x&cpus=1&config=c&name=n&run_id=1&state=fixed&who=a&why=b"
+        "&token=" + TOKEN).encode())
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code == 403
+    assert _triage_rows(built["path"]) == before
+    # With the token: stored, shown, and the change point's page says who and why.
+    _open(browser, pages["trend"])
+    _fill(browser.find_element(By.CSS_SELECTOR, "table.changepoints form"), "acknowledged",
+          TOKEN)
+    WebDriverWait(browser, 10).until(lambda d: "Trend" in d.find_element(By.TAG_NAME, "h1").text)
+    rows = _triage_rows(built["path"])
+    assert len(rows) == len(before) + 1
+    kind, name, _run, state, who, why = rows[-1]
+    assert (kind, name, state, who, why) == ("changepoint", built["step"][1], "acknowledged",
+                                             "alice", "known: <b>the</b> IPI batching")
+    text = browser.find_element(By.CSS_SELECTOR, "table.changepoints").text
+    assert "acknowledged" in text and "known: <b>the</b> IPI batching" in text
+    assert _console_errors(browser) == []
+
+
+def test_a_hostile_benchmark_name_is_shown_as_text(built, server, browser, artefacts):
+    hostile = synthetic_history.HOSTILE
+    url = server.url + "/trend?" + urllib.parse.urlencode(
+        [("name", hostile), ("run", built["runs"][built["lineages"][0]][-1])])
+    for page in (url, "%s/run/%d" % (server.url, built["runs"][built["lineages"][0]][-1]),
+                 server.url + "/scaling?" + urllib.parse.urlencode([("name", hostile)])):
+        _open(browser, page)
+        with pytest.raises(NoAlertPresentException):
+            browser.switch_to.alert.text
+        assert hostile in browser.find_element(By.TAG_NAME, "main").text
+        assert browser.execute_script("return document.querySelectorAll("
+                                      "'main script:not([type=\"application/json\"])').length") == 0
+        assert _console_errors(browser) == []
+    _open(browser, url)
+    assert browser.find_element(By.ID, "benchmark").text == hostile
+    _shoot(browser, artefacts, "hostile")
+
+
+def test_nothing_outside_the_application_is_served(server):
+    for path in ("/static/../app.py", "/static/%2e%2e/app.py", "/vendor/../../etc/passwd",
+                 "/static/../../history/store.py", "/etc/passwd"):
+        try:
+            with urllib.request.urlopen(server.url + path, timeout=10) as response:
+                status = response.status
+        except urllib.error.HTTPError as err:
+            status = err.code
+        assert status == 404, path
+    # A redirect after triage never leaves the application.
+    request = urllib.request.Request(server.url + "/triage", method="POST", data=(
+        "kind=regression&host=machine-00&cpus=2&config=--quick&name=x&run_id=1&state=new"
+        "&who=a&why=b&next=//elsewhere.invalid/&token=" + TOKEN).encode())
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *_args):
+            return None
+    with pytest.raises(urllib.error.HTTPError) as redirect:
+        urllib.request.build_opener(NoRedirect).open(request, timeout=10)
+    assert redirect.value.code == 303 and redirect.value.headers["Location"] == "/"
+
+
+def test_the_compare_page_exports_the_regression_mail(built, server):
+    pages = _pages(built, server)
+    url = pages["compare"].replace("/compare?", "/compare.txt?")
+    with urllib.request.urlopen(url, timeout=30) as response:
+        text = response.read().decode()
+    assert "%stddev" in text and "%change" in text
+    assert "%s.real_time_ns" % built["step"][1] in text
+    assert "%s.xcalls/op" % built["step"][1] in text  # the count that doubled
+    assert "tools/perfscale nightly --history" in text
+
+
+def test_serve_refuses_what_it_cannot_serve(tmp_path, cli):
+    code, _out, err = cli("serve", "--history", tmp_path / "missing.sqlite")
+    assert code == 2 and "no such history" in err
+    not_history = tmp_path / "notes.sqlite"
+    not_history.write_text("hello")
+    code, _out, err = cli("serve", "--history", not_history)
+    assert code == 2 and "not a usable history" in err
+    with pytest.raises(SystemExit) as usage:
+        cli("serve", "--history", not_history, "--listen", "8080")
+    assert usage.value.code == 2

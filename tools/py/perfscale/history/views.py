@@ -1,0 +1,158 @@
+"""The read queries of the dashboard (perfscale.web): fleet, trend, scaling, runs.
+
+Every query is plain SQL that SQLite and PostgreSQL both accept, with qmark (`?`)
+parameters only: no value is ever formatted into a query. An engine with another
+placeholder style rewrites `?` once, where it executes (store's engine layer).
+Rows come back as mappings (sqlite3.Row or a dict row factory).
+
+rows() and transaction() below are the one seam to the engine: `conn` is the store
+that store.open_history returns, used through its engine's execute and transaction, and
+engine errors become store.HistoryError (redacted for a server) as everywhere else.
+
+A lineage is (host, machine, cpus, config), as in the store: `machine` is the identity
+digest (perfscale.history.identity).
+"""
+
+import contextlib
+import json
+import statistics
+
+REGRESSION_VERDICTS = ("slower", "counts up")  # gate/stats.py SLOWER, COUNTS
+
+
+def rows(conn, query, params=()):
+    """Every row of `query` (qmark parameters), as mappings."""
+    with conn._errors():
+        return conn.engine.execute(query, tuple(params))
+
+
+def one(conn, query, params=()):
+    found = rows(conn, query, params)
+    return found[0] if found else None
+
+
+@contextlib.contextmanager
+def transaction(conn):
+    """One write transaction, committed on success and rolled back on any exception."""
+    with conn._errors(), conn.engine.transaction():
+        yield
+
+
+_all = rows
+# Each lineage's latest run id: a constant subquery, joined into the queries below.
+_LATEST = "SELECT MAX(id) AS id FROM runs GROUP BY host, machine, cpus, config"
+
+
+def lineages(conn, since):
+    """Every lineage with its last run and its nights since `since` (ISO UTC text):
+    [dict(host, machine, cpus, config, runs, last (row), passed, regressed, incomplete)]."""
+    rows = _all(conn,
+                "SELECT host, machine, cpus, config, COUNT(*) AS runs, MAX(id) AS last_id, "
+                "SUM(CASE WHEN recorded_at >= ? AND complete = 1 AND regressions = 0 "
+                "THEN 1 ELSE 0 END) AS passed, "
+                "SUM(CASE WHEN recorded_at >= ? AND complete = 1 AND regressions > 0 "
+                "THEN 1 ELSE 0 END) AS regressed, "
+                "SUM(CASE WHEN recorded_at >= ? AND complete = 0 THEN 1 ELSE 0 END) "
+                "AS incomplete "
+                "FROM runs GROUP BY host, machine, cpus, config "
+                "ORDER BY host, machine, cpus, config",
+                (since, since, since))
+    last = {r["id"]: r for r in _all(
+        conn, "SELECT r.id, r.recorded_at, r.kernel_release, r.regressions, r.complete "
+        "FROM runs r JOIN (" + _LATEST + ") m ON r.id = m.id")}
+    return [dict(host=r["host"], machine=r["machine"], cpus=r["cpus"], config=r["config"],
+                 runs=r["runs"],
+                 last=last[r["last_id"]], passed=r["passed"] or 0,
+                 regressed=r["regressed"] or 0, incomplete=r["incomplete"] or 0)
+            for r in rows]
+
+
+def lineage_list(conn):
+    """Every lineage and its latest run id: [row(host, machine, cpus, config, last_id)];
+    cheaper than lineages() (the runs index alone)."""
+    return _all(conn, "SELECT host, machine, cpus, config, MAX(id) AS last_id FROM runs "
+                "GROUP BY host, machine, cpus, config ORDER BY host, machine, cpus, config")
+
+
+def flagged(conn, host, machine, cpus, config, since):
+    """The lineage's benchmarks the nightly judged regressed since `since`:
+    [row(run_id, recorded_at, kernel_release, name, verdict, change)], newest first."""
+    return _all(conn,
+                "SELECT r.id AS run_id, r.recorded_at, r.kernel_release, b.name, b.verdict, "
+                "b.change FROM runs r JOIN benchmarks b ON b.run_id = r.id "
+                "WHERE r.host = ? AND r.machine = ? AND r.cpus = ? AND r.config = ? "
+                "AND r.recorded_at >= ? AND b.verdict IN (?, ?) ORDER BY r.id DESC, b.name",
+                (host, machine, cpus, config, since) + REGRESSION_VERDICTS)
+
+
+def runs_of(conn, host, machine, cpus, config):
+    """The lineage's runs, oldest first (id, recorded_at, kernel_release, regressions)."""
+    return _all(conn, "SELECT id, recorded_at, kernel_release, regressions, complete "
+                "FROM runs WHERE host = ? AND machine = ? AND cpus = ? AND config = ? "
+                "ORDER BY id", (host, machine, cpus, config))
+
+
+def benchmark_names(conn, run_id):
+    return [r["name"] for r in _all(conn, "SELECT name FROM benchmarks WHERE run_id = ? "
+                                    "ORDER BY name", (run_id,))]
+
+
+def trend(conn, name, host, machine, cpus, config):
+    """One benchmark over one lineage's runs, oldest first: [dict(run_id, recorded_at,
+    kernel, median_ns, counters, verdict)]."""
+    rows = _all(conn,
+                "SELECT r.id, r.recorded_at, r.kernel_release, b.counters, b.verdict "
+                "FROM runs r JOIN benchmarks b ON b.run_id = r.id AND b.name = ? "
+                "WHERE r.host = ? AND r.machine = ? AND r.cpus = ? AND r.config = ? "
+                "ORDER BY r.id", (name, host, machine, cpus, config))
+    samples = {}
+    for s in _all(conn,
+                  "SELECT s.run_id, s.real_ns FROM runs r JOIN samples s "
+                  "ON s.run_id = r.id AND s.name = ? "
+                  "WHERE r.host = ? AND r.machine = ? AND r.cpus = ? AND r.config = ?",
+                  (name, host, machine, cpus, config)):
+        samples.setdefault(s["run_id"], []).append(s["real_ns"])
+    return [dict(run_id=r["id"], recorded_at=r["recorded_at"], kernel=r["kernel_release"],
+                 median_ns=statistics.median(samples[r["id"]]) if r["id"] in samples
+                 else None, counters=json.loads(r["counters"]), verdict=r["verdict"])
+            for r in rows]
+
+
+def latest_names(conn):
+    """Every benchmark in some lineage's latest run, sorted."""
+    return [r["name"] for r in _all(
+        conn, "SELECT DISTINCT b.name FROM benchmarks b JOIN (" + _LATEST + ") m "
+        "ON b.run_id = m.id ORDER BY b.name")]
+
+
+def scaling(conn, name):
+    """The benchmark's figure in each lineage's latest run, where that run has it:
+    [dict(host, machine, cpus, config, run_id, recorded_at, kernel, median_ns, counters)]."""
+    rows = _all(conn,
+                "SELECT r.id, r.host, r.machine, r.cpus, r.config, r.recorded_at, "
+                "r.kernel_release, "
+                "b.counters FROM (" + _LATEST + ") m JOIN runs r ON r.id = m.id "
+                "JOIN benchmarks b ON b.run_id = r.id AND b.name = ? ORDER BY r.cpus, r.host",
+                (name,))
+    times = {}
+    for s in _all(conn, "SELECT s.run_id, s.real_ns FROM (" + _LATEST + ") m "
+                  "JOIN samples s ON s.run_id = m.id AND s.name = ?", (name,)):
+        times.setdefault(s["run_id"], []).append(s["real_ns"])
+    return [dict(host=r["host"], machine=r["machine"], cpus=r["cpus"], config=r["config"],
+                 run_id=r["id"],
+                 recorded_at=r["recorded_at"], kernel=r["kernel_release"],
+                 median_ns=statistics.median(times[r["id"]]) if r["id"] in times else None,
+                 counters=json.loads(r["counters"])) for r in rows]
+
+
+def verdicts(conn, run_id):
+    """The nightly's verdicts stored with the run: [row(name, verdict, change, pvalue)]."""
+    return _all(conn, "SELECT name, verdict, change, pvalue FROM benchmarks "
+                "WHERE run_id = ? ORDER BY name", (run_id,))
+
+
+def latest_run_of_kernel(conn, host, machine, cpus, config, kernel):
+    row = one(conn, "SELECT MAX(id) AS id FROM runs WHERE host = ? AND machine = ? AND "
+              "cpus = ? AND config = ? AND kernel_release = ? AND complete = 1",
+              (host, machine, cpus, config, kernel))
+    return row["id"] if row is not None else None

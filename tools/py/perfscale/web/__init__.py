@@ -1,0 +1,1 @@
+"""The dashboard over the nightly history (`tools/perfscale serve`)."""
