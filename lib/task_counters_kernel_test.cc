@@ -19,6 +19,7 @@
 #include "lib/perf_attr.h"
 #include "lib/perf_event.h"
 #include "lib/task_counters.h"
+#include "testing/common/process_state.h"
 
 namespace perfscale {
 namespace {
@@ -224,6 +225,53 @@ TEST_F(TaskCountersKernelTest, ContendedMmapLockShowsAsLockWaits) {
   ASSERT_TRUE(counts.ok()) << counts.status();
   EXPECT_GT(counts->lock_contended, 0u);
   EXPECT_GT(counts->lock_wait_ns, 0u);
+}
+
+// The keeper's events are bound to its waiting process alone: syscalls of the calling
+// thread and of a thread created afterwards (raw_syscalls:sys_enter, which every syscall
+// hits) count on a counter of the caller's, never on the keeper's.
+TEST_F(TaskCountersKernelTest, KeptTracepointEventsCountNoneOfTheOtherTasks) {
+  std::unique_ptr<TaskCounters> mine = TaskCounters::Open({.count_syscalls = true});
+  if (!mine->available(TaskCounter::kSyscalls)) GTEST_SKIP() << Sources(*mine);
+  absl::StatusOr<std::unique_ptr<TracepointKeepAlive>> kept =
+      TracepointKeepAlive::Open({"raw_syscalls:sys_enter", "no_such:tracepoint"});
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  ASSERT_EQ((*kept)->held(), std::vector<std::string>{"raw_syscalls:sys_enter"});
+  EXPECT_NE((*kept)->pid(), getpid());
+  ASSERT_TRUE(mine->Start().ok());
+  for (int i = 0; i < 1000; ++i) getppid();
+  std::thread later([] {
+    for (int i = 0; i < 1000; ++i) getppid();
+  });
+  later.join();
+  absl::StatusOr<TaskCounts> counts = mine->Stop();
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  EXPECT_GE(counts->syscalls, 2000u);
+  absl::StatusOr<std::vector<uint64_t>> kept_counts = (*kept)->Counts();
+  ASSERT_TRUE(kept_counts.ok()) << kept_counts.status();
+  ASSERT_EQ(kept_counts->size(), 1u);
+  // At most the waiting process's own three syscalls before it waits (two close_range,
+  // the read), if the event opened first; bound to the tasks measured here it would
+  // count 2000.
+  EXPECT_LE((*kept_counts)[0], 3u);
+}
+
+TEST_F(TaskCountersKernelTest, KeepAliveLeavesNoThreadOrEventBehind) {
+  absl::StatusOr<::perfscale::testing::ProcessState> before =
+      ::perfscale::testing::CaptureProcessState();
+  ASSERT_TRUE(before.ok()) << before.status();
+  const int before_perf_fds = ::perfscale::testing::CountPerfEventFds();
+  {
+    absl::StatusOr<std::unique_ptr<TracepointKeepAlive>> kept =
+        TracepointKeepAlive::Open(CountingTracepoints());
+    ASSERT_TRUE(kept.ok()) << kept.status();
+    EXPECT_EQ(::perfscale::testing::CountPerfEventFds(),
+              before_perf_fds + static_cast<int>((*kept)->held().size()));
+  }
+  absl::StatusOr<::perfscale::testing::ProcessState> after =
+      ::perfscale::testing::CaptureProcessStateSettled(*before);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(*after, *before);
 }
 
 }  // namespace

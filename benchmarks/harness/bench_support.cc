@@ -80,7 +80,15 @@ const char* AttributionName(Attribution mode) {
   return "?";
 }
 
-std::string CounterSourcesJson() {
+std::unique_ptr<TracepointKeepAlive> KeepCountingTracepoints() {
+  if (AttributionMode() != Attribution::kCountingPass) return nullptr;
+  absl::StatusOr<std::unique_ptr<TracepointKeepAlive>> kept =
+      TracepointKeepAlive::Open(CountingTracepoints());
+  if (!kept.ok() || (*kept)->held().empty()) return nullptr;
+  return *std::move(kept);
+}
+
+std::string CounterSourcesJson(const TracepointKeepAlive* kept) {
   std::string json = "{";
   auto add = [&json](absl::string_view name, absl::string_view source) {
     absl::StrAppend(&json, json.size() > 1 ? ", " : "", JsonString(name), ": ", JsonString(source));
@@ -91,8 +99,22 @@ std::string CounterSourcesJson() {
     const char* pass = mode == Attribution::kTimed ? " (during the timed iterations)"
                                                    : " (the counting pass)";
     for (const CounterSource& source : probe->sources()) {
+      std::string kept_here;  // the tracepoints of this source kept registered
+      if (kept != nullptr) {
+        for (const std::string& name : kept->held()) {
+          // By system ("lock:"): the sources write lock:contention_begin/end as one.
+          if (source.source.find(name.substr(0, name.find(':') + 1)) == std::string::npos) {
+            continue;
+          }
+          absl::StrAppend(&kept_here, kept_here.empty() ? "" : ", ", name);
+        }
+      }
+      if (!kept_here.empty()) {
+        kept_here = absl::StrCat("; ", kept_here,
+                                 " kept registered by an idle process of ours for the whole run");
+      }
       add(TaskCounterName(source.counter),
-          source.available ? absl::StrCat(source.source, pass)
+          source.available ? absl::StrCat(source.source, pass, kept_here)
                            : absl::StrCat("unavailable: ", source.source));
     }
   } else {

@@ -55,6 +55,7 @@
 #include "absl/status/status.h"
 #include "benchmark/benchmark.h"
 #include "lib/kernel_cost.h"
+#include "lib/task_counters.h"
 
 namespace perfscale {
 
@@ -71,10 +72,17 @@ enum class Attribution {
 Attribution AttributionMode();
 const char* AttributionName(Attribution mode);  // "off", "counting_pass", "timed"
 
+// With attribution counting_pass, keeps the counters' tracepoints registered with perf
+// for as long as the result lives (TracepointKeepAlive: an idle process of its own holds
+// one event per tracepoint), so a counting pass does not flip their static keys or wait
+// for RCU grace periods each row; main holds it around the benchmarks. nullptr in the
+// other modes, or where the process cannot start (the counting pass then pays them).
+std::unique_ptr<TracepointKeepAlive> KeepCountingTracepoints();
+
 // The run context's "counter_sources": a JSON object from each counter's name prefix
 // (ipis_sent, ..., ipis_system, sys_us) to where it came from (and from which pass), or
-// "unavailable: why".
-std::string CounterSourcesJson();
+// "unavailable: why"; `kept` (may be null) says which tracepoints were kept registered.
+std::string CounterSourcesJson(const TracepointKeepAlive* kept = nullptr);
 
 struct PassOptions {
   std::string unit = "op";        // the counters' unit: "<name>/<unit>"

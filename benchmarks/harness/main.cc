@@ -140,7 +140,11 @@ int main(int argc, char** argv) {
   for (const auto& [key, value] : perfscale::CollectMachineIdentity()) {
     benchmark::AddCustomContext(key, value);
   }
-  benchmark::AddCustomContext("counter_sources", perfscale::CounterSourcesJson());
+  // Opened before the first row so every row is timed alike, closed after the last.
+  std::unique_ptr<perfscale::TracepointKeepAlive> kept_tracepoints;
+  if (!list_only) kept_tracepoints = perfscale::KeepCountingTracepoints();
+  benchmark::AddCustomContext("counter_sources",
+                              perfscale::CounterSourcesJson(kept_tracepoints.get()));
   // How the counts were taken: "counting_pass" (timings untouched), "timed" or "off".
   benchmark::AddCustomContext("attribution",
                               perfscale::AttributionName(perfscale::AttributionMode()));
@@ -173,6 +177,7 @@ int main(int argc, char** argv) {
   }
   size_t matched = benchmark::RunSpecifiedBenchmarks(&planned_display, planned_file.get());
   injector.reset();  // the injected work stops with the benchmarks
+  kept_tracepoints.reset();
   perfscale::SetStartListener(nullptr);
   benchmark::Shutdown();
   if (matched == 0) {

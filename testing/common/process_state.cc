@@ -83,21 +83,39 @@ int CountPerfMappings() {
   return count;
 }
 
-int CountPerfEventFds() {
+namespace {
+
+// Calls `each` with every fd of this process that is a perf event; false when
+// /proc/self/fd cannot be read.
+template <typename Each>
+bool ForEachPerfEventFd(Each each) {
   DIR* dir = opendir("/proc/self/fd");
-  if (dir == nullptr) return -1;
-  int count = 0;
+  if (dir == nullptr) return false;
   while (dirent* entry = readdir(dir)) {
     char target[64] = {};
     std::string path = absl::StrCat("/proc/self/fd/", entry->d_name);
     ssize_t length = readlink(path.c_str(), target, sizeof(target) - 1);
-    if (length > 0 && absl::string_view(target, static_cast<size_t>(length)) ==
-                          "anon_inode:[perf_event]") {
-      ++count;
+    if (length > 0 &&
+        absl::string_view(target, static_cast<size_t>(length)) == "anon_inode:[perf_event]") {
+      each(std::atoi(entry->d_name));
     }
   }
   closedir(dir);
-  return count;
+  return true;
+}
+
+}  // namespace
+
+int CountPerfEventFds() {
+  int count = 0;
+  return ForEachPerfEventFd([&count](int) { ++count; }) ? count : -1;
+}
+
+std::vector<int> PerfEventFds() {
+  std::vector<int> fds;
+  ForEachPerfEventFd([&fds](int fd) { fds.push_back(fd); });
+  std::sort(fds.begin(), fds.end());
+  return fds;
 }
 
 std::string MakeTestDir(const std::string& name) {

@@ -64,6 +64,8 @@ int CountPerfMappings();
 // The perf events this process holds open (fds whose link is anon_inode:[perf_event]);
 // -1 when /proc/self/fd cannot be read.
 int CountPerfEventFds();
+// Their descriptors, sorted; empty also when /proc/self/fd cannot be read.
+std::vector<int> PerfEventFds();
 
 // What a component may leave in a directory: a fresh one under the test's temporary
 // directory ("<TEST_TMPDIR>/<name>-XXXXXX"), and how many entries one holds (-1: cannot
