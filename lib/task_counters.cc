@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -447,6 +448,7 @@ constexpr size_t kKeeperStackBytes = 64 * 1024;
 // the caller's memory (and so its libc state) but not its file table.
 __attribute__((no_sanitize("address", "thread", "undefined"))) int KeeperMain(void* arg) {
   const int read_fd = static_cast<int>(reinterpret_cast<intptr_t>(arg));
+  syscall(SYS_prctl, PR_SET_NAME, TracepointKeepAlive::kProcessName, 0ul, 0ul, 0ul);
   // Its copy of the caller's file table: keep only the pipe's read end, so it holds no
   // file open for the caller (and the pipe sees EOF when the caller closes its end).
   if (read_fd > 0) syscall(SYS_close_range, 0u, static_cast<unsigned>(read_fd - 1), 0u);

@@ -201,6 +201,10 @@ std::vector<std::string> CountingTracepoints();
 //   kept->reset();  // closes the events, then ends and reaps the process
 class TracepointKeepAlive {
  public:
+  // The waiting process's name (its comm, in ps and /proc), so that no one takes it for a
+  // second copy of the benchmark, and tests can tell it from a workload's processes.
+  static constexpr char kProcessName[] = "perfscale-keep";
+
   // Starts the process and opens what it can: a tracepoint that does not exist or is
   // refused is left out (held() says which are kept). An error only when the process
   // cannot be started.

@@ -15,9 +15,11 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/ascii.h"
 #include "benchmarks/synthesize/proc_status.h"
 #include "gtest/gtest.h"
 #include "lib/file_reader.h"
+#include "lib/task_counters.h"
 #include "testing/common/family_harness.h"
 
 namespace perfscale {
@@ -125,7 +127,12 @@ TEST(SynthesizeBinary, BadFlagsExitTwoNamingTheFlagAndLeaveNothing) {
   rmdir(dir.c_str());
 }
 
-// The pids whose parent is `parent`.
+bool IsTracepointKeeper(pid_t pid) {
+  absl::StatusOr<std::string> comm = ReadTextFile(absl::StrCat("/proc/", pid, "/comm"));
+  return comm.ok() && absl::StripAsciiWhitespace(*comm) == TracepointKeepAlive::kProcessName;
+}
+
+// The pids whose parent is `parent`, but for the tracepoint keep-alive (not the workload's).
 std::vector<pid_t> ChildrenOf(pid_t parent) {
   std::vector<pid_t> children;
   DIR* proc = opendir("/proc");
@@ -136,7 +143,9 @@ std::vector<pid_t> ChildrenOf(pid_t parent) {
     absl::StatusOr<std::string> text = ReadTextFile(absl::StrCat("/proc/", pid, "/status"));
     if (!text.ok()) continue;
     absl::StatusOr<ProcStatus> status = ParseProcStatus(*text);
-    if (status.ok() && status->ppid == parent) children.push_back(pid);
+    if (status.ok() && status->ppid == parent && !IsTracepointKeeper(pid)) {
+      children.push_back(pid);
+    }
   }
   closedir(proc);
   return children;
@@ -194,15 +203,17 @@ void ExpectNothingLeftAfter(int signal) {
   }
   // Google Benchmark calls the benchmark function again for each iteration-count probe,
   // so the tree alive at the signal may be a newer one than `tree`: whatever came to us
-  // must have been killed, and nothing may remain.
+  // must have been killed, and nothing may remain. The tracepoint keep-alive ends by
+  // itself when the benchmark's end of its pipe closes (exit 0), or was killed with it.
   auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   for (;;) {
     int orphan_status = 0;
     pid_t reaped = waitpid(-1, &orphan_status, WNOHANG);
     if (reaped < 0) break;  // ECHILD: nothing left
     if (reaped > 0) {
-      EXPECT_TRUE(WIFSIGNALED(orphan_status) && WTERMSIG(orphan_status) == SIGKILL)
-          << "pid " << reaped;
+      const bool ended = (WIFEXITED(orphan_status) && WEXITSTATUS(orphan_status) == 0) ||
+                         (WIFSIGNALED(orphan_status) && WTERMSIG(orphan_status) == SIGKILL);
+      EXPECT_TRUE(ended) << "pid " << reaped << " status " << orphan_status;
       continue;
     }
     ASSERT_LT(std::chrono::steady_clock::now(), until) << "a child of the benchmark survived";
