@@ -109,6 +109,8 @@ int main(int argc, char** argv) {
   // Read before Initialize takes Google Benchmark's flags out of argv; checked above.
   perfscale::PlanRequest request;
   request.min_time = std::atof(BenchmarkFlag(argc, argv, "benchmark_min_time", "0").c_str());
+  request.min_warmup_time =
+      std::atof(BenchmarkFlag(argc, argv, "benchmark_min_warmup_time", "0").c_str());
   request.repetitions = std::atoi(BenchmarkFlag(argc, argv, "benchmark_repetitions", "1").c_str());
   request.list_only = list_only;
   benchmark::Initialize(&argc, argv);  // exits after printing its help for --help

@@ -229,8 +229,8 @@ void SetStartListener(std::function<void(const std::string&)> listener) {
   StartListener() = std::move(listener);
 }
 
-std::map<std::string, double>& PlannedMinTimes() {
-  static auto* min_times = new std::map<std::string, double>;
+std::map<std::string, RunControl>& PlannedMinTimes() {
+  static auto* min_times = new std::map<std::string, RunControl>;
   return *min_times;
 }
 
@@ -241,7 +241,7 @@ RunControl& Current() {
 
 void NoteBenchmarkStarting(const std::string& name) {
   auto planned = PlannedMinTimes().find(name);
-  Current() = RunControl{name, planned != PlannedMinTimes().end() ? planned->second : -1};
+  Current() = planned != PlannedMinTimes().end() ? planned->second : RunControl{name, -1, false};
   if (StartListener()) StartListener()(name);
 }
 
@@ -374,12 +374,14 @@ absl::StatusOr<SuitePlan> PlanSuite(const PlanRequest& request) {
     if (WantsFixedIterations(cost)) {
       int64_t iterations = FixedIterations(cost, target);
       entry.benchmark->Iterations(iterations);
-      PlannedMinTimes()[entry.name] = 0;
+      PlannedMinTimes()[entry.name] =
+          RunControl{entry.name, 0, entry.mode == TimeMode::kManual, request.min_warmup_time};
       control = absl::StrCat("iterations:", iterations);
       ++fixed;
     } else {
       entry.benchmark->MinTime(target);
-      PlannedMinTimes()[entry.name] = target;
+      PlannedMinTimes()[entry.name] =
+          RunControl{entry.name, target, entry.mode == TimeMode::kManual, request.min_warmup_time};
       control = absl::StrFormat("min_time:%0.3f", target);
     }
     exact.push_back(EscapeRegex(absl::StrCat(entry.name, "/", control, TimeSuffix(entry.mode))));

@@ -69,6 +69,8 @@ void NoteBenchmarkStarting(const std::string& name);
 struct RunControl {
   std::string name;
   double min_time = -1;
+  bool manual_time = false;    // Google Benchmark measures the manual time, else real time
+  double min_warmup_time = 0;  // --benchmark_min_warmup_time: unreported calls first
 };
 const RunControl& CurrentRunControl();
 
@@ -100,10 +102,11 @@ struct SuitePlan {
 
 // What the command line asked for that shapes the plan.
 struct PlanRequest {
-  std::string filter;      // --benchmark_filter
-  double min_time = 0;     // --benchmark_min_time when given, else 0
-  int repetitions = 1;     // --benchmark_repetitions
-  bool list_only = false;  // --benchmark_list_tests: nothing runs, nothing is probed
+  std::string filter;          // --benchmark_filter
+  double min_time = 0;         // --benchmark_min_time when given, else 0
+  double min_warmup_time = 0;  // --benchmark_min_warmup_time when given, else 0
+  int repetitions = 1;         // --benchmark_repetitions
+  bool list_only = false;      // --benchmark_list_tests: nothing runs, nothing is probed
 };
 
 // Probes, estimates and applies the plan to every benchmark the filter selects
