@@ -72,13 +72,13 @@ absl::Status NotABoolean(absl::string_view text);
 
 // What --help says about a flag, and what ParseFlags needs to know.
 struct FlagInfo {
-  std::string name;          // without the dashes
-  std::string group;         // the family, or "suite" for the suite-wide flags
-  std::string help;          // what it is for
-  std::string values;        // what is allowed: "integers 0..64, as a list (0,4 or 1-8)"
-  std::string default_text;  // the default as --help and docs/flags.md state it
-  std::string quick_text;    // the default under --quick, when it differs
-  bool is_bool = false;      // `--name` alone means true
+  std::string name;               // without the dashes
+  std::string group;              // the family, or "suite" for the suite-wide flags
+  std::string help;               // what it is for
+  std::string values;             // what is allowed: "integers 0..64, as a list (0,4 or 1-8)"
+  std::string default_text;       // the default as --help and docs/flags.md state it
+  std::string quick_text;         // the default under --quick, when it differs
+  bool is_bool = false;           // `--name` alone means true
   std::vector<std::string> also;  // words a boolean flag takes besides booleans
 };
 

@@ -157,16 +157,16 @@ TEST_F(BreakpointBinaryTest, CountsFromTheCountingPassEqualThoseCountedWhileTime
   for (const char* mode : {"true", "timed"}) {
     SCOPED_TRACE(mode);
     BinaryRun run = RunFamilyBinary(
-        kBinary, {absl::StrCat("--attribution=", mode), "--breakpoint_breakpoints=1",
-                  "--breakpoint_parallelism=1", "--breakpoint_threads=2", "--breakpoint_repeat=2",
-                  "--breakpoint_passive=2", "--breakpoint_active=0",
-                  "--breakpoint_placement=other_cpus", "--benchmark_min_time=0.05",
-                  // Every repetition's row has its counts: the calls Google Benchmark
-                  // discards while it warms up (as the suite's repetitions ask) and sizes
-                  // the iterations are the only ones not counted.
-                  "--benchmark_min_warmup_time=0.02", "--benchmark_repetitions=2",
-                  "--benchmark_report_aggregates_only=false",
-                  "--benchmark_display_aggregates_only=false"});
+        kBinary,
+        {absl::StrCat("--attribution=", mode), "--breakpoint_breakpoints=1",
+         "--breakpoint_parallelism=1", "--breakpoint_threads=2", "--breakpoint_repeat=2",
+         "--breakpoint_passive=2", "--breakpoint_active=0", "--breakpoint_placement=other_cpus",
+         "--benchmark_min_time=0.05",
+         // Every repetition's row has its counts: the calls Google Benchmark
+         // discards while it warms up (as the suite's repetitions ask) and sizes
+         // the iterations are the only ones not counted.
+         "--benchmark_min_warmup_time=0.02", "--benchmark_repetitions=2",
+         "--benchmark_report_aggregates_only=false", "--benchmark_display_aggregates_only=false"});
     ASSERT_EQ(run.exit_code, 0) << run.err;
     ASSERT_TRUE(run.json.ok()) << run.json.status();
     ASSERT_TRUE(run.context.contains("attribution"));

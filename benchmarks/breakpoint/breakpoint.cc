@@ -238,8 +238,8 @@ void BM_BreakpointThread(benchmark::State& state, ThreadParams params) {
       // Say whose slots they are: the kernel's ENOSPC alone reads as a machine too small.
       absl::StatusOr<BreakpointSlots> slots = ProbeBreakpointSlots();
       if (slots.ok()) {
-        held = absl::ResourceExhaustedError(absl::StrCat(
-            params.breakpoints, " breakpoints needed, but ", slots->Describe()));
+        held = absl::ResourceExhaustedError(
+            absl::StrCat(params.breakpoints, " breakpoints needed, but ", slots->Describe()));
       }
     }
     if (pass.SkipIfError(held.status())) return;
@@ -251,8 +251,7 @@ void BM_BreakpointThread(benchmark::State& state, ThreadParams params) {
       if (pass.SkipIfError(churn.Run())) return;
     }
     double elapsed_us =
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-            .count();
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
     if (!pass.Stop()) return;
     double ops = static_cast<double>(pass.iterations()) * params.repeat * params.threads;
     pass.SetOps(ops);
@@ -306,8 +305,7 @@ void BM_BreakpointEnable(benchmark::State& state, EnableParams params) {
       if (pass.SkipIfError(disabled.ok() ? enabled : disabled)) return;
     }
     double elapsed_us =
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-            .count();
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
     if (!pass.Stop()) return;
     double ops = static_cast<double>(pass.iterations());
     pass.SetOps(ops);

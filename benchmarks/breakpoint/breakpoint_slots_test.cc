@@ -131,10 +131,10 @@ TEST_F(BreakpointSlotsTest, CpuWideBreakpointsHeldElsewhereAreInUseNotMissing) {
   EXPECT_EQ(slots->hardware, HardwareBreakpointSlots());
   EXPECT_EQ(slots->free, 1);
   EXPECT_EQ(slots->in_use(), taken);
-  EXPECT_NE(slots->Describe().find(absl::StrCat("the hardware has ", slots->hardware,
-                                                " breakpoint slots, ", taken,
-                                                " are in use elsewhere")),
-            std::string::npos)
+  EXPECT_NE(
+      slots->Describe().find(absl::StrCat("the hardware has ", slots->hardware,
+                                          " breakpoint slots, ", taken, " are in use elsewhere")),
+      std::string::npos)
       << slots->Describe();
 }
 

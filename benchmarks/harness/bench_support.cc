@@ -65,7 +65,8 @@ bool TimedAsked() { return attribution_flag.is_set() && attribution_flag.value()
 
 Attribution AttributionMode() {
   if (TimedAsked()) return Attribution::kTimed;
-  bool on = attribution_flag.is_set() ? attribution_flag.bool_value() : !KernelPredatesAttribution();
+  bool on =
+      attribution_flag.is_set() ? attribution_flag.bool_value() : !KernelPredatesAttribution();
   return on ? Attribution::kCountingPass : Attribution::kOff;
 }
 
@@ -97,8 +98,8 @@ std::string CounterSourcesJson(const TracepointKeepAlive* kept) {
   const Attribution mode = AttributionMode();
   if (mode != Attribution::kOff) {
     std::unique_ptr<TaskCounters> probe = TaskCounters::Open(CounterOptions());
-    const char* pass = mode == Attribution::kTimed ? " (during the timed iterations)"
-                                                   : " (the counting pass)";
+    const char* pass =
+        mode == Attribution::kTimed ? " (during the timed iterations)" : " (the counting pass)";
     for (const CounterSource& source : probe->sources()) {
       std::string kept_here;  // the tracepoints of this source kept registered
       if (kept != nullptr) {
@@ -114,9 +115,9 @@ std::string CounterSourcesJson(const TracepointKeepAlive* kept) {
         kept_here = absl::StrCat("; ", kept_here,
                                  " kept registered by an idle process of ours for the whole run");
       }
-      add(TaskCounterName(source.counter),
-          source.available ? absl::StrCat(source.source, pass, kept_here)
-                           : absl::StrCat("unavailable: ", source.source));
+      add(TaskCounterName(source.counter), source.available
+                                               ? absl::StrCat(source.source, pass, kept_here)
+                                               : absl::StrCat("unavailable: ", source.source));
     }
   } else {
     for (TaskCounter counter : kAllTaskCounters) {
@@ -298,9 +299,8 @@ void RunPasses(benchmark::State& state, const PassOptions& options, const PassBo
                       static_cast<int64_t>(state.iterations()))) {
     return;
   }
-  const int64_t iterations =
-      std::max<int64_t>(1, std::min<int64_t>(options.count_iterations,
-                                             static_cast<int64_t>(state.iterations())));
+  const int64_t iterations = std::max<int64_t>(
+      1, std::min<int64_t>(options.count_iterations, static_cast<int64_t>(state.iterations())));
   BenchmarkPass counting(state, options, /*counting=*/true, /*attribute=*/true, iterations);
   // Whatever the body writes in this pass, the row's own figures are the timed pass's.
   benchmark::UserCounters timed_counters = state.counters;
@@ -308,8 +308,8 @@ void RunPasses(benchmark::State& state, const PassOptions& options, const PassBo
   state.counters = std::move(timed_counters);
   if (state.error_occurred() || !counting.measured_) return;
   if (counting.cost_.tasks.has_value() && counting.meter_->task_counters() != nullptr) {
-    SetTaskCounters(state, *counting.cost_.tasks, *counting.meter_->task_counters(),
-                    counting.ops_, options.unit);
+    SetTaskCounters(state, *counting.cost_.tasks, *counting.meter_->task_counters(), counting.ops_,
+                    options.unit);
   }
 }
 

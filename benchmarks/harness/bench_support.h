@@ -161,8 +161,8 @@ class BenchmarkPass {
 
  private:
   friend void RunPasses(benchmark::State&, const PassOptions&, const PassBody&);
-  BenchmarkPass(benchmark::State& state, const PassOptions& options, bool counting,
-                bool attribute, int64_t count_iterations);
+  BenchmarkPass(benchmark::State& state, const PassOptions& options, bool counting, bool attribute,
+                int64_t count_iterations);
   benchmark::State& state_;
   const PassOptions& options_;
   const bool counting_;

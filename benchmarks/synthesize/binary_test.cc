@@ -13,9 +13,9 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/ascii.h"
 #include "benchmarks/synthesize/proc_status.h"
 #include "gtest/gtest.h"
 #include "lib/file_reader.h"

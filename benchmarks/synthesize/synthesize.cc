@@ -276,8 +276,8 @@ void BM_Synthesize(benchmark::State& state, Params params, Settings settings) {
     state.counters["bytes"] =
         benchmark::Counter(static_cast<double>(bytes), benchmark::Counter::kAvgIterations);
     // Not "skipped": in Google Benchmark's JSON that is a skipped benchmark.
-    state.counters["tasks_vanished"] = benchmark::Counter(static_cast<double>(tasks_vanished),
-                                                          benchmark::Counter::kAvgIterations);
+    state.counters["tasks_vanished"] =
+        benchmark::Counter(static_cast<double>(tasks_vanished), benchmark::Counter::kAvgIterations);
     state.counters["usecs/record"] = seconds * 1e6 / total;
     state.counters["records/s"] = benchmark::Counter(total, benchmark::Counter::kIsRate);
     state.counters["workers"] = workers_used;

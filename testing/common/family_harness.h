@@ -107,7 +107,7 @@ struct BenchmarkResult {
 struct BinaryRun : CommandResult {
   absl::StatusOr<nlohmann::json> json = absl::UnknownError("not parsed");
   nlohmann::json context = nlohmann::json::object();  // the JSON's "context"
-  std::vector<BenchmarkResult> benchmarks;  // in output order
+  std::vector<BenchmarkResult> benchmarks;            // in output order
   std::vector<std::string> names() const;
 };
 
