@@ -24,6 +24,8 @@ webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
+from selenium.webdriver.support import expected_conditions  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
@@ -227,7 +229,9 @@ def test_clicking_a_point_opens_its_run(built, server, browser):
         int(y - height / 2)).click().perform()
     run_id = series["points"][k]["run"]
     WebDriverWait(browser, 10).until(lambda d: d.current_url.endswith("/run/%d" % run_id))
-    assert browser.find_element(By.TAG_NAME, "h1").text == "Run %d" % run_id
+    # The URL changes when the navigation starts; the run's page may not be there yet.
+    WebDriverWait(browser, 20, ignored_exceptions=(StaleElementReferenceException,)).until(
+        lambda d: d.find_element(By.TAG_NAME, "h1").text == "Run %d" % run_id)
     assert _console_errors(browser) == []
 
 
@@ -253,7 +257,11 @@ def _triage_rows(target):
             conn, "SELECT kind, name, run_id, state, who, why FROM triage ORDER BY changed_at")]
 
 
-def _fill(form, state, token):
+def _submit_triage(driver, state, token, heading):
+    """Fills the first change point's triage form, sends it, and waits for the answer's page:
+    the page sent from must be gone first, since its heading may already read `heading`."""
+    page = driver.find_element(By.TAG_NAME, "html")
+    form = driver.find_element(By.CSS_SELECTOR, "table.changepoints form")
     select = form.find_element(By.NAME, "state")
     for option in select.find_elements(By.TAG_NAME, "option"):
         if option.text == state:
@@ -262,6 +270,9 @@ def _fill(form, state, token):
     form.find_element(By.NAME, "why").send_keys("known: <b>the</b> IPI batching")
     form.find_element(By.NAME, "token").send_keys(token)
     form.find_element(By.TAG_NAME, "button").click()
+    WebDriverWait(driver, 20).until(expected_conditions.staleness_of(page))
+    WebDriverWait(driver, 20, ignored_exceptions=(StaleElementReferenceException,)).until(
+        lambda d: heading in d.find_element(By.TAG_NAME, "h1").text)
 
 
 def test_triage_is_refused_without_the_token_and_stored_with_it(built, server, readonly,
@@ -269,9 +280,7 @@ def test_triage_is_refused_without_the_token_and_stored_with_it(built, server, r
     before = _triage_rows(built["path"])
     pages = _pages(built, server)
     _open(browser, pages["trend"])
-    _fill(browser.find_element(By.CSS_SELECTOR, "table.changepoints form"), "acknowledged",
-          "not-the-token-at-all")
-    WebDriverWait(browser, 10).until(lambda d: "403" in d.find_element(By.TAG_NAME, "h1").text)
+    _submit_triage(browser, "acknowledged", "not-the-token-at-all", "403")
     assert _triage_rows(built["path"]) == before
     # The read-only server refuses even the right token, and shows no form.
     _open(browser, _pages(built, readonly)["trend"])
@@ -285,9 +294,7 @@ def test_triage_is_refused_without_the_token_and_stored_with_it(built, server, r
     assert _triage_rows(built["path"]) == before
     # With the token: stored, shown, and the change point's page says who and why.
     _open(browser, pages["trend"])
-    _fill(browser.find_element(By.CSS_SELECTOR, "table.changepoints form"), "acknowledged",
-          TOKEN)
-    WebDriverWait(browser, 10).until(lambda d: "Trend" in d.find_element(By.TAG_NAME, "h1").text)
+    _submit_triage(browser, "acknowledged", TOKEN, "Trend")
     rows = _triage_rows(built["path"])
     assert len(rows) == len(before) + 1
     kind, name, _run, state, who, why = rows[-1]
