@@ -144,7 +144,7 @@ TEST_F(BreakpointBinaryTest, ProfileNamesTheKernelPathOfTheToggle) {
   EXPECT_GT(ioctl_children, 0.5) << *text;
 }
 
-// Issue 28: the default run times with no perf event of ours and counts in a pass of its
+// The default run times with no perf event of ours and counts in a pass of its
 // own; the counts equal those of the old way (--attribution=timed, counted while timed):
 // toggling a breakpoint that 2 blocked threads on the other CPU inherited is 2 function
 // calls per disable and per enable, 4 per op either way. Thread churn has counts too.

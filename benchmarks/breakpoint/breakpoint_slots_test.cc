@@ -102,7 +102,7 @@ TEST_F(BreakpointSlotsTest, AllSlotsHeldSaysSoNotAMachineWithoutSlots) {
   EXPECT_EQ(slots->in_use(), slots->hardware);
 }
 
-// Issue 33, item 1: before, with 3 of 4 slots held CPU-wide, the probe said "this machine
+// A probe that counted free slots as the hardware's said, with 3 of 4 held CPU-wide, "this machine
 // has 1 hardware breakpoint slots", and the breakpoint family dropped its rows above 1.
 // The kernel counts CPU-wide breakpoints against every task whoever opened them, so this
 // process holding them stands for another one (testing/hostile does it from another).

@@ -5,7 +5,8 @@
 // counters of lib/task_counters.h are perf events inherited by the benchmark's tasks:
 // every context switch, cross-CPU call and thread creation of a counted task also runs
 // perf's hooks, so a timing taken with them on times the instrument too (+36% on the
-// breakpoint toggle, issue 28). RunPasses therefore runs a family's body twice:
+// breakpoint toggle, docs/measurements/2026-12-02-counting-pass.md). RunPasses therefore runs a
+// family's body twice:
 //   1. the timed pass: Google Benchmark's iterations, no perf event of ours attached;
 //      ipis_system/<unit> and sys_us/<unit> (/proc/interrupts and getrusage, no perf
 //      event) come from here;
