@@ -220,6 +220,79 @@ def test_an_unreachable_server_the_nightly_still_runs_unjudged_and_exits_2(
     assert len(spool.pending(str(tmp_path / "spool"))) == 1
 
 
+@pytest.fixture
+def silent_server():
+    """The port of a TCP server that accepts connections and never answers (a server lost
+    behind a network cut looks so to a client that has just connected), closed at the end."""
+    import socket
+    import threading
+    listener = socket.create_server(("127.0.0.1", 0))
+    held, stop = [], threading.Event()
+
+    def accept():
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                return
+    thread = threading.Thread(target=accept)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        stop.set()
+        listener.shutdown(socket.SHUT_RDWR)
+        listener.close()
+        thread.join()
+        for conn in held:
+            conn.close()
+        assert held  # the nightly did reach it
+
+
+def test_a_server_that_never_answers_ends_the_nightly_in_its_spool(silent_server, tmp_path):
+    # No connect_timeout in the URL: perfscale's own bound applies (nothing else would
+    # stop the wait), and the nightly spools its run as for a server that is down.
+    target = "postgresql://perfscale_writer@127.0.0.1:%d/perfscale" % silent_server
+    nightly = subprocess.run(
+        [PYTHON, "-m", "perfscale.cli", "nightly", "--history", target, "--report-dir",
+         str(tmp_path / "n"), "--spool", str(tmp_path / "spool"), "--no-plots", "--config",
+         "ci", "--", "--", "--fixture=base.json"], cwd=REPO_ROOT, capture_output=True,
+        text=True, timeout=120, env=dict(os.environ, PERFSCALE_BINARY=FAKE_RUN,
+                                         PERFSCALE_COMPARE_PY=str(tmp_path / "none.py")))
+    assert nightly.returncode == 2, nightly.stdout + nightly.stderr
+    [line] = [l for l in nightly.stderr.splitlines()
+              if l.startswith("nightly: history unreachable")]
+    assert "timeout" in line and "running unjudged" in line, line
+    assert len(spool.pending(str(tmp_path / "spool"))) == 1
+
+
+def test_connections_are_bounded_unless_the_user_bounds_them(tmp_path):
+    from perfscale.history import postgres_engine as pg
+    url = "postgresql://w@db.lab/perfscale"
+    assert pg.connection_settings(url, {}) == pg.CONNECTION_DEFAULTS
+    # The user's own values win, wherever libpq would find them.
+    mine = pg.connection_settings(url + "?keepalives_idle=5&connect_timeout=3", {})
+    assert "keepalives_idle" not in mine and "connect_timeout" not in mine
+    assert mine["keepalives_count"] == pg.CONNECTION_DEFAULTS["keepalives_count"]
+    assert pg.connection_settings(url, {"PGCONNECT_TIMEOUT": "4"})["connect_timeout"] == "4"
+    services = tmp_path / "services.conf"
+    services.write_text("[other]\nconnect_timeout=99\n\n# the lab's\n[lab]\n"
+                        "host=db.lab\nconnect_timeout = 7\ntcp_user_timeout=5000\n")
+    for target, environ in (("service=lab", {"PGSERVICEFILE": str(services)}),
+                            ("postgresql:///perfscale",
+                             {"PGSERVICEFILE": str(services), "PGSERVICE": "lab"})):
+        settings = pg.connection_settings(target, environ)
+        # psycopg reads connect_timeout only from the string: the service's is passed on;
+        # libpq reads the rest of the service itself.
+        assert settings["connect_timeout"] == "7" and "tcp_user_timeout" not in settings
+        assert settings["keepalives_idle"] == pg.CONNECTION_DEFAULTS["keepalives_idle"]
+    # A service only in the system's file, as libpq looks there after the user's.
+    (tmp_path / "pg_service.conf").write_text("[lab]\nkeepalives_idle=1\n")
+    settings = pg.connection_settings("service=lab", {"PGSERVICEFILE": str(tmp_path / "x"),
+                                                      "PGSYSCONFDIR": str(tmp_path)})
+    assert "keepalives_idle" not in settings and settings["connect_timeout"] == "10"
+
+
 def test_a_newer_schema_is_refused_naming_both_versions(lab, cli, tmp_path):
     import psycopg
     with psycopg.connect(lab[db.OWNER], autocommit=True) as conn:

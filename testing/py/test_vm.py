@@ -9,6 +9,7 @@ why, only where QEMU cannot run at all.
 """
 
 import gzip
+import hashlib
 import json
 import os
 import re
@@ -23,6 +24,7 @@ from perfscale.plots import cpus as plot_cpus
 from perfscale.results import io as results_io
 from perfscale.commands import bisect
 from perfscale.gate import comparability
+from perfscale.history import identity
 from perfscale.vm import initramfs, kernel, qemu as vm
 
 PERFSCALE = os.path.join(REPO_ROOT, "tools", "perfscale")
@@ -72,6 +74,9 @@ def test_init_quotes_arguments_and_reports_the_exit_code():
     assert "'/perfscale/all' '--benchmark_filter=a'\\''b c'" in script
     assert "mount -t tracefs" in script and "mount -t debugfs" in script
     assert '"%s $rc"' % initramfs.END in script
+    # A kernel that carries its config sends it home with the results.
+    assert "cat /proc/config.gz >%s/%s" % (initramfs.GUEST_OUT_DIR, initramfs.KERNEL_CONFIG) \
+        in script
 
 
 def test_results_are_decoded_from_the_port_and_truncation_is_said():
@@ -101,6 +106,52 @@ def test_output_files_point_into_the_guest():
                        "1-r.json.profile.json": ("--profile_out=", "/host/r.json.profile.json")}
     assert flags == ["--a", "--benchmark_out=/tmp/out/0-r.json",
                      "--profile_out=/tmp/out/1-r.json.profile.json"]
+
+
+def guest_context(vmlinuz, machine, carried=None, **context):
+    with open(data("base.json")) as f:
+        document = json.load(f)
+    document["context"].update(context)
+    return json.loads(vm.guest_results(json.dumps(document).encode(), machine, str(vmlinuz),
+                                       "debian:6.12-cloud", "tcg", 2, carried))["context"]
+
+
+def test_a_guests_run_records_its_kernels_config_and_its_hosts_identity(tmp_path):
+    # The guest has no /boot: the digest comes from the kernel package's boot/ folder
+    # beside the vmlinuz it booted, by the function that digests this machine's config.
+    release = "6.12.9+deb12-cloud-amd64"
+    boot = tmp_path / "linux-image" / "boot"
+    boot.mkdir(parents=True)
+    (boot / ("vmlinuz-" + release)).write_bytes(b"kernel")
+    (boot / ("config-" + release)).write_text("CONFIG_PERF_EVENTS=y\n")
+    vmlinuz = boot / ("vmlinuz-" + release)
+    guest = dict(kernel_release=release, host_name="vm-on-lab", kernel_cmdline="console=ttyS0",
+                 machine_cpu_model="QEMU TCG CPU version 2.5+")
+    real_clock = vm.Machine("debian:6.12-cloud", 2)
+    context = guest_context(vmlinuz, real_clock, **guest)
+    assert context["kernel_config_sha256"] == hashlib.sha256(
+        b"CONFIG_PERF_EVENTS=y\n").hexdigest()
+    assert context["kernel_cmdline"] == "console=ttyS0"  # the guest's own, kept
+    # The config the kernel carries (/proc/config.gz, sent home) is the one it runs.
+    carried = guest_context(vmlinuz, real_clock, gzip.compress(b"CONFIG_X=y\n"), **guest)
+    assert carried["kernel_config_sha256"] == hashlib.sha256(b"CONFIG_X=y\n").hexdigest()
+    other = guest_context(vmlinuz, real_clock, **dict(guest, kernel_release="6.1.0-9-amd64"))
+    assert other["kernel_config_sha256"] == "unknown"
+    # On the real clock the guest runs at its host's pace: the host is in its identity, so
+    # the same guest on another host is another lineage, and the nightly names why.
+    here = identity.collect()
+    assert context["machine_cpu_model"] == "QEMU TCG CPU version 2.5+"
+    assert context["machine_host_cpu_model"] == here["machine_cpu_model"]
+    assert context["machine_host_mitigations"] == here["machine_mitigations"]
+    moved = dict(context, machine_host_microcode="0xdead")
+    assert identity.digest(moved) != identity.digest(context)
+    assert identity.changes(context, moved) == [
+        "host's microcode: %s -> 0xdead" % context["machine_host_microcode"]]
+    # The instruction clock's figures are the same on every host: its lineage spans them.
+    counted = guest_context(vmlinuz, vm.Machine("debian:6.12-cloud", 2, clock="instructions"),
+                            **guest)
+    assert not [k for k in counted if k.startswith("machine_host_")]
+    assert counted["kernel_config_sha256"] == context["kernel_config_sha256"]
 
 
 def test_debian_names_pick_a_package(monkeypatch):

@@ -132,9 +132,9 @@ def _write_pgpass(directory, state):
 
 def _set_up(state):
     """The two roles, then the database with its schema and grants."""
-    import psycopg
     from psycopg import sql
-    with psycopg.connect(_owner_conninfo(state, "postgres"), autocommit=True) as conn:
+    from perfscale.history import postgres_engine
+    with postgres_engine.connect(_owner_conninfo(state, "postgres"), autocommit=True) as conn:
         for role in (WRITER, READER):
             conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
                 sql.Identifier(role), sql.Literal(state["passwords"][role])))
@@ -147,21 +147,21 @@ def _owner_conninfo(state, database):
 
 
 def _create(state, database):
-    import psycopg
     from psycopg import sql
-    with psycopg.connect(_owner_conninfo(state, "postgres"), autocommit=True) as conn:
+    from perfscale.history import postgres_engine
+    with postgres_engine.connect(_owner_conninfo(state, "postgres"), autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
     owner = _owner_conninfo(state, database)
     store.open_history(owner).close()  # the schema, created by its owner
-    with psycopg.connect(owner, autocommit=True) as conn:
+    with postgres_engine.connect(owner, autocommit=True) as conn:
         grant(conn, WRITER, READER)
 
 
 def _upgrade(state, database):
-    import psycopg
+    from perfscale.history import postgres_engine
     owner = _owner_conninfo(state, database)
     store.open_history(owner).close()
-    with psycopg.connect(owner, autocommit=True) as conn:
+    with postgres_engine.connect(owner, autocommit=True) as conn:
         grant(conn, WRITER, READER)  # GRANT is idempotent: the same grants again are no-ops
 
 

@@ -5,7 +5,9 @@ memory, frequency governor and boost, the mitigations in
 /sys/devices/system/cpu/vulnerabilities, and the kernel's build string (uname -v), command
 line and config digest. The benchmark binary writes the same fields (but the config
 digest) into its context where it runs (benchmarks/harness/machine_identity.cc: in a
-guest, the guest's); perfscale.suite.runner adds what is missing after a run on this machine.
+guest, the guest's); perfscale.suite.runner adds what is missing after a run on this machine,
+and perfscale.vm.qemu after a guest's run: the guest kernel's config digest, and for a
+guest on the real clock its host's identity (`as_host`).
 
 A lineage's `machine` is the digest of the machine_* fields only: the kernel under test
 (kernel_*, kernel_release) stays inside a lineage, since judging kernels is the point.
@@ -16,8 +18,11 @@ import gzip
 import hashlib
 import json
 import os
+import zlib
 
 PREFIX = "machine_"
+# A guest's host's identity, inside the guest's (machine_host_cpu_model, ...).
+HOST = "host_"
 # Memory rounded to this (KiB): MemTotal moves by a few MiB between kernels, which
 # reserve different amounts; a machine with another DIMM moves by GiBs.
 _MEM_ROUND_KIB = 1 << 20
@@ -66,15 +71,18 @@ def _boost(root):
     return "unknown"
 
 
-def _config_digest(root, release):
-    """sha256 of the kernel's config (/proc/config.gz, else /boot/config-RELEASE)."""
+def config_digest(release, carried=None, boot="/boot"):
+    """sha256 of a kernel's config: of the copy the kernel carries (`carried`: the bytes of
+    its /proc/config.gz), else of the one installed beside it (BOOT/config-RELEASE);
+    'unknown' without either. A guest's (perfscale.vm.qemu) comes home from the guest, or
+    from the kernel package's boot/ folder."""
+    if carried:
+        try:
+            return hashlib.sha256(gzip.decompress(carried)).hexdigest()
+        except (OSError, EOFError, zlib.error):
+            pass  # cut short: the installed copy may still say
     try:
-        with gzip.open(root + "/proc/config.gz", "rb") as f:
-            return hashlib.sha256(f.read()).hexdigest()
-    except OSError:
-        pass
-    try:
-        with open("%s/boot/config-%s" % (root, release), "rb") as f:
+        with open(os.path.join(boot, "config-%s" % release), "rb") as f:
             return hashlib.sha256(f.read()).hexdigest()
     except OSError:
         return "unknown"
@@ -106,7 +114,12 @@ def collect(root=""):
     context = {PREFIX + k: str(v) for k, v in fields.items()}
     context["kernel_version"] = _read("/proc/sys/kernel/version", root) or uname.version
     context["kernel_cmdline"] = _read("/proc/cmdline", root) or ""
-    context["kernel_config_sha256"] = _config_digest(root, release)
+    try:
+        with open(root + "/proc/config.gz", "rb") as f:
+            carried = f.read()
+    except OSError:
+        carried = None
+    context["kernel_config_sha256"] = config_digest(release, carried, root + "/boot")
     return context
 
 
@@ -130,6 +143,12 @@ def fields(context):
             if isinstance(k, str) and k.startswith(PREFIX)}
 
 
+def as_host(context):
+    """The identity in `context` as a guest's host's (machine_host_*): a guest timed on the
+    real clock runs at its host's pace, so the host is part of the guest's lineage."""
+    return {PREFIX + HOST + k: v for k, v in fields(context).items()}
+
+
 def digest(context):
     """The machine part of a lineage: '' for a run without identity (older runs)."""
     found = fields(context)
@@ -150,8 +169,9 @@ def changes(old_context, new_context):
         before, after = old.get(key), new.get(key)
         if before == after:
             continue
-        label = _LABELS.get(key, key)
-        if key == "mitigations" and before and after:
+        field = key[len(HOST):] if key.startswith(HOST) else key
+        label = ("host's " if field != key else "") + _LABELS.get(field, field)
+        if field == "mitigations" and before and after:
             a, b = json.loads(before), json.loads(after)
             moved = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
             out.append("%s: %s changed" % (label, ", ".join(moved)))

@@ -16,6 +16,9 @@ BUSYBOX = "/bin/busybox"  # Debian's busybox-static: no shared libraries of its 
 GUEST_OUT_DIR = "/tmp/out"
 BEGIN, END = "PERFSCALE-RESULTS-BEGIN", "PERFSCALE-RESULTS-END"
 STARTED = "PERFSCALE-INIT-STARTED"
+# The guest kernel's /proc/config.gz, where it has one, comes home beside the run's files
+# under this name (the output files' names start with a number).
+KERNEL_CONFIG = "kernel-config.gz"
 
 
 class Cpio:
@@ -99,6 +102,7 @@ hostname %s
 %sexport HOME=/tmp PATH=/bin TERM=dumb
 echo %s
 mkdir -p %s
+[ -r /proc/config.gz ] && cat /proc/config.gz >%s/%s
 cd /tmp
 # Through a pipe: the console is a tty, and a progress line redrawn in place would reach
 # the host as a smear of carriage returns.
@@ -107,7 +111,8 @@ rc=$(cat /tmp/rc)
 { echo %s; tar -C %s -cf - . | base64; echo "%s $rc"; } >/dev/ttyS1
 sync
 reboot -f
-""" % (hostname, exports, STARTED, GUEST_OUT_DIR, quoted, BEGIN, GUEST_OUT_DIR, END)
+""" % (hostname, exports, STARTED, GUEST_OUT_DIR, GUEST_OUT_DIR, KERNEL_CONFIG, quoted, BEGIN,
+       GUEST_OUT_DIR, END)
 
 
 def busybox_archive():

@@ -24,8 +24,9 @@ import time
 
 from perfscale.results.io import dumps
 from perfscale.gate import comparability
-from perfscale.vm.initramfs import (BEGIN, END, GUEST_OUT_DIR, STARTED, build_initramfs,
-                                    busybox_archive)
+from perfscale.history import identity
+from perfscale.vm.initramfs import (BEGIN, END, GUEST_OUT_DIR, KERNEL_CONFIG, STARTED,
+                                    build_initramfs, busybox_archive)
 from perfscale.vm.kernel import CACHE, VmError, resolve_kernel
 
 OUT_FLAGS = ("--benchmark_out=", "--profile_out=")
@@ -395,6 +396,25 @@ def launcher(machine):
             "--tcg-threads", machine.tcg_threads, "--clock", machine.clock, "--"]
 
 
+def guest_results(data, args, vmlinuz, label, accel, host_cpus, carried_config=None):
+    """The guest's results file (bytes) with what only the host knows added to its context:
+    how the guest ran (comparability.vm_context), the config digest of the kernel under
+    test (the guest has no /boot: from the /proc/config.gz it sent home, else the
+    package's boot/config-RELEASE beside `vmlinuz`), and, on the real clock, the host's
+    identity, at whose pace the guest ran (the instruction clock's figures are the same
+    on every host, so its lineage spans them)."""
+    parsed = json.loads(data)
+    context = parsed.setdefault("context", {})
+    context["kernel_config_sha256"] = identity.config_digest(
+        context.get("kernel_release", ""), carried_config, os.path.dirname(vmlinuz))
+    if args.clock != "instructions":
+        context.update(identity.as_host(identity.collect()))
+    context.update(comparability.vm_context(
+        kernel=label, vcpus=args.cpus, mem_mib=args.mem, accel=accel, host_cpus=host_cpus,
+        clock=args.clock, guest_host_name=context.get("host_name", "")))
+    return (dumps(parsed, indent=2) + "\n").encode()
+
+
 def run_guest(args, command):
     """Boots `args` (a Machine) and runs `command` (BINARY FLAGS...) in it; returns the
     command's exit status. Raises VmError."""
@@ -440,12 +460,8 @@ def run_guest(args, command):
                           % (code, host_path))
         data = files[name]
         if results_file:
-            parsed = json.loads(data)
-            parsed.setdefault("context", {}).update(comparability.vm_context(
-                kernel=label, vcpus=args.cpus, mem_mib=args.mem, accel=accel,
-                host_cpus=host_cpus, clock=args.clock,
-                guest_host_name=parsed.get("context", {}).get("host_name", "")))
-            data = (dumps(parsed, indent=2) + "\n").encode()
+            data = guest_results(data, args, vmlinuz, label, accel, host_cpus,
+                                 files.get(KERNEL_CONFIG))
         with open(host_path, "wb") as f:
             f.write(data)
     return code
