@@ -44,7 +44,10 @@ def main(argv):
     conn.close()
     print("history: %s, %.0f MB: %d runs, %d lineages, %d samples" % (
         args.history, os.path.getsize(args.history) / 1e6, runs, lineages, samples))
+    start = time.perf_counter()
     client = web_app.create_app(args.history).test_client()
+    # Once per server: the history's pages checked (quick_check reads the whole file).
+    print("server start: %.0f ms" % (1000 * (time.perf_counter() - start)))
     q = urllib.parse.urlencode
     pages = [("fleet", "/"),
              ("trend, 1 lineage", "/trend?" + q([("name", name), ("run", lineage_last)])),
@@ -71,6 +74,8 @@ def main(argv):
         print("| %s | %.0f | %.0f | %d | %s |" % (
             label, times[0], statistics.median(times[1:]), len(body.encode()),
             len(data.group(1).encode()) if data else "-"))
+    print("load average at the end: %.2f %.2f %.2f (the machine's other work)"
+          % os.getloadavg())
     return 0
 
 

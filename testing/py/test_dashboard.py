@@ -5,7 +5,7 @@ import json
 import pytest
 
 import synthetic_history
-from perfscale.history import store as history, triage
+from perfscale.history import sqlite_engine, store as history, triage
 from perfscale.web import app as web_app
 
 
@@ -75,6 +75,23 @@ def test_the_read_only_server_cannot_write_the_history(small):
     assert response.status_code == 403 and b"read-only" in response.data
     assert client.get("/").status_code == 200
     assert "default-src 'none'" in client.get("/").headers["Content-Security-Policy"]
+
+
+def test_the_pages_are_checked_once_at_start_not_on_every_request(small, monkeypatch):
+    """quick_check reads the whole file: seconds on a fleet's year, for every page when
+    each request checked it (docs/measurements/2026-12-02-dashboard.md)."""
+    checks = []
+    check_usable = sqlite_engine.Engine.check_usable
+
+    def counted(engine, pages=True):
+        checks.append(pages)
+        return check_usable(engine, pages)
+    monkeypatch.setattr(sqlite_engine.Engine, "check_usable", counted)
+    client = web_app.create_app(small["path"]).test_client()
+    assert checks == [True]
+    assert client.get("/").status_code == 200
+    assert client.get("/run/%d" % small["runs"][small["lineages"][0]][-1]).status_code == 200
+    assert checks == [True, False, False]
 
 
 def test_a_regression_marked_invalid_leaves_the_fleets_open_list(small, tmp_path):

@@ -106,13 +106,16 @@ class _Translate:
         return False
 
 
-def open_history(target, read_only=False):
+def open_history(target, read_only=False, check_pages=True):
     """Opens the history at `target`: an SQLite path, a postgresql:// URL or a libpq
     key=value string; a writer creates or migrates it if needed. Refuses what is not a
     history, one of a newer schema, and one that would fail later (damaged, locked, not
     writable, a full disk); raises HistoryUnavailable when a server cannot be reached.
     read_only: for readers (plot, report, serve): the history must exist at this schema,
-    and nothing is created, migrated or locked for writing."""
+    and nothing is created, migrated or locked for writing.
+    check_pages=False: no look at an SQLite file's pages (a read of the whole file, seconds
+    for a fleet's year) because this process checked them when it first opened the file:
+    the dashboard, which opens the history for each request."""
     target = str(target)
     if is_server(target):
         try:
@@ -127,7 +130,7 @@ def open_history(target, read_only=False):
     try:
         with store._errors():
             _create_or_migrate(store, read_only)
-            engine.check_usable()
+            engine.check_usable(check_pages)
     except BaseException:
         store.close()
         raise

@@ -62,7 +62,9 @@ def _db():
     if "db" not in flask.g:
         config = flask.current_app.config
         # No token: opened read-only, so this server cannot write, whatever its code does.
-        flask.g.db = store.open_history(config["HISTORY"], read_only=not config["TOKEN"])
+        # Its pages were checked once, by create_app: not again for every request.
+        flask.g.db = store.open_history(config["HISTORY"], read_only=not config["TOKEN"],
+                                        check_pages=False)
     return flask.g.db
 
 
