@@ -9,6 +9,7 @@ cached in the process) and then --repeat times (warm); the median is printed.
 """
 
 import argparse
+import json
 import os
 import re
 import sqlite3
@@ -58,9 +59,9 @@ def main(argv):
              ("run", "/run/%d" % last),
              ("compare", "/compare?a=%d&b=%d" % (lineage_last - lineages, lineage_last)),
              ("scaling", "/scaling?" + q([("name", name)]))]
-    print("| page | cold (ms) | warm median of %d (ms) | page bytes | chart data bytes |"
-          % args.repeat)
-    print("|---|---|---|---|---|")
+    print("| page | cold (ms) | warm median of %d (ms) | page bytes | chart data bytes "
+          "| change points |" % args.repeat)
+    print("|---|---|---|---|---|---|")
     for label, url in pages:
         times = []
         for _ in range(args.repeat + 1):
@@ -71,9 +72,12 @@ def main(argv):
         body = response.get_data(as_text=True)
         data = re.search(r'<script type="application/json" id="data">(.*?)</script>', body,
                          re.S)
-        print("| %s | %.0f | %.0f | %d | %s |" % (
+        # The trend's change points: the cold request's search did find the step.
+        found = (sum(len(s["changepoints"]) for s in json.loads(data.group(1))["series"])
+                 if data and label.startswith("trend") else "-")
+        print("| %s | %.0f | %.0f | %d | %s | %s |" % (
             label, times[0], statistics.median(times[1:]), len(body.encode()),
-            len(data.group(1).encode()) if data else "-"))
+            len(data.group(1).encode()) if data else "-", found))
     print("load average at the end: %.2f %.2f %.2f (the machine's other work)"
           % os.getloadavg())
     return 0

@@ -76,12 +76,16 @@ def lineage_list(conn):
 
 def flagged(conn, host, machine, cpus, config, since):
     """The lineage's benchmarks the nightly judged regressed since `since`:
-    [row(run_id, recorded_at, kernel_release, name, verdict, change)], newest first."""
+    [row(run_id, recorded_at, kernel_release, name, verdict, change)], newest first.
+    Only runs counted regressed (runs.regressions, stored with the verdicts it counts) are
+    joined to their benchmarks: the fleet page would otherwise read every benchmark of
+    every night of every lineage in its window."""
     return _all(conn,
                 "SELECT r.id AS run_id, r.recorded_at, r.kernel_release, b.name, b.verdict, "
                 "b.change FROM runs r JOIN benchmarks b ON b.run_id = r.id "
                 "WHERE r.host = ? AND r.machine = ? AND r.cpus = ? AND r.config = ? "
-                "AND r.recorded_at >= ? AND b.verdict IN (?, ?) ORDER BY r.id DESC, b.name",
+                "AND r.recorded_at >= ? AND r.regressions > 0 AND b.verdict IN (?, ?) "
+                "ORDER BY r.id DESC, b.name",
                 (host, machine, cpus, config, since) + REGRESSION_VERDICTS)
 
 
