@@ -1,7 +1,9 @@
 """Server time of the dashboard's pages over a history, and a trend page's data size:
 the figures docs/measurements/2026-12-02-dashboard.md records.
 
-    tools/py/python testing/py/dashboard_timing.py HISTORY.sqlite [--repeat 5]
+    tools/py/python testing/py/dashboard_timing.py HISTORY [--repeat 5]
+
+HISTORY: an SQLite file or a PostgreSQL URL, as `tools/perfscale serve` takes.
 
 Each page is requested through Flask's test client (the whole WSGI handling: queries,
 change points, templates; no network), the first time (cold: change points not yet
@@ -12,7 +14,6 @@ import argparse
 import json
 import os
 import re
-import sqlite3
 import statistics
 import sys
 import time
@@ -20,6 +21,7 @@ import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "tools", "py"))
+from perfscale.history import store as history, views  # noqa: E402
 from perfscale.web import app as web_app  # noqa: E402
 
 
@@ -28,23 +30,28 @@ def main(argv):
     parser.add_argument("history")
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args(argv)
-    conn = sqlite3.connect("file:%s?mode=ro" % args.history, uri=True)
-    runs, lineages, samples = conn.execute(
-        "SELECT COUNT(*), COUNT(DISTINCT host || '/' || cpus || '/' || config), "
-        "(SELECT COUNT(*) FROM samples) FROM runs").fetchone()
-    last = conn.execute("SELECT MAX(id) FROM runs").fetchone()[0]
-    first_lineage = conn.execute("SELECT host, cpus, config FROM runs WHERE id = 1").fetchone()
-    lineage_last = conn.execute("SELECT MAX(id) FROM runs WHERE host = ? AND cpus = ? AND "
-                                "config = ?", first_lineage).fetchone()[0]
-    name = conn.execute("SELECT name FROM benchmarks WHERE run_id = 1 ORDER BY rowid "
-                        "LIMIT 1").fetchone()[0]
-    other = conn.execute("SELECT MAX(id) FROM runs WHERE NOT (host = ? AND cpus = ? AND "
-                         "config = ?)", first_lineage).fetchone()[0]
-    eight = [r[0] for r in conn.execute("SELECT MAX(id) FROM runs GROUP BY host, cpus, "
-                                        "config ORDER BY 1 LIMIT 8")]
-    conn.close()
+    # Through the store, so a PostgreSQL history is timed as an SQLite one is.
+    conn = history.open_history(args.history, read_only=True, check_pages=False)
+    try:
+        counts = history.counts(conn)
+        size = history.size_bytes(conn)
+        lineages = views.lineage_list(conn)  # each with its last run, by lineage
+        first = history.get_run(conn, views.one(conn, "SELECT MIN(id) AS id FROM runs")["id"])
+        mine = [r for r in lineages if (r["host"], r["machine"], r["cpus"], r["config"])
+                == (first["host"], first["machine"], first["cpus"], first["config"])][0]
+        lineage_last = mine["last_id"]
+        night_before = views.runs_of(conn, mine["host"], mine["machine"], mine["cpus"],
+                                     mine["config"])[-2]["id"]
+        name = views.one(conn, "SELECT name FROM benchmarks WHERE run_id = ? "
+                         "ORDER BY position LIMIT 1", (first["id"],))["name"]
+        other = max(r["last_id"] for r in lineages if r is not mine)
+        eight = sorted(r["last_id"] for r in lineages)[:8]
+        last = max(r["last_id"] for r in lineages)
+    finally:
+        conn.close()
     print("history: %s, %.0f MB: %d runs, %d lineages, %d samples" % (
-        args.history, os.path.getsize(args.history) / 1e6, runs, lineages, samples))
+        history.describe(args.history), size / 1e6, counts["runs"], len(lineages),
+        counts["samples"]))
     start = time.perf_counter()
     client = web_app.create_app(args.history).test_client()
     # Once per server: the history's pages checked (quick_check reads the whole file).
@@ -57,7 +64,7 @@ def main(argv):
              ("trend, 8 lineages", "/trend?" + q([("name", name)]
                                                  + [("run", r) for r in eight])),
              ("run", "/run/%d" % last),
-             ("compare", "/compare?a=%d&b=%d" % (lineage_last - lineages, lineage_last)),
+             ("compare", "/compare?a=%d&b=%d" % (night_before, lineage_last)),
              ("scaling", "/scaling?" + q([("name", name)]))]
     print("| page | cold (ms) | warm median of %d (ms) | page bytes | chart data bytes "
           "| change points |" % args.repeat)
