@@ -422,11 +422,14 @@ def store_calibration(conn, host, cpus, config, calibrations, machine="", calibr
              for c in calibrations])
 
 
-def load_calibration(conn, host, cpus, config, machine=""):
-    """{(name, metric): Calibration} of the lineage; empty if never calibrated."""
+def load_calibration(conn, host, cpus, config, machine="", name=None):
+    """{(name, metric): Calibration} of the lineage; empty if never calibrated. name: only
+    that benchmark's (the dashboard's trend page wants one of a fleet's 200)."""
+    where, params = _LINEAGE, (host, machine, cpus, config)
+    if name is not None:
+        where, params = where + " AND name = ?", params + (name,)
     with conn._errors():
-        rows = conn.engine.execute("SELECT * FROM calibration WHERE " + _LINEAGE,
-                                   (host, machine, cpus, config))
+        rows = conn.engine.execute("SELECT * FROM calibration WHERE " + where, params)
     return {(r["name"], r["metric"]): Calibration(
         r["name"], r["metric"], r["noise_floor"], r["mdc"], r["sigma"], r["runs"],
         r["injected_change"], r["calibrated_at"]) for r in rows}

@@ -142,8 +142,8 @@ def trend_data(conn, name, lineage_runs):
         lineage = _lineage(run)
         rows = views.trend(conn, name, *lineage)
         host, machine, cpus, config = lineage
-        calibration = store.load_calibration(conn, host, cpus, config, machine).get(
-            (name, stats.REAL_TIME))
+        calibration = store.load_calibration(conn, host, cpus, config, machine,
+                                             name).get((name, stats.REAL_TIME))
         values = tuple(r["median_ns"] if r["median_ns"] is not None else math.nan
                        for r in rows)
         found = _changepoints(values)
