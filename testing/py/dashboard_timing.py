@@ -1,7 +1,9 @@
 """Server time of the dashboard's pages over a history, and a trend page's data size:
 the figures docs/measurements/2026-12-02-dashboard.md records.
 
-    tools/py/python testing/py/dashboard_timing.py HISTORY.sqlite [--repeat 5]
+    tools/py/python testing/py/dashboard_timing.py HISTORY [--repeat 5]
+
+HISTORY: an SQLite file or a PostgreSQL URL, as `tools/perfscale serve` takes.
 
 Each page is requested through Flask's test client (the whole WSGI handling: queries,
 change points, templates; no network), the first time (cold: change points not yet
@@ -9,9 +11,9 @@ cached in the process) and then --repeat times (warm); the median is printed.
 """
 
 import argparse
+import json
 import os
 import re
-import sqlite3
 import statistics
 import sys
 import time
@@ -19,6 +21,7 @@ import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "tools", "py"))
+from perfscale.history import store as history, views  # noqa: E402
 from perfscale.web import app as web_app  # noqa: E402
 
 
@@ -27,24 +30,32 @@ def main(argv):
     parser.add_argument("history")
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args(argv)
-    conn = sqlite3.connect("file:%s?mode=ro" % args.history, uri=True)
-    runs, lineages, samples = conn.execute(
-        "SELECT COUNT(*), COUNT(DISTINCT host || '/' || cpus || '/' || config), "
-        "(SELECT COUNT(*) FROM samples) FROM runs").fetchone()
-    last = conn.execute("SELECT MAX(id) FROM runs").fetchone()[0]
-    first_lineage = conn.execute("SELECT host, cpus, config FROM runs WHERE id = 1").fetchone()
-    lineage_last = conn.execute("SELECT MAX(id) FROM runs WHERE host = ? AND cpus = ? AND "
-                                "config = ?", first_lineage).fetchone()[0]
-    name = conn.execute("SELECT name FROM benchmarks WHERE run_id = 1 ORDER BY rowid "
-                        "LIMIT 1").fetchone()[0]
-    other = conn.execute("SELECT MAX(id) FROM runs WHERE NOT (host = ? AND cpus = ? AND "
-                         "config = ?)", first_lineage).fetchone()[0]
-    eight = [r[0] for r in conn.execute("SELECT MAX(id) FROM runs GROUP BY host, cpus, "
-                                        "config ORDER BY 1 LIMIT 8")]
-    conn.close()
+    # Through the store, so a PostgreSQL history is timed as an SQLite one is.
+    conn = history.open_history(args.history, read_only=True, check_pages=False)
+    try:
+        counts = history.counts(conn)
+        size = history.size_bytes(conn)
+        lineages = views.lineage_list(conn)  # each with its last run, by lineage
+        first = history.get_run(conn, views.one(conn, "SELECT MIN(id) AS id FROM runs")["id"])
+        mine = [r for r in lineages if (r["host"], r["machine"], r["cpus"], r["config"])
+                == (first["host"], first["machine"], first["cpus"], first["config"])][0]
+        lineage_last = mine["last_id"]
+        night_before = views.runs_of(conn, mine["host"], mine["machine"], mine["cpus"],
+                                     mine["config"])[-2]["id"]
+        name = views.one(conn, "SELECT name FROM benchmarks WHERE run_id = ? "
+                         "ORDER BY position LIMIT 1", (first["id"],))["name"]
+        other = max(r["last_id"] for r in lineages if r is not mine)
+        eight = sorted(r["last_id"] for r in lineages)[:8]
+        last = max(r["last_id"] for r in lineages)
+    finally:
+        conn.close()
     print("history: %s, %.0f MB: %d runs, %d lineages, %d samples" % (
-        args.history, os.path.getsize(args.history) / 1e6, runs, lineages, samples))
+        history.describe(args.history), size / 1e6, counts["runs"], len(lineages),
+        counts["samples"]))
+    start = time.perf_counter()
     client = web_app.create_app(args.history).test_client()
+    # Once per server: the history's pages checked (quick_check reads the whole file).
+    print("server start: %.0f ms" % (1000 * (time.perf_counter() - start)))
     q = urllib.parse.urlencode
     pages = [("fleet", "/"),
              ("trend, 1 lineage", "/trend?" + q([("name", name), ("run", lineage_last)])),
@@ -53,11 +64,11 @@ def main(argv):
              ("trend, 8 lineages", "/trend?" + q([("name", name)]
                                                  + [("run", r) for r in eight])),
              ("run", "/run/%d" % last),
-             ("compare", "/compare?a=%d&b=%d" % (lineage_last - lineages, lineage_last)),
+             ("compare", "/compare?a=%d&b=%d" % (night_before, lineage_last)),
              ("scaling", "/scaling?" + q([("name", name)]))]
-    print("| page | cold (ms) | warm median of %d (ms) | page bytes | chart data bytes |"
-          % args.repeat)
-    print("|---|---|---|---|---|")
+    print("| page | cold (ms) | warm median of %d (ms) | page bytes | chart data bytes "
+          "| change points |" % args.repeat)
+    print("|---|---|---|---|---|---|")
     for label, url in pages:
         times = []
         for _ in range(args.repeat + 1):
@@ -68,9 +79,14 @@ def main(argv):
         body = response.get_data(as_text=True)
         data = re.search(r'<script type="application/json" id="data">(.*?)</script>', body,
                          re.S)
-        print("| %s | %.0f | %.0f | %d | %s |" % (
+        # The trend's change points: the cold request's search did find the step.
+        found = (sum(len(s["changepoints"]) for s in json.loads(data.group(1))["series"])
+                 if data and label.startswith("trend") else "-")
+        print("| %s | %.0f | %.0f | %d | %s | %s |" % (
             label, times[0], statistics.median(times[1:]), len(body.encode()),
-            len(data.group(1).encode()) if data else "-"))
+            len(data.group(1).encode()) if data else "-", found))
+    print("load average at the end: %.2f %.2f %.2f (the machine's other work)"
+          % os.getloadavg())
     return 0
 
 

@@ -1,11 +1,15 @@
 """The dashboard's pieces without a browser: triage states, downsampling, trend data."""
 
 import json
+import random
+import statistics
 
 import pytest
 
 import synthetic_history
-from perfscale.history import store as history, triage
+from conftest import pg_history, postgres_missing
+from perfscale.history import cluster, sqlite_engine, store as history, triage, views
+from perfscale.results import io as results_io, names as results_names
 from perfscale.web import app as web_app
 
 
@@ -75,6 +79,54 @@ def test_the_read_only_server_cannot_write_the_history(small):
     assert response.status_code == 403 and b"read-only" in response.data
     assert client.get("/").status_code == 200
     assert "default-src 'none'" in client.get("/").headers["Content-Security-Policy"]
+
+
+def test_the_pages_are_checked_once_at_start_not_on_every_request(small, monkeypatch):
+    """quick_check reads the whole file: seconds on a fleet's year, for every page when
+    each request checked it (docs/measurements/2026-12-02-dashboard.md)."""
+    checks = []
+    check_usable = sqlite_engine.Engine.check_usable
+
+    def counted(engine, pages=True):
+        checks.append(pages)
+        return check_usable(engine, pages)
+    monkeypatch.setattr(sqlite_engine.Engine, "check_usable", counted)
+    client = web_app.create_app(small["path"]).test_client()
+    assert checks == [True]
+    assert client.get("/").status_code == 200
+    assert client.get("/run/%d" % small["runs"][small["lineages"][0]][-1]).status_code == 200
+    assert checks == [True, False, False]
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "postgresql"])
+def test_the_medians_the_database_takes_are_the_samples_medians(engine, tmp_path, request):
+    """The trend and scaling pages take each run's median in SQL (views._medians): it must
+    be statistics.median's figure, for odd and even repetitions and ties, on both
+    engines."""
+    if engine == "sqlite":
+        target = str(tmp_path / "history.sqlite")
+    else:
+        if postgres_missing():
+            pytest.skip(postgres_missing())
+        target = pg_history(request.getfixturevalue("pg_server"), "t_medians")[cluster.WRITER]
+    rng = random.Random(5)
+    ctx = {"host_name": "m", "num_online_cpus": "4"}
+    name = "BM_X/real_time"
+    expected = []
+    with history.open_history(target) as conn:
+        for night, repetitions in enumerate((1, 2, 3, 4, 10, 10)):
+            real = [rng.choice((1000.0, 1000.5)) if night == 5 else rng.uniform(900, 1100)
+                    for _ in range(repetitions)]  # night 5: ties
+            entry = results_io.Entry(name, results_names.parse_name(name), "ns", real, real)
+            info = history.RunInfo("m", 4, "c", ["--"], repetitions, ctx,
+                                   recorded_at="2026-12-0%dT00:00:00+00:00" % (night + 1))
+            history.record_run(conn, info, results_io.ResultSet("", ctx, {name: entry}), [],
+                               None, complete=True)
+            expected.append(statistics.median(real))
+        machine = info.machine
+        assert [r["median_ns"] for r in views.trend(conn, name, "m", machine, 4, "c")] == \
+            expected
+        assert [r["median_ns"] for r in views.scaling(conn, name)] == expected[-1:]
 
 
 def test_a_regression_marked_invalid_leaves_the_fleets_open_list(small, tmp_path):

@@ -23,7 +23,7 @@ from perfscale.history import identity, store
 from perfscale.results import io
 
 
-def _names(count):
+def synthetic_names(count):
     families = ("BM_EventOpen", "BM_BreakpointEnable", "BM_PipePingPong", "BM_Synthesize",
                 "BM_TraceOverhead")
     return ["%s/param:%d/threads:%d/real_time" % (families[i % len(families)], i, 1 + i % 8)
@@ -85,7 +85,7 @@ def main(argv):
                         "what is loaded; the figures say how much that was")
     args = parser.parse_args(argv)
     rng = random.Random(1)
-    names = _names(args.benchmarks)
+    names = synthetic_names(args.benchmarks)
     machines = [_machine(i) for i in range(args.machines)]
     figures = {"machines": args.machines, "days": args.days, "benchmarks": args.benchmarks,
                "repetitions": args.repetitions,

@@ -220,7 +220,7 @@ class Engine:
     def check(self):
         return True
 
-    def check_usable(self):
+    def check_usable(self, pages=True):
         """Nothing to look at before a run: the server keeps its own files whole, and a
         write it refuses rolls back (the nightly spools what it cannot store)."""
 

@@ -108,13 +108,16 @@ class Engine:
     def file_size(self):
         return os.path.getsize(self.target)
 
-    def check_usable(self):
+    def check_usable(self, pages=True):
         """Refuses a history that would fail later: damaged pages (found before a run of
-        hours, not after), and for a writer a file, folder or filesystem it cannot write.
-        Raises sqlite3 errors, which unusable_reason explains."""
-        problems = [next(iter(row.values())) for row in self.execute("PRAGMA quick_check(5)")]
-        if problems != ["ok"]:
-            raise sqlite3.DatabaseError("quick_check: " + "; ".join(problems))
+        hours, not after; pages=False skips that read of the whole file), and for a writer
+        a file, folder or filesystem it cannot write. Raises sqlite3 errors, which
+        unusable_reason explains."""
+        if pages:
+            problems = [next(iter(row.values()))
+                        for row in self.execute("PRAGMA quick_check(5)")]
+            if problems != ["ok"]:
+                raise sqlite3.DatabaseError("quick_check: " + "; ".join(problems))
         if self.read_only:
             return
         directory = os.path.dirname(os.path.abspath(self.target))

@@ -106,13 +106,16 @@ class _Translate:
         return False
 
 
-def open_history(target, read_only=False):
+def open_history(target, read_only=False, check_pages=True):
     """Opens the history at `target`: an SQLite path, a postgresql:// URL or a libpq
     key=value string; a writer creates or migrates it if needed. Refuses what is not a
     history, one of a newer schema, and one that would fail later (damaged, locked, not
     writable, a full disk); raises HistoryUnavailable when a server cannot be reached.
     read_only: for readers (plot, report, serve): the history must exist at this schema,
-    and nothing is created, migrated or locked for writing."""
+    and nothing is created, migrated or locked for writing.
+    check_pages=False: no look at an SQLite file's pages (a read of the whole file, seconds
+    for a fleet's year) because this process checked them when it first opened the file:
+    the dashboard, which opens the history for each request."""
     target = str(target)
     if is_server(target):
         try:
@@ -127,7 +130,7 @@ def open_history(target, read_only=False):
     try:
         with store._errors():
             _create_or_migrate(store, read_only)
-            engine.check_usable()
+            engine.check_usable(check_pages)
     except BaseException:
         store.close()
         raise
@@ -419,11 +422,14 @@ def store_calibration(conn, host, cpus, config, calibrations, machine="", calibr
              for c in calibrations])
 
 
-def load_calibration(conn, host, cpus, config, machine=""):
-    """{(name, metric): Calibration} of the lineage; empty if never calibrated."""
+def load_calibration(conn, host, cpus, config, machine="", name=None):
+    """{(name, metric): Calibration} of the lineage; empty if never calibrated. name: only
+    that benchmark's (the dashboard's trend page wants one of a fleet's 200)."""
+    where, params = _LINEAGE, (host, machine, cpus, config)
+    if name is not None:
+        where, params = where + " AND name = ?", params + (name,)
     with conn._errors():
-        rows = conn.engine.execute("SELECT * FROM calibration WHERE " + _LINEAGE,
-                                   (host, machine, cpus, config))
+        rows = conn.engine.execute("SELECT * FROM calibration WHERE " + where, params)
     return {(r["name"], r["metric"]): Calibration(
         r["name"], r["metric"], r["noise_floor"], r["mdc"], r["sigma"], r["runs"],
         r["injected_change"], r["calibrated_at"]) for r in rows}

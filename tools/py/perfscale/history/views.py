@@ -15,7 +15,6 @@ digest (perfscale.history.identity).
 
 import contextlib
 import json
-import statistics
 
 REGRESSION_VERDICTS = ("slower", "counts up")  # gate/stats.py SLOWER, COUNTS
 
@@ -76,12 +75,16 @@ def lineage_list(conn):
 
 def flagged(conn, host, machine, cpus, config, since):
     """The lineage's benchmarks the nightly judged regressed since `since`:
-    [row(run_id, recorded_at, kernel_release, name, verdict, change)], newest first."""
+    [row(run_id, recorded_at, kernel_release, name, verdict, change)], newest first.
+    Only runs counted regressed (runs.regressions, stored with the verdicts it counts) are
+    joined to their benchmarks: the fleet page would otherwise read every benchmark of
+    every night of every lineage in its window."""
     return _all(conn,
                 "SELECT r.id AS run_id, r.recorded_at, r.kernel_release, b.name, b.verdict, "
                 "b.change FROM runs r JOIN benchmarks b ON b.run_id = r.id "
                 "WHERE r.host = ? AND r.machine = ? AND r.cpus = ? AND r.config = ? "
-                "AND r.recorded_at >= ? AND b.verdict IN (?, ?) ORDER BY r.id DESC, b.name",
+                "AND r.recorded_at >= ? AND r.regressions > 0 AND b.verdict IN (?, ?) "
+                "ORDER BY r.id DESC, b.name",
                 (host, machine, cpus, config, since) + REGRESSION_VERDICTS)
 
 
@@ -97,6 +100,19 @@ def benchmark_names(conn, run_id):
                                     "ORDER BY name", (run_id,))]
 
 
+def _medians(conn, source, params):
+    """{run_id: median real_ns} of the samples `source` selects ("FROM ... s ..." giving
+    s.run_id and s.real_ns), each run's median taken by the database: one row per run
+    comes back, not ten. A PostgreSQL driver without its C part converts each value in
+    Python, which was most of a trend page's time. Same figure as statistics.median: the
+    middle value, or the mean of the two middle ones."""
+    return {r["run_id"]: r["median_ns"] for r in _all(
+        conn, "SELECT run_id, AVG(real_ns) AS median_ns FROM (SELECT s.run_id, s.real_ns, "
+        "ROW_NUMBER() OVER (PARTITION BY s.run_id ORDER BY s.real_ns) AS k, "
+        "COUNT(*) OVER (PARTITION BY s.run_id) AS n " + source + ") ranked "
+        "WHERE k IN ((n + 1) / 2, (n + 2) / 2) GROUP BY run_id", params)}
+
+
 def trend(conn, name, host, machine, cpus, config):
     """One benchmark over one lineage's runs, oldest first: [dict(run_id, recorded_at,
     kernel, median_ns, counters, verdict)]."""
@@ -105,16 +121,12 @@ def trend(conn, name, host, machine, cpus, config):
                 "FROM runs r JOIN benchmarks b ON b.run_id = r.id AND b.name = ? "
                 "WHERE r.host = ? AND r.machine = ? AND r.cpus = ? AND r.config = ? "
                 "ORDER BY r.id", (name, host, machine, cpus, config))
-    samples = {}
-    for s in _all(conn,
-                  "SELECT s.run_id, s.real_ns FROM runs r JOIN samples s "
-                  "ON s.run_id = r.id AND s.name = ? "
-                  "WHERE r.host = ? AND r.machine = ? AND r.cpus = ? AND r.config = ?",
-                  (name, host, machine, cpus, config)):
-        samples.setdefault(s["run_id"], []).append(s["real_ns"])
+    medians = _medians(conn, "FROM runs r JOIN samples s ON s.run_id = r.id AND s.name = ? "
+                       "WHERE r.host = ? AND r.machine = ? AND r.cpus = ? AND r.config = ?",
+                       (name, host, machine, cpus, config))
     return [dict(run_id=r["id"], recorded_at=r["recorded_at"], kernel=r["kernel_release"],
-                 median_ns=statistics.median(samples[r["id"]]) if r["id"] in samples
-                 else None, counters=json.loads(r["counters"]), verdict=r["verdict"])
+                 median_ns=medians.get(r["id"]), counters=json.loads(r["counters"]),
+                 verdict=r["verdict"])
             for r in rows]
 
 
@@ -134,15 +146,13 @@ def scaling(conn, name):
                 "b.counters FROM (" + _LATEST + ") m JOIN runs r ON r.id = m.id "
                 "JOIN benchmarks b ON b.run_id = r.id AND b.name = ? ORDER BY r.cpus, r.host",
                 (name,))
-    times = {}
-    for s in _all(conn, "SELECT s.run_id, s.real_ns FROM (" + _LATEST + ") m "
-                  "JOIN samples s ON s.run_id = m.id AND s.name = ?", (name,)):
-        times.setdefault(s["run_id"], []).append(s["real_ns"])
+    times = _medians(conn, "FROM (" + _LATEST + ") m JOIN samples s ON s.run_id = m.id "
+                     "AND s.name = ?", (name,))
     return [dict(host=r["host"], machine=r["machine"], cpus=r["cpus"], config=r["config"],
                  run_id=r["id"],
                  recorded_at=r["recorded_at"], kernel=r["kernel_release"],
-                 median_ns=statistics.median(times[r["id"]]) if r["id"] in times else None,
-                 counters=json.loads(r["counters"])) for r in rows]
+                 median_ns=times.get(r["id"]), counters=json.loads(r["counters"]))
+            for r in rows]
 
 
 def verdicts(conn, run_id):

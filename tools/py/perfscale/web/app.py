@@ -62,7 +62,9 @@ def _db():
     if "db" not in flask.g:
         config = flask.current_app.config
         # No token: opened read-only, so this server cannot write, whatever its code does.
-        flask.g.db = store.open_history(config["HISTORY"], read_only=not config["TOKEN"])
+        # Its pages were checked once, by create_app: not again for every request.
+        flask.g.db = store.open_history(config["HISTORY"], read_only=not config["TOKEN"],
+                                        check_pages=False)
     return flask.g.db
 
 
@@ -140,8 +142,8 @@ def trend_data(conn, name, lineage_runs):
         lineage = _lineage(run)
         rows = views.trend(conn, name, *lineage)
         host, machine, cpus, config = lineage
-        calibration = store.load_calibration(conn, host, cpus, config, machine).get(
-            (name, stats.REAL_TIME))
+        calibration = store.load_calibration(conn, host, cpus, config, machine,
+                                             name).get((name, stats.REAL_TIME))
         values = tuple(r["median_ns"] if r["median_ns"] is not None else math.nan
                        for r in rows)
         found = _changepoints(values)
