@@ -90,7 +90,7 @@ TEST(UprobeBinary, ThreadsFollowTheCpus) {
 TEST(UprobeBinary, QuickRunIsSmall) {
   const int cpus = static_cast<int>(OnlineCpus()->size());
   std::vector<std::string> names = Listed({"--quick=true"});
-  // 3 probe kinds x (1, CPUs) threads, then 2 process counts x 16 probes.
+  // 3 probe kinds x (1, CPUs) threads, then 2 process counts x 4 probes.
   EXPECT_EQ(names.size(), 3u * (cpus == 1 ? 1 : 2) + 2);
 }
 

@@ -148,7 +148,7 @@ const FlagList<Flags> flags(
                     "uprobes opened and closed per iteration, on distinct functions "
                     "(BM_UprobeAttach)")
             .Default("1,16,256")
-            .Quick("16"),
+            .Quick("4"),
         IntListFlag(&Flags::processes, "uprobe_processes", 0, 100000,
                     "child processes mapping the probed binary (BM_UprobeAttach)")
             .Default("0,16,128")
