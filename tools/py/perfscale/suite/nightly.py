@@ -385,10 +385,10 @@ def _rerun(args, run_args, _names, out_path):
     """Reruns the whole suite, as the baseline runs were; confirm.confirm_suspects judges
     only the suspects on it. Returns the results or raises confirm.RerunError.
 
-    Not only the suspects: what ran around a benchmark is part of what it measures. In an
-    A/A trial on this VM, three reruns of 11 suspects timed EventOpen event_major 1.4-2.4x
-    slower than the full runs a minute before and after (a rerun of 12 that also held
-    PipePingPong did not), and the gate confirmed that as a regression."""
+    Not only the suspects: what ran around a benchmark is part of what it measures. Reruns
+    of the suspects alone timed some of them much slower than the full runs around them,
+    and the gate confirmed that as a regression in an A/A trial
+    (docs/measurements/2026-12-01-gate-real-time.md)."""
     extra = list(run_args) + ([] if "--" in run_args else ["--"])
     status, path = run_suite(runner_command(args), args.repetitions, out_path, extra)
     if status != 0:

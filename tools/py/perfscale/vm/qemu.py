@@ -30,10 +30,10 @@ from perfscale.vm.initramfs import (BEGIN, END, GUEST_OUT_DIR, KERNEL_CONFIG, ST
 from perfscale.vm.kernel import CACHE, VmError, resolve_kernel
 
 OUT_FLAGS = ("--benchmark_out=", "--profile_out=")
-# A kernel that reaches /init under TCG does so in about 10 s with 16 vCPUs here; one that
+# A kernel that reaches /init under TCG does so in seconds, even with 16 vCPUs; one that
 # has printed nothing for this long is taken as hung.
 BOOT_TIMEOUT_S = 120
-# KVM works when the probe guest reaches /init this fast; nested KVM here hangs instead.
+# KVM works when the probe guest reaches /init this fast; a nested KVM that hangs does not.
 KVM_PROBE_TIMEOUT_S = 15
 # The kernel's soft-lockup watchdog reports a CPU stuck for 20 s or more, and again about
 # every 26 s while it stays stuck; a CPU stuck this long is not coming back, and the guest

@@ -7,7 +7,7 @@ Rows (both sides of a row get the same placement):
   set:none with the same tasks. "one CPU" runs both under `taskset -c CPU` (the first CPU
   this process may use), so both tasks share it. Unpinned, the figure is bimodal on a VM
   whose idle vCPUs halt: a round trip between two CPUs costs a cross-CPU wakeup of an
-  idle vCPU (~80-120 us here) against ~8 us on one CPU, and where the scheduler puts
+  idle vCPU (tens of times a one-CPU round trip), and where the scheduler puts
   the two tasks decides which one a run measures; the one-CPU rows are the stable ones.
 - `lock vs perf lock record, one CPU|unpinned` (reference only, never gating): `perf
   lock record -- perf bench sched pipe -l N` vs set:lock as perf lock record records on
