@@ -156,6 +156,9 @@ LockWaits PairLockContention(std::vector<LockSample> samples) {
 
 std::unique_ptr<TaskCounters> TaskCounters::Open(const Options& options) {
   std::unique_ptr<TaskCounters> counters(new TaskCounters());
+  counters->tasks_.push_back(0);
+  counters->tasks_.insert(counters->tasks_.end(), options.existing_tasks.begin(),
+                          options.existing_tasks.end());
   struct Software {
     TaskCounter counter;
     uint64_t config;
@@ -196,12 +199,17 @@ int TaskCounters::AddCounter(const perf_event_attr& attr, const char* what, std:
   // Alone, not in a group: an inherited group does not count in a new task until its
   // first context switch (Linux 6.18: of 1000 getppid() a thread made at its start, a
   // group member counted 1-2 in 37 of 40 runs, the same event alone all 1000 in 40 of 40).
-  absl::StatusOr<PerfEvent> counter = PerfEvent::Open(attr, 0, -1);
-  if (!counter.ok()) {
-    *why_not = absl::StrCat(what, ": ", Reason(counter.status()));
-    return -1;
+  std::vector<PerfEvent> events;
+  for (pid_t task : tasks_) {
+    absl::StatusOr<PerfEvent> counter = PerfEvent::Open(attr, task, -1);
+    if (!counter.ok()) {
+      *why_not = task == 0 ? absl::StrCat(what, ": ", Reason(counter.status()))
+                           : absl::StrCat(what, " on thread ", task, ": ", Reason(counter.status()));
+      return -1;
+    }
+    events.push_back(*std::move(counter));
   }
-  counters_.push_back(*std::move(counter));
+  counters_.push_back(std::move(events));
   return static_cast<int>(counters_.size()) - 1;
 }
 
@@ -262,12 +270,15 @@ void TaskCounters::OpenIpiCounters() {
           AddCounter(Inherited(TracepointAttr(*mask_id)), "ipi:ipi_send_cpumask", &filter_refused);
       if (index < 0) break;
       std::string filter = absl::StrCat("cpumask & CPUS{", cpu, "}");
-      if (ioctl(counters_.back().fd(), PERF_EVENT_IOC_SET_FILTER, filter.c_str()) != 0) {
-        filter_refused = absl::StrCat("filter '", filter, "' refused (", std::strerror(errno),
-                                      "; cpumask filters need Linux 6.6+)");
-        unfiltered_index = index;
-        break;
+      for (const PerfEvent& event : counters_.back()) {
+        if (ioctl(event.fd(), PERF_EVENT_IOC_SET_FILTER, filter.c_str()) != 0) {
+          filter_refused = absl::StrCat("filter '", filter, "' refused (", std::strerror(errno),
+                                        "; cpumask filters need Linux 6.6+)");
+          unfiltered_index = index;
+          break;
+        }
       }
+      if (unfiltered_index >= 0) break;
       ipi_mask_target_indexes_.push_back(index);
     }
   }
@@ -327,6 +338,20 @@ void TaskCounters::OpenLockRings(const Options& options) {
     if (ioctl(end->fd(), PERF_EVENT_IOC_SET_OUTPUT, begin->fd()) != 0) {
       return unavailable(Reason(ErrnoStatus(errno, "PERF_EVENT_IOC_SET_OUTPUT (lock ring)")));
     }
+    // An existing task's samples on this CPU go into the same ring.
+    for (size_t t = 1; t < tasks_.size(); ++t) {
+      for (uint64_t id : {*begin_id, *end_id}) {
+        attr.config = id;
+        absl::StatusOr<PerfEvent> event = PerfEvent::Open(attr, tasks_[t], cpu);
+        if (!event.ok()) {
+          return unavailable(absl::StrCat("thread ", tasks_[t], ": ", Reason(event.status())));
+        }
+        if (ioctl(event->fd(), PERF_EVENT_IOC_SET_OUTPUT, begin->fd()) != 0) {
+          return unavailable(Reason(ErrnoStatus(errno, "PERF_EVENT_IOC_SET_OUTPUT (lock ring)")));
+        }
+        ring.existing.push_back(*std::move(event));
+      }
+    }
     ring.begin = *std::move(begin);
     ring.end = *std::move(end);
     ring.ring = *std::move(mapped);
@@ -360,12 +385,16 @@ bool TaskCounters::available(TaskCounter counter) const {
 absl::StatusOr<TaskCounters::Totals> TaskCounters::Read() {
   Totals totals;
   totals.values.reserve(counters_.size());
-  for (const PerfEvent& counter : counters_) {
-    uint64_t value = 0;
-    ssize_t n = read(counter.fd(), &value, sizeof(value));
-    if (n < 0) return ErrnoStatus(errno, "read the attribution counters");
-    if (n != sizeof(value)) return absl::InternalError("attribution counter read was short");
-    totals.values.push_back(value);
+  for (const std::vector<PerfEvent>& counter : counters_) {
+    uint64_t sum = 0;
+    for (const PerfEvent& event : counter) {
+      uint64_t value = 0;
+      ssize_t n = read(event.fd(), &value, sizeof(value));
+      if (n < 0) return ErrnoStatus(errno, "read the attribution counters");
+      if (n != sizeof(value)) return absl::InternalError("attribution counter read was short");
+      sum += value;
+    }
+    totals.values.push_back(sum);
   }
   rusage self{}, children{};
   getrusage(RUSAGE_SELF, &self);

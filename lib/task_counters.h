@@ -2,8 +2,9 @@
 // function calls they queue, kernel lock contention and the time they wait for it,
 // context switches, CPU migrations and page faults. Only the calling thread and the
 // threads and processes it creates *after* Open are counted (perf_event_open with
-// pid 0 and inherit), never the rest of the machine, so another process flooding the
-// machine with IPIs does not change the figures.
+// pid 0 and inherit), plus the threads that Options::existing_tasks names (each its own
+// events), never the rest of the machine, so another process flooding the machine with
+// IPIs does not change the figures.
 //
 // Sources (each counter falls back on its own; sources() says which one it used):
 // - ipis_sent: counting events on ipi:ipi_send_cpu (one hit = one IPI) and
@@ -122,6 +123,10 @@ class TaskCounters {
     // Data pages per CPU for the lock samples (32 bytes each), a power of two.
     uint64_t lock_ring_pages = 16;
     bool count_syscalls = false;
+    // Threads (ids from gettid) that exist already and are counted too, with what they
+    // create later: a counting pass that reuses the timed pass's threads rather than
+    // making its own (BM_UprobeHit: docs/counters-pass.md).
+    std::vector<pid_t> existing_tasks;
   };
   // Opens everything it can on the calling thread, with inherit; never fails: what it
   // could not open is in sources() with the reason.
@@ -148,9 +153,11 @@ class TaskCounters {
     PerfEvent begin;
     PerfEvent end;
     RingBuffer ring;
+    std::vector<PerfEvent> existing;  // begin and end of each existing task, into `ring`
   };
   TaskCounters() = default;
-  // Opens one inherited counting event; its index in counters_, or -1 and why_not.
+  // Opens one inherited counting event per counted task (the calling thread and each
+  // existing task); its index in counters_, or -1 and why_not.
   int AddCounter(const perf_event_attr& attr, const char* what, std::string* why_not);
   void OpenIpiCounters();
   void OpenLockRings(const Options& options);
@@ -160,7 +167,8 @@ class TaskCounters {
   // Drains every lock ring; keeps the samples only when `keep`.
   void DrainLocks(bool keep, std::vector<LockSample>* samples, uint64_t* lost);
 
-  std::vector<PerfEvent> counters_;
+  std::vector<pid_t> tasks_;                  // 0 (the calling thread), then existing_tasks
+  std::vector<std::vector<PerfEvent>> counters_;  // by index: one event per task, summed
   int ipi_cpu_index_ = -1;
   std::vector<int> ipi_mask_target_indexes_;  // one per target CPU
   int ipi_mask_calls_index_ = -1;

@@ -186,6 +186,61 @@ TEST_F(TaskCountersKernelTest, CountsSyscallsOnlyWhenAskedAndOnlyOfItsTasks) {
   EXPECT_LT(counts->syscalls, 1200u);  // the thread's start, exit and the join: a few
 }
 
+// Threads made before Open are counted when existing_tasks names them (a counting pass
+// that reuses the timed pass's threads), each with its own events; one not named is not.
+TEST_F(TaskCountersKernelTest, CountsTheExistingThreadsItIsGivenAndNoOther) {
+  if (cpus_.size() < 2) GTEST_SKIP() << "needs 2 online CPUs";
+  std::atomic<int> go{0};
+  std::atomic<pid_t> named_tid{0}, other_tid{0};
+  constexpr int kSleeps = 100;
+  constexpr int kCalls = 2000;
+  constexpr int kMaps = 10000;
+  // Two threads on two CPUs, each mapping and unmapping a page kMaps times (the mmap lock
+  // taken for writing from both: lock waits), then sleeping and making getppid calls;
+  // the one not named sleeps and calls four times as often.
+  auto work = [&](int cpu, int times, std::atomic<pid_t>* tid) {
+    tid->store(static_cast<pid_t>(gettid()));
+    absl::StatusOr<ScopedAffinity> pin = ScopedAffinity::PinTo(cpu);
+    while (go.load() == 0) std::this_thread::yield();
+    for (int i = 0; i < kMaps; ++i) {
+      void* memory = mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (memory != MAP_FAILED) munmap(memory, 4096);
+    }
+    for (int i = 0; i < times * kSleeps; ++i) {
+      timespec short_sleep{0, 1000 * 1000};
+      nanosleep(&short_sleep, nullptr);
+    }
+    for (int i = 0; i < times * kCalls; ++i) getppid();
+  };
+  std::thread named(work, cpus_[0], 1, &named_tid);
+  std::thread other(work, cpus_[1], 4, &other_tid);
+  while (named_tid.load() == 0 || other_tid.load() == 0) std::this_thread::yield();
+  TaskCounters::Options options;
+  options.count_syscalls = true;
+  options.existing_tasks = {named_tid.load()};
+  std::unique_ptr<TaskCounters> counters = TaskCounters::Open(options);
+  ASSERT_TRUE(counters->available(TaskCounter::kCtxSwitches)) << Sources(*counters);
+  ASSERT_TRUE(counters->Start().ok());
+  go.store(1);
+  named.join();
+  other.join();
+  absl::StatusOr<TaskCounts> counts = counters->Stop();
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  // The named thread's sleeps, its waits for the lock and the calling thread's for the
+  // joins; the other thread would add 4 x kSleeps.
+  EXPECT_GE(counts->ctx_switches, static_cast<uint64_t>(kSleeps));
+  EXPECT_LT(counts->ctx_switches, static_cast<uint64_t>(4 * kSleeps));
+  if (counters->available(TaskCounter::kSyscalls)) {
+    const uint64_t named_calls = 2 * kMaps + kSleeps + kCalls;
+    EXPECT_GE(counts->syscalls, named_calls);
+    EXPECT_LT(counts->syscalls, named_calls + 2 * kMaps);  // the other's 30100 would be over
+  }
+  if (counters->available(TaskCounter::kLockWait)) {
+    EXPECT_GT(counts->lock_contended, 0u);
+    EXPECT_GT(counts->lock_wait_ns, 0u);
+  }
+}
+
 TEST_F(TaskCountersKernelTest, CountsMigrationsBetweenCpus) {
   if (cpus_.size() < 2) GTEST_SKIP() << "needs 2 online CPUs";
   std::unique_ptr<TaskCounters> counters = TaskCounters::Open();
@@ -231,7 +286,9 @@ TEST_F(TaskCountersKernelTest, ContendedMmapLockShowsAsLockWaits) {
 // thread and of a thread created afterwards (raw_syscalls:sys_enter, which every syscall
 // hits) count on a counter of the caller's, never on the keeper's.
 TEST_F(TaskCountersKernelTest, KeptTracepointEventsCountNoneOfTheOtherTasks) {
-  std::unique_ptr<TaskCounters> mine = TaskCounters::Open({.count_syscalls = true});
+  TaskCounters::Options options;
+  options.count_syscalls = true;
+  std::unique_ptr<TaskCounters> mine = TaskCounters::Open(options);
   if (!mine->available(TaskCounter::kSyscalls)) GTEST_SKIP() << Sources(*mine);
   absl::StatusOr<std::unique_ptr<TracepointKeepAlive>> kept =
       TracepointKeepAlive::Open({"raw_syscalls:sys_enter", "no_such:tracepoint"});

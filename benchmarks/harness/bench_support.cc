@@ -181,8 +181,11 @@ BenchmarkPass::BenchmarkPass(benchmark::State& state, const PassOptions& options
       attribute_(attribute),
       count_iterations_(count_iterations) {}
 
-void BenchmarkPass::OpenCounters() {
-  if (!meter_.has_value()) meter_.emplace(options_.include_children, attribute_, CounterOptions());
+void BenchmarkPass::OpenCounters(std::vector<pid_t> existing_tasks) {
+  if (meter_.has_value()) return;
+  TaskCounters::Options counter_options = CounterOptions();
+  counter_options.existing_tasks = std::move(existing_tasks);
+  meter_.emplace(options_.include_children, attribute_, counter_options);
 }
 
 bool BenchmarkPass::Start() {

@@ -44,6 +44,8 @@
 #ifndef PERFSCALE_BENCHMARKS_HARNESS_BENCH_SUPPORT_H_
 #define PERFSCALE_BENCHMARKS_HARNESS_BENCH_SUPPORT_H_
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -52,6 +54,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "benchmark/benchmark.h"
@@ -141,7 +144,9 @@ class BenchmarkPass {
   // Where the tasks whose cost is counted do not exist yet: opens the inherited counters
   // on this thread in the counting pass (and in the timed pass with --attribution=timed).
   // Start opens them itself where a body does not call it (then only this thread counts).
-  void OpenCounters();
+  // `existing_tasks`: threads (gettid) made before, counted too; for a counting pass that
+  // reuses the timed pass's threads instead of a fresh setup (BM_UprobeHit).
+  void OpenCounters(std::vector<pid_t> existing_tasks = {});
   // Begins a measured window (the timed pass also resumes --profile); a body may have
   // several (Start ... Stop per iteration). False: the state is marked skipped or failed.
   bool Start();

@@ -177,6 +177,17 @@ class HitWorkers {
     for (pthread_t thread : threads_) pthread_join(thread, nullptr);
   }
 
+  // The threads' ids (gettid), once every one has started.
+  std::vector<pid_t> Tids() {
+    absl::MutexLock lock(&mu_);
+    const size_t threads = threads_.size();
+    auto all_started = [this, threads]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+      return tids_.size() == threads;
+    };
+    mu_.Await(absl::Condition(&all_started));
+    return tids_;
+  }
+
   // Releases every thread for one round of calls and waits until all are done.
   void RunRound() {
     absl::MutexLock lock(&mu_);
@@ -194,6 +205,10 @@ class HitWorkers {
 
   static void* Main(void* arg) {
     auto* self = static_cast<HitWorkers*>(arg);
+    {
+      absl::MutexLock lock(&self->mu_);
+      self->tids_.push_back(static_cast<pid_t>(syscall(SYS_gettid)));
+    }
     int64_t seen = 0;
     for (;;) {
       {
@@ -219,6 +234,7 @@ class HitWorkers {
   int64_t round_ ABSL_GUARDED_BY(mu_) = 0;
   int done_ ABSL_GUARDED_BY(mu_) = 0;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<pid_t> tids_ ABSL_GUARDED_BY(mu_);
 };
 
 struct HitParams {
@@ -245,25 +261,43 @@ void BM_UprobeHit(benchmark::State& state, HitParams params) {
   PassOptions options;
   options.unit = "hit";
   options.count_iterations = 20;  // x threads x calls hits: thousands
+  // The counting pass reuses the timed pass's probe and threads, the counters attached to
+  // them once the timed pass is over. A fresh setup would give each new thread its own
+  // inherited probe event, and every uprobe event's close waits for grace periods: 0.1-0.2 s
+  // a row on the 2-CPU VM, most of what counting added to a quick run
+  // (docs/measurements/2026-12-03-counting-pass-cost.md).
+  PerfEvent probe;
+  std::unique_ptr<HitWorkers> workers;
   RunPasses(state, options, [&](BenchmarkPass& pass) {
-    // Before the threads, so that they inherit the probe (and the counters).
-    PerfEvent probe;
-    if (params.probe != ProbeKind::kNone) {
-      absl::StatusOr<PerfEvent> opened =
-          OpenUprobe(pmu, location, params.probe == ProbeKind::kUretprobe, 0, -1, /*inherit=*/true);
-      if (pass.SkipIfError(opened.status())) return;
-      probe = *std::move(opened);
+    if (pass.timed()) {
+      // Before the threads, so that they inherit the probe (and, timed, the counters).
+      if (params.probe != ProbeKind::kNone) {
+        absl::StatusOr<PerfEvent> opened = OpenUprobe(
+            pmu, location, params.probe == ProbeKind::kUretprobe, 0, -1, /*inherit=*/true);
+        if (pass.SkipIfError(opened.status())) return;
+        probe = *std::move(opened);
+      }
+      pass.OpenCounters();
+      absl::StatusOr<std::unique_ptr<HitWorkers>> started =
+          HitWorkers::Start(params.threads, params.calls);
+      if (pass.SkipIfError(started.status())) return;
+      workers = *std::move(started);
+    } else {
+      if (workers == nullptr) return;
+      pass.OpenCounters(workers->Tids());
     }
-    pass.OpenCounters();
-    absl::StatusOr<std::unique_ptr<HitWorkers>> workers =
-        HitWorkers::Start(params.threads, params.calls);
-    if (pass.SkipIfError(workers.status())) return;
+    uint64_t counted_before = 0;
+    if (probe.valid()) {
+      absl::StatusOr<uint64_t> counted = probe.ReadCount();
+      if (pass.SkipIfError(counted.status())) return;
+      counted_before = *counted;
+    }
 
     if (!pass.Start()) return;
     double seconds = 0;
     for (auto _ : pass) {
       auto start = std::chrono::steady_clock::now();
-      (*workers)->RunRound();
+      workers->RunRound();
       double round =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       pass.SetIterationTime(round);
@@ -278,20 +312,21 @@ void BM_UprobeHit(benchmark::State& state, HitParams params) {
       // counts than calls is a probe in the wrong place (a wrong file offset counts 0)
       // or lost hits: an error, in either pass. More is the kernel counting some call
       // twice (seen with several threads on 6.1 and 6.12 guests): reported, kept.
-      absl::StatusOr<uint64_t> counted = probe.ReadCount();
-      if (pass.SkipIfError(counted.status())) return;
-      if (static_cast<double>(*counted) < hits) {
+      absl::StatusOr<uint64_t> read = probe.ReadCount();
+      if (pass.SkipIfError(read.status())) return;
+      const uint64_t counted = *read - counted_before;
+      if (static_cast<double>(counted) < hits) {
         pass.SkipIfError(absl::InternalError(
             absl::StrCat("the ", ProbeKindName(params.probe), " on ", location.path, "+0x",
-                         absl::Hex(location.offset), " counted ", *counted, " hits of ", hits,
+                         absl::Hex(location.offset), " counted ", counted, " hits of ", hits,
                          " calls (a wrong file offset counts 0)")));
         return;
       }
       if (pass.timed()) {
-        if (static_cast<double>(*counted) > hits) {
-          state.SetLabel(absl::StrCat("the probe counted ", *counted, " hits of ", hits, " calls"));
+        if (static_cast<double>(counted) > hits) {
+          state.SetLabel(absl::StrCat("the probe counted ", counted, " hits of ", hits, " calls"));
         }
-        state.counters["counted/hit"] = static_cast<double>(*counted) / hits;
+        state.counters["counted/hit"] = static_cast<double>(counted) / hits;
       }
     }
     if (!pass.timed() || hits <= 0) return;
@@ -330,8 +365,12 @@ void BM_UprobeAttach(benchmark::State& state, AttachParams params) {
   if (SkipIfError(state, fd_limit.status())) return;
   PassOptions options;
   options.unit = "probe";
-  options.count_iterations = 1;  // x N probes, each counted exactly; an attach of 16 is 1.25 s
+  options.count_iterations = 1;
   RunPasses(state, options, [&](BenchmarkPass& pass) {
+    // The counting pass attaches one of the row's probes: each probe is its own open and
+    // close, one after another, so one is the unit its counts are per; and each close
+    // waits for grace periods (75 ms on the 2-CPU VM), so counting all N cost N of them.
+    const size_t attached = pass.counting() ? 1 : static_cast<size_t>(params.probes);
     pass.OpenCounters();
     std::vector<ChildProcess> children;
     children.reserve(static_cast<size_t>(params.processes));
@@ -344,7 +383,7 @@ void BM_UprobeAttach(benchmark::State& state, AttachParams params) {
     // A system-wide event (every process, one CPU): the kernel writes the breakpoint
     // into every process that maps the binary, as a BPF uprobe without a pid filter does.
     const int cpu = cpus->front();
-    std::vector<PerfEvent> events(static_cast<size_t>(params.probes));
+    std::vector<PerfEvent> events(attached);
     if (!pass.Start()) return;
     double open_seconds = 0, close_seconds = 0;
     for (auto _ : pass) {
@@ -366,7 +405,7 @@ void BM_UprobeAttach(benchmark::State& state, AttachParams params) {
       pass.SetIterationTime(std::chrono::duration<double>(closed - start).count());
     }
     if (!pass.Stop()) return;
-    const double probes = static_cast<double>(pass.iterations()) * params.probes;
+    const double probes = static_cast<double>(pass.iterations() * static_cast<int64_t>(attached));
     pass.SetOps(probes);
     for (ChildProcess& child : children) child.Kill();  // they die in parallel; ~ reaps
     if (!pass.timed() || probes <= 0) return;
