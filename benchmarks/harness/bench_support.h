@@ -11,7 +11,8 @@
 //      ipis_system/<unit> and sys_us/<unit> (/proc/interrupts and getrusage, no perf
 //      event) come from here;
 //   2. the counting pass: the same body with the same parameters and a fresh setup (its
-//      threads and processes are created after the counters open, so they inherit them),
+//      threads and processes are created after the counters open, so they inherit them;
+//      a body may instead name the timed pass's threads: OpenCounters(tids)),
 //      untimed, sized by iterations (PassOptions::count_iterations, never more than the
 //      timed pass ran): ipis_sent/<unit>, xcalls/<unit>, ... and count_ops, the
 //      operations (in <unit>) those counts are divided by.
