@@ -57,8 +57,15 @@ TEST(UprobeBinary, JsonHasTheCounters) {
       EXPECT_EQ(bench.Number("processes"), 2);
       EXPECT_NEAR(bench.Number("open_usecs/probe") + bench.Number("close_usecs/probe"),
                   bench.Number("usecs/probe"), bench.Number("usecs/probe") * 1e-6);
+      EXPECT_EQ(bench.Number("count_ops"), 1);  // the counting pass attaches one probe
       continue;
     }
+    // The counting pass: 1 to 20 rounds of both threads' 500 calls, on the timed pass's
+    // threads (and probe: counted/hit is checked in that pass too, or the row fails).
+    const double count_ops = bench.Number("count_ops");
+    EXPECT_GE(count_ops, 1000);
+    EXPECT_LE(count_ops, 20000);
+    EXPECT_EQ(static_cast<int64_t>(count_ops) % 1000, 0) << count_ops;
     // usecs/hit is per call of one thread; hits/s counts both threads' calls.
     const double usecs = bench.Number("usecs/hit");
     EXPECT_GT(usecs, 0);
