@@ -263,8 +263,8 @@ void BM_UprobeHit(benchmark::State& state, HitParams params) {
   options.count_iterations = 20;  // x threads x calls hits: thousands
   // The counting pass reuses the timed pass's probe and threads, the counters attached to
   // them once the timed pass is over. A fresh setup would give each new thread its own
-  // inherited probe event, and every uprobe event's close waits for grace periods: 0.1-0.2 s
-  // a row on the 2-CPU VM, most of what counting added to a quick run
+  // inherited probe event, and every uprobe event's close waits for grace periods, one
+  // after another: most of what counting added to a quick run
   // (docs/measurements/2026-12-03-counting-pass-cost.md).
   PerfEvent probe;
   std::unique_ptr<HitWorkers> workers;
@@ -369,7 +369,7 @@ void BM_UprobeAttach(benchmark::State& state, AttachParams params) {
   RunPasses(state, options, [&](BenchmarkPass& pass) {
     // The counting pass attaches one of the row's probes: each probe is its own open and
     // close, one after another, so one is the unit its counts are per; and each close
-    // waits for grace periods (75 ms on the 2-CPU VM), so counting all N cost N of them.
+    // waits for grace periods, so counting all N would wait N times.
     const size_t attached = pass.counting() ? 1 : static_cast<size_t>(params.probes);
     pass.OpenCounters();
     std::vector<ChildProcess> children;
