@@ -203,8 +203,9 @@ int TaskCounters::AddCounter(const perf_event_attr& attr, const char* what, std:
   for (pid_t task : tasks_) {
     absl::StatusOr<PerfEvent> counter = PerfEvent::Open(attr, task, -1);
     if (!counter.ok()) {
-      *why_not = task == 0 ? absl::StrCat(what, ": ", Reason(counter.status()))
-                           : absl::StrCat(what, " on thread ", task, ": ", Reason(counter.status()));
+      *why_not = task == 0
+                     ? absl::StrCat(what, ": ", Reason(counter.status()))
+                     : absl::StrCat(what, " on thread ", task, ": ", Reason(counter.status()));
       return -1;
     }
     events.push_back(*std::move(counter));

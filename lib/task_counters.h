@@ -167,7 +167,7 @@ class TaskCounters {
   // Drains every lock ring; keeps the samples only when `keep`.
   void DrainLocks(bool keep, std::vector<LockSample>* samples, uint64_t* lost);
 
-  std::vector<pid_t> tasks_;                  // 0 (the calling thread), then existing_tasks
+  std::vector<pid_t> tasks_;                      // 0 (the calling thread), then existing_tasks
   std::vector<std::vector<PerfEvent>> counters_;  // by index: one event per task, summed
   int ipi_cpu_index_ = -1;
   std::vector<int> ipi_mask_target_indexes_;  // one per target CPU

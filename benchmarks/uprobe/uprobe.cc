@@ -181,9 +181,8 @@ class HitWorkers {
   std::vector<pid_t> Tids() {
     absl::MutexLock lock(&mu_);
     const size_t threads = threads_.size();
-    auto all_started = [this, threads]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-      return tids_.size() == threads;
-    };
+    auto all_started = [this, threads]()
+                           ABSL_SHARED_LOCKS_REQUIRED(mu_) { return tids_.size() == threads; };
     mu_.Await(absl::Condition(&all_started));
     return tids_;
   }
