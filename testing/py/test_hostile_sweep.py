@@ -234,9 +234,13 @@ def test_ctrl_c_of_run_is_one_line_and_exit_130(tmp_path):
     import time
     from conftest import alive, wait_for
     pidfile = tmp_path / "pid"
+    # Ctrl-C's default action, as a terminal's shell leaves it: a job started in the
+    # background by a script (CI run under nohup ... &) inherits SIGINT ignored, and
+    # neither Python nor sleep would then see it.
     proc = _perfscale("run", "--out", str(tmp_path / "r.json"),
                       env={"PERFSCALE_BINARY": "sh -c 'echo $$ > %s; exec sleep 60'" % pidfile},
-                      start_new_session=True)
+                      start_new_session=True,
+                      preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert wait_for(lambda: pidfile.exists() and pidfile.read_text().strip(), 60)
     time.sleep(0.2)
     child = int(pidfile.read_text())
