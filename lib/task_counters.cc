@@ -193,6 +193,14 @@ std::unique_ptr<TaskCounters> TaskCounters::Open(const Options& options) {
   return counters;
 }
 
+uint64_t TaskCounters::EventsPerTask(const Options& options) {
+  absl::StatusOr<std::vector<int>> cpus = OnlineCpus();
+  const uint64_t n = cpus.ok() ? cpus->size() : 1;
+  // 3 software events, ipi_send_cpu, csd_queue_cpu, ipi_send_cpumask per target CPU, a
+  // begin and an end lock event per CPU, and raw_syscalls:sys_enter if asked.
+  return 5 + n + 2 * n + (options.count_syscalls ? 1 : 0);
+}
+
 TaskCounters::~TaskCounters() = default;
 
 int TaskCounters::AddCounter(const perf_event_attr& attr, const char* what, std::string* why_not) {

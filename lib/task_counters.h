@@ -132,6 +132,9 @@ class TaskCounters {
   // could not open is in sources() with the reason.
   static std::unique_ptr<TaskCounters> Open(const Options& options);
   static std::unique_ptr<TaskCounters> Open() { return Open(Options{}); }
+  // The events Open opens on each counted task at most (an fd each): the calling thread's
+  // children inherit copies without fds, but every existing task has its own.
+  static uint64_t EventsPerTask(const Options& options);
 
   TaskCounters(const TaskCounters&) = delete;
   TaskCounters& operator=(const TaskCounters&) = delete;

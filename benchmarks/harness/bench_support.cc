@@ -184,12 +184,24 @@ BenchmarkPass::BenchmarkPass(benchmark::State& state, const PassOptions& options
 void BenchmarkPass::OpenCounters(std::vector<pid_t> existing_tasks) {
   if (meter_.has_value()) return;
   TaskCounters::Options counter_options = CounterOptions();
+  if (attribute_ && !existing_tasks.empty()) {
+    // Every named thread holds events of its own (an inherited copy needs no fd): 32
+    // threads on 16 CPUs are ~1,800 fds, above the usual soft limit of 1,024.
+    absl::StatusOr<ScopedFdLimit> limit = ScopedFdLimit::Ensure(
+        TaskCounters::EventsPerTask(counter_options) * (existing_tasks.size() + 1));
+    if (limit.ok()) {
+      fd_limit_.emplace(*std::move(limit));
+    } else {
+      fd_limit_error_ = limit.status();
+    }
+  }
   counter_options.existing_tasks = std::move(existing_tasks);
   meter_.emplace(options_.include_children, attribute_, counter_options);
 }
 
 bool BenchmarkPass::Start() {
   OpenCounters();
+  if (SkipIfError(fd_limit_error_)) return false;
   if (timed()) ResumeProfile();  // --profile: the timed region starts here
   return !SkipIfError(meter_->Start());
 }

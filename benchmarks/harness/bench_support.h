@@ -59,6 +59,7 @@
 
 #include "absl/status/status.h"
 #include "benchmark/benchmark.h"
+#include "lib/capabilities.h"
 #include "lib/kernel_cost.h"
 #include "lib/task_counters.h"
 
@@ -182,6 +183,9 @@ class BenchmarkPass {
   std::chrono::steady_clock::time_point loop_start_;
   double loop_seconds_ = 0;
   double manual_seconds_ = 0;
+  std::optional<ScopedFdLimit> fd_limit_;  // for OpenCounters(tids): before meter_, so it
+                                           // outlives the events
+  absl::Status fd_limit_error_;
   std::optional<KernelCostMeter> meter_;
   KernelCost cost_;
   bool measured_ = false;  // a window was stopped

@@ -5,12 +5,19 @@
 // false do what they say. The body lists this process's perf event fds while it iterates.
 #include "benchmarks/harness/bench_support.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <condition_variable>
+#include <cstdio>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "lib/capabilities.h"
 #include "lib/flags.h"
 #include "testing/common/family_harness.h"
 #include "testing/common/process_state.h"
@@ -52,6 +59,70 @@ void BM_Passes(benchmark::State& state) {
   });
 }
 BENCHMARK(BM_Passes)->Iterations(50);
+
+// A counting pass on the timed pass's threads (as BM_UprobeHit's): every named thread
+// holds counting events of its own.
+constexpr int kExistingThreads = 40;
+
+// kExistingThreads threads that wait until destroyed; tids() once all have started.
+class WaitingThreads {
+ public:
+  explicit WaitingThreads(int count) {
+    for (int i = 0; i < count; ++i) {
+      threads_.emplace_back([this] {
+        std::unique_lock<std::mutex> lock(mu_);
+        tids_.push_back(static_cast<pid_t>(gettid()));
+        started_.notify_all();
+        released_.wait(lock, [this] { return release_; });
+      });
+    }
+  }
+  ~WaitingThreads() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      release_ = true;
+    }
+    released_.notify_all();
+    for (std::thread& thread : threads_) thread.join();
+  }
+  std::vector<pid_t> tids() {
+    std::unique_lock<std::mutex> lock(mu_);
+    started_.wait(lock, [this] { return tids_.size() == threads_.size(); });
+    return tids_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable started_, released_;
+  bool release_ = false;
+  std::vector<pid_t> tids_;
+  std::vector<std::thread> threads_;
+};
+
+void BM_ExistingThreads(benchmark::State& state) {
+  PassOptions options;
+  options.count_iterations = 3;
+  std::unique_ptr<WaitingThreads> threads;
+  RunPasses(state, options, [&](BenchmarkPass& pass) {
+    if (pass.timed()) {
+      threads = std::make_unique<WaitingThreads>(kExistingThreads);
+    } else {
+      pass.OpenCounters(threads->tids());
+    }
+    if (!pass.Start()) return;
+    for (auto _ : pass) {
+    }
+    if (!pass.Stop()) return;
+    pass.SetOps(static_cast<double>(pass.iterations()));
+  });
+}
+BENCHMARK(BM_ExistingThreads)->Iterations(10);
+
+rlimit FileLimit() {
+  rlimit files{};
+  EXPECT_EQ(getrlimit(RLIMIT_NOFILE, &files), 0);
+  return files;
+}
 
 void Parse(const std::vector<std::string>& flags) {
   ResetFlagsForTest();
@@ -146,6 +217,45 @@ TEST(RunPasses, LeavesTheProcessAsFound) {
     std::unique_ptr<TracepointKeepAlive> kept = KeepCountingTracepoints();
     RunParsed();
   }));
+}
+
+// 41 tasks x a dozen events are more fds than a soft limit just above what is open: the
+// counting pass raises it for its events, and puts it back.
+TEST(RunPasses, ExistingThreadsGetTheFdsTheirEventsNeed) {
+  if (!CountersOpen()) GTEST_SKIP() << "no perf events here";
+  Parse({"--attribution=true"});
+  const rlimit before = FileLimit();
+  rlimit low = before;
+  low.rlim_cur = static_cast<rlim_t>(*CountOpenFds() + 64);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  std::vector<BenchmarkRun> runs = ::perfscale::testing::RunBenchmarks("BM_ExistingThreads");
+  const rlimit after = FileLimit();
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &before), 0);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_FALSE(runs[0].error_occurred) << runs[0].error_message;
+  EXPECT_EQ(runs[0].counters.at("count_ops").value, 3);
+  // Counters with no fallback (ctx_switches has getrusage's): each needs its 41 events.
+  EXPECT_TRUE(runs[0].counters.count("xcalls/op"));
+  EXPECT_TRUE(runs[0].counters.count("lock_contended/op"));
+  EXPECT_EQ(after.rlim_cur, low.rlim_cur);
+}
+
+// Where the hard limit is too low, the row says so and how to raise it. In a child of
+// its own: a hard limit once lowered is raised again only with CAP_SYS_RESOURCE.
+TEST(RunPasses, ExistingThreadsAboveTheHardFdLimitFailTheRowSayingHow) {
+  if (!CountersOpen()) GTEST_SKIP() << "no perf events here";
+  Parse({"--attribution=true"});
+  EXPECT_EXIT(
+      {
+        rlimit low = FileLimit();
+        low.rlim_cur = low.rlim_max = static_cast<rlim_t>(*CountOpenFds() + 64);
+        if (setrlimit(RLIMIT_NOFILE, &low) != 0) _exit(3);
+        std::vector<BenchmarkRun> runs = ::perfscale::testing::RunBenchmarks("BM_ExistingThreads");
+        if (runs.size() != 1 || !runs[0].error_occurred) _exit(4);
+        fprintf(stderr, "row error: %s\n", runs[0].error_message.c_str());
+        _exit(0);
+      },
+      ::testing::ExitedWithCode(0), "row error: .*counting pass: needs .*ulimit -Hn");
 }
 
 TEST(AttributionFlag, TakesBooleansAndTimedOnly) {
