@@ -241,6 +241,19 @@ TEST_F(TaskCountersKernelTest, CountsTheExistingThreadsItIsGivenAndNoOther) {
   }
 }
 
+// EventsPerTask sizes the fd limit for existing tasks before Open runs: it must cover
+// what Open opens for each task (here: the calling thread alone, every counter asked for).
+TEST_F(TaskCountersKernelTest, EventsPerTaskCoversWhatOpenOpensForATask) {
+  TaskCounters::Options options;
+  options.count_syscalls = true;
+  const int before = ::perfscale::testing::CountPerfEventFds();
+  std::unique_ptr<TaskCounters> counters = TaskCounters::Open(options);
+  const int opened = ::perfscale::testing::CountPerfEventFds() - before;
+  EXPECT_GT(opened, 0);
+  EXPECT_LE(static_cast<uint64_t>(opened), TaskCounters::EventsPerTask(options))
+      << Sources(*counters);
+}
+
 TEST_F(TaskCountersKernelTest, CountsMigrationsBetweenCpus) {
   if (cpus_.size() < 2) GTEST_SKIP() << "needs 2 online CPUs";
   std::unique_ptr<TaskCounters> counters = TaskCounters::Open();
