@@ -24,7 +24,8 @@ LAYERS = (
     ("gate", ("perfscale.gate",)),            # statistics and the gate's judgement
     ("pages", ("perfscale.plots",)),          # report pages, plots, the regression mail
     ("web", ("perfscale.web",)),              # the dashboard application (serve)
-    ("runner", ("perfscale.suite", "perfscale.vm", "perfscale.parity")),  # running things
+    ("runner", ("perfscale.suite", "perfscale.vm", "perfscale.parity",  # running things
+                "perfscale.labs")),     # and the labs' own machinery (LAVA, KCIDB)
     ("commands", ("perfscale.commands", "perfscale.cli")),  # main(argv) -> int each
 )
 COMMANDS = "perfscale.commands"

@@ -34,6 +34,8 @@ COMMANDS = (
     ("history", "sync spooled runs, import SQLite histories and result files\n"
                 "(docs/fleet-history.md)"),
     ("db", "start|stop DIR: a local PostgreSQL for a lab's shared history"),
+    ("kcidb", "a run as a KCIDB v5.3 report (KernelCI's results database); --submit posts it\n"
+              "(docs/labs.md)"),
     ("serve", "the dashboard over the history: fleet, trends, runs, compare, scaling,\n"
               "change points and triage (docs/dashboard.md)"),
 )

@@ -42,13 +42,19 @@ def import_results_file(dest, path, config=""):
         raw = f.read()
     results = io.parse_results(raw.decode("utf-8", "replace"), source=path)
     info = store.RunInfo.from_results(results, config, [], _repetitions(results))
-    info.run_key = store.derived_run_key(["file", config, io.dumps(results.context),
-                                          _digest(raw)])
+    info.run_key = file_run_key(raw, results, config)
     info.recorded_at = _file_time(results, path)
     existing = store.run_id_of(dest, info.run_key)
     if existing is not None:
         return existing, False
     return store.record_run(dest, info, results, [], None), True
+
+
+def file_run_key(raw, results, config=""):
+    """The run key of result file bytes `raw` (parsed: `results`) imported under `config`:
+    its content, so the same file is the same run wherever it is keyed (history import,
+    the KCIDB report of the file)."""
+    return store.derived_run_key(["file", config, io.dumps(results.context), _digest(raw)])
 
 
 def _digest(raw):
