@@ -23,7 +23,7 @@ import math
 import statistics
 import uuid
 
-from perfscale.history import identity, schema, sqlite_engine
+from perfscale.history import identity, schema, sqlite_engine, targets
 from perfscale.results import io, names
 
 SCHEMA_VERSION = schema.SCHEMA_VERSION
@@ -39,17 +39,19 @@ class HistoryUnavailable(HistoryError):
 
 
 def is_server(target):
-    from perfscale.history import postgres_engine
-    return postgres_engine.is_target(str(target))
+    """True for a PostgreSQL target; from its text alone, no driver needed (targets)."""
+    return targets.is_server(target)
 
 
 def redact(text, target=""):
     """`text` with passwords (of URLs, key=value strings, `target`) replaced by ***."""
-    try:
-        from perfscale.history import postgres_engine
-    except ImportError:  # psycopg missing: no server target can carry a password then
-        return str(text)
-    return postgres_engine.redact(text, target)
+    if target and targets.is_server(target):
+        try:
+            from perfscale.history import postgres_engine
+        except ImportError:  # no driver, so no server message can quote the password
+            return targets.redact(text)
+        return postgres_engine.redact(text, target)
+    return targets.redact(text)
 
 
 def describe(target):
@@ -117,12 +119,13 @@ def open_history(target, read_only=False, check_pages=True):
     for a fleet's year) because this process checked them when it first opened the file:
     the dashboard, which opens the history for each request."""
     target = str(target)
-    if is_server(target):
-        try:
+    if targets.engine_of(target) == targets.POSTGRESQL:
+        try:  # the driver only now: an SQLite history never needs it
             from perfscale.history import postgres_engine
-        except ImportError:
-            raise HistoryError("%s: PostgreSQL needs psycopg 3 (tools/setup installs "
-                               "python3-psycopg)" % describe(target)) from None
+        except ImportError as err:
+            raise HistoryError("%s: a PostgreSQL history needs psycopg 3, which cannot be "
+                               "imported (%s); tools/setup installs python3-psycopg"
+                               % (describe(target), err)) from None
         engine = postgres_engine.Engine(target, HistoryError, HistoryUnavailable, read_only)
     else:
         engine = sqlite_engine.Engine(target, HistoryError, read_only)
