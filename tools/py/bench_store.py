@@ -1,7 +1,10 @@
 """The fleet history's figures: a synthetic year of nightlies from many machines.
 
-    tools/py/python -m perfscale.history.bench_store --history URL [--machines 50]
+    tools/py/python tools/py/bench_store.py --history URL [--machines 50]
         [--days 365] [--benchmarks 200] [--repetitions 10] [--json FILE]
+
+A tool that measures the store, not part of it: it lives beside the perfscale package,
+uses only the store's public interface, and nothing in the package imports it.
 
 Loads machines x days runs of `benchmarks` benchmarks x `repetitions` samples through
 the import's own path (store.copy_run with COPY, as `tools/perfscale history import`
