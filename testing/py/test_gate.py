@@ -139,7 +139,9 @@ def test_a_count_that_doubles_is_a_regression_named_with_the_counter_even_in_noi
     (verdict,) = results_stats.compare_entries(base, new)
     assert verdict.verdict == results_stats.COUNTS and verdict.regression
     assert verdict.counter_regressions == ["ipis_sent/op"]  # a time does not gate
-    assert "ipis_sent/op 8 -> 16; lock_wait_us/op 0.1 -> 3.2" in verdict.line()
+    # Each judged count with its interval (of the change of its median), floor and p.
+    assert ("ipis_sent/op 8 -> 16 [95% CI +8..+8], floor +2, p=8e-06 (Holm 1.6e-05); "
+            "lock_wait_us/op 0.1 -> 3.2") in verdict.line()
     assert results_stats.gate_status([verdict])[0] == 1
 
 

@@ -13,10 +13,16 @@ the lineage's baseline runs, against sigma * sqrt(1/K + c/m), one-sided. Either 
 correction runs over the whole suite, every verdict carries a 95% interval of the change,
 and a change below the threshold (5%) is never a regression.
 
-Attributed counters (ipis_sent/op, xcalls/op, ...) are nearly deterministic: a count that
-rises beyond its own noise is a regression named with the counter, even when the time is
-too noisy to judge. Below `min_repetitions` (compare.py's recommendation) nothing is
-judged, and a gate never passes what it could not judge (gate_status).
+Attributed counters (ipis_sent/op, xcalls/op, ...) are judged against their own noise
+too (count_test): a gated count is "up" only when a one-sided U test over its
+per-repetition values says it rose, in the same Holm correction as the times, and its
+median rose past a floor. Most counts depend on scheduling and idle states (IPIs really
+sent, context switches, lock contentions): their floor is the larger of 25% of the
+baseline, the baseline's own spread over its repetitions and 0.1 per operation. Only a
+cross-CPU call count whose baseline repetitions agree within 2% is exact, and there one
+event per counting pass may flag (docs/counters.md says which rows are which). Below
+`min_repetitions` (compare.py's recommendation) nothing is judged, and a gate never
+passes what it could not judge (gate_status).
 """
 
 import copy
@@ -26,7 +32,7 @@ import statistics
 import zlib
 
 import numpy
-from scipy.stats import mannwhitneyu, norm
+from scipy.stats import binom, mannwhitneyu, norm
 
 from perfscale.results import io
 
@@ -42,6 +48,19 @@ CONFIDENCE = 0.95  # of the bootstrap intervals shown in every verdict
 BOOTSTRAP_RESAMPLES = 2000
 # A count must move by at least this much per operation (1 IPI in 20 ops) to count.
 COUNTER_MIN_DELTA = 0.05
+# A scheduling-dependent count (below) must also rise by this share of its baseline and
+# by its baseline's whole spread over repetitions: whole runs move those counts by more
+# than their repetitions spread (A/A on the 2-CPU VM: ipis_sent/op of a breakpoint toggle
+# 6.5 -> 9.95, as whether a cross-CPU call needs an IPI follows the other CPU's idle
+# state), so a U test over repetitions alone calls that noise significant.
+SCHEDULED_COUNT_FLOOR = 0.25
+SCHEDULED_COUNT_MIN = 0.1  # per operation (fd, record): one event in ten operations
+# Counts fixed by the code path when their baseline says so: cross-CPU calls queued
+# (per toggle of a breakpoint N threads inherited, 2 per copy on another CPU). IPIs sent,
+# context switches and lock contentions also follow the other tenants and idle states,
+# so they are never treated as exact, even when a quiet baseline held them constant.
+PATH_FIXED_COUNTS = ("xcalls",)
+EXACT_SPREAD = 0.02  # a path-fixed count is exact when its repetitions agree this well
 # A calibrated benchmark this likely slower on its first run (one-sided p, before Holm's
 # correction) is a suspect: rerun before the verdict. Loose on purpose: the reruns are
 # cheap and a 10% slowdown must get through this screen 9 times in 10 and more.
@@ -97,6 +116,7 @@ class Verdict:
     screen_p: float = math.nan  # one-sided p of the between-runs test, before Holm
     counters: list = dataclasses.field(default_factory=list)  # (name, base, new) that moved
     counter_regressions: list = dataclasses.field(default_factory=list)
+    count_tests: dict = dataclasses.field(default_factory=dict)  # counter -> CountTest
     confirmation: str = ""  # what the confirmation rerun said, when there was one
     baseline_valid: bool = True  # False: the baseline could not be judged on this one
 
@@ -106,8 +126,10 @@ class Verdict:
 
     def moved(self):
         """'ipis_sent/op 8.0 -> 16.0; ...': the attributed counters that moved."""
-        return "; ".join("%s %s -> %s" % (name, _figure(old), _figure(new))
-                         for name, old, new in self.counters)
+        return "; ".join("%s %s -> %s%s" % (
+            name, _figure(old), _figure(new),
+            " " + self.count_tests[name].text() if name in self.count_tests else "")
+            for name, old, new in self.counters)
 
     def line(self):
         """One line a person reads in a log: verdict, figures with their interval, why."""
@@ -229,33 +251,155 @@ def holm(pvalues):
     return adjusted
 
 
+@dataclasses.dataclass
+class CountTest:
+    """One gated count of one benchmark, judged against its own noise (count_test)."""
+    counter: str
+    base: float  # median over the baseline's values (repetitions, or runs' medians)
+    new: float
+    exact: bool  # fixed by the code path: one event per counting pass may flag
+    floor: float  # the rise of the median it needs, in the count's own units
+    pvalue: float  # one-sided (new > base) over the values, before Holm
+    ci: tuple  # bootstrap interval of median(new) - median(base)
+    p_adjusted: float = math.nan  # Holm's, when it was a candidate
+    regression: bool = False
+
+    @property
+    def candidate(self):
+        """Up past its floor: only then can it be a regression (and a test in Holm's
+        family; a count below its floor is never flagged, whatever its p)."""
+        # (The rounding slack: a count per op of one event per pass is 1/count_ops.)
+        return self.new > self.base and self.new - self.base >= self.floor * (1 - 1e-9)
+
+    def text(self):
+        """'[95% CI +1.5..+2.1], exact, p=1e-05 (Holm 0.003)' for a verdict's line."""
+        low, high = self.ci
+        text = "[%d%% CI %s..%s]" % (round(100 * CONFIDENCE), _signed(low), _signed(high)) \
+            if math.isfinite(low) and math.isfinite(high) else "[no interval]"
+        text += ", %s" % ("exact" if self.exact else "floor %s" % _signed(self.floor))
+        if math.isfinite(self.pvalue):
+            text += ", p=%.2g" % self.pvalue
+        if math.isfinite(self.p_adjusted):
+            text += " (Holm %.2g)" % self.p_adjusted
+        return text
+
+
+def _signed(value):
+    return ("+" if value >= 0 else "-") + _figure(abs(value))
+
+
+def _one_sided_p(base, new):
+    """p that `new` is higher than `base`. A U test; against one value (a single stored
+    baseline run's median) a sign test of the new values above it, since a U test
+    against one value can never be significant. All ties: no evidence, 1.0."""
+    if len(base) == 1:
+        above = sum(1 for v in new if v > base[0])
+        return float(binom.sf(above - 1, len(new), 0.5)) if above else 1.0
+    pvalue = mannwhitneyu(new, base, alternative="greater").pvalue
+    return 1.0 if math.isnan(pvalue) else float(pvalue)
+
+
+def difference_interval(key, base, new, confidence=CONFIDENCE, resamples=BOOTSTRAP_RESAMPLES):
+    """Bootstrap interval of median(new) - median(base), in the count's units (a ratio
+    has no meaning for a count whose baseline is 0). Seeded from `key`."""
+    rng = numpy.random.default_rng(zlib.crc32(key.encode()))
+    base, new = numpy.asarray(base, dtype=float), numpy.asarray(new, dtype=float)
+    differences = (numpy.median(new[rng.integers(0, len(new), (resamples, len(new)))], 1)
+                   - numpy.median(base[rng.integers(0, len(base), (resamples, len(base)))], 1))
+    tail = 100 * (1 - confidence) / 2
+    low, high = numpy.percentile(differences, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def count_test(name, counter, old, entry, floors):
+    """CountTest of a gated count of benchmark `name`, or None when a side has no values.
+
+    Exact only for a path-fixed count whose baseline values' middle half agree within
+    EXACT_SPREAD: its floor is one event per counting pass (1 / count_ops of the new
+    run), or that interquartile spread if larger. Any other count is scheduling-dependent: its floor is the largest of
+    SCHEDULED_COUNT_FLOOR of the baseline, the baseline's whole spread, SCHEDULED_COUNT_MIN
+    and, where calibrated, its spread between runs."""
+    base, new = old.counters.get(counter), entry.counters.get(counter)
+    if not base or not new:
+        return None
+    before, after = statistics.median(base), statistics.median(new)
+    spread = max(base) - min(base)
+    # Exactness on the middle half: one stray event in one repetition (a TLB shootdown
+    # beside 16 calls per toggle) does not make a path-fixed count scheduling-dependent.
+    quartiles = numpy.percentile(base, [25, 75])
+    middle = float(quartiles[1] - quartiles[0])
+    ops = entry.counters.get("count_ops")
+    one_event = 1.0 / statistics.median(ops) if ops and statistics.median(ops) > 0 else 0.0
+    exact = (counter_kind(counter) in PATH_FIXED_COUNTS
+             and middle <= EXACT_SPREAD * abs(before))
+    if exact:
+        floor = max(one_event, middle)
+    else:
+        calibrated = floors.get((name, counter))
+        # The calibrated floor is z * sqrt(2) times its relative spread between runs
+        # (floors.counter_floor), relative to the baseline's mean, not its median: a count
+        # that is mostly 0 with a context switch now and then has a median of 0.
+        scale = max(abs(before), abs(statistics.mean(base)))
+        noise = math.log1p(calibrated.noise_floor) * scale if calibrated else 0.0
+        floor = max(SCHEDULED_COUNT_FLOOR * abs(before), spread, SCHEDULED_COUNT_MIN, noise)
+    return CountTest(counter, before, after, exact, floor, _one_sided_p(base, new),
+                     difference_interval(name + "|" + counter, base, new))
+
+
+def count_tests(old, entry, floors, options):
+    """{counter: CountTest} of a benchmark's gated counts, enough values on the new side."""
+    tests = {}
+    for counter, values in entry.counters.items():
+        if counter_kind(counter) in GATED_COUNTS and len(values) >= options.min_repetitions:
+            test = count_test(entry.name, counter, old, entry, floors)
+            if test is not None:
+                tests[counter] = test
+    return tests
+
+
 def counter_moves(old, entry, floors, options):
-    """(moved, regressions): attributed counters that changed; counts beyond their noise."""
-    moved, regressions = [], []
+    """The attributed counters that moved enough to show: by at least COUNTER_MIN_DELTA,
+    the counter threshold and, where calibrated, the count's spread between runs."""
+    moved = []
     for name, values in entry.counters.items():
-        kind = counter_kind(name)
-        if kind is None or not values or not old.counters.get(name):
+        if counter_kind(name) is None or not values or not old.counters.get(name):
             continue
         before, after = statistics.median(old.counters[name]), statistics.median(values)
         delta = after - before
         calibrated = floors.get((entry.name, name))
-        # The count's own noise, in its units: the calibrated floor is z * sqrt(2) times
-        # its relative spread (floors.counter_floor), and relative to the baseline's mean,
-        # not its median. A count that is mostly 0 with a context switch now and then
-        # (0, 0, 0.032, 0 per op over 4 runs) has a median of 0, and a floor relative to
-        # that let 0.07 pass for a rise in an A/A nightly.
         scale = max(abs(before), abs(statistics.mean(old.counters[name])))
         noise = math.log1p(calibrated.noise_floor) * scale if calibrated else 0.0
         margin = max(options.counter_threshold_pct / 100 * abs(before), noise)
-        if abs(delta) < COUNTER_MIN_DELTA or abs(delta) <= margin:
-            continue
-        moved.append((name, before, after))
-        # Most repetitions on the far side: one outlier repetition is not a regression.
-        beyond = sum(1 for v in values if v > before + margin + COUNTER_MIN_DELTA / 2)
-        if (kind in GATED_COUNTS and delta > 0 and len(values) >= options.min_repetitions
-                and beyond >= 0.75 * len(values)):
-            regressions.append(name)
-    return moved, regressions
+        if abs(delta) >= COUNTER_MIN_DELTA and abs(delta) > margin:
+            moved.append((name, before, after))
+    return moved
+
+
+def judge_counts(base_entries, new_entries, names, floors, options, time_pvalues=()):
+    """{name: (moved, regressions, tests)} for the benchmarks `names`, and the Holm-
+    adjusted time p-values: every count up past its floor is a test in one Holm family
+    with `time_pvalues` (the suite's time tests), and a regression when its adjusted p
+    is below alpha. A count regression also needs the new side's repetitions
+    (min_repetitions), as a time does."""
+    judged, candidates = {}, []
+    for name in names:
+        old, entry = base_entries[name], new_entries[name]
+        tests = count_tests(old, entry, floors, options)
+        moved = counter_moves(old, entry, floors, options)
+        shown = {counter for counter, _before, _after in moved}
+        for counter, test in tests.items():
+            if test.candidate:
+                candidates.append(test)
+                if counter not in shown:  # a regression is always shown
+                    moved.append((counter, test.base, test.new))
+        judged[name] = (moved, [], tests)
+    adjusted = holm(list(time_pvalues) + [t.pvalue for t in candidates])
+    for test, p_adjusted in zip(candidates, adjusted[len(time_pvalues):]):
+        test.p_adjusted = p_adjusted
+        test.regression = p_adjusted < options.alpha
+    for name, (moved, regressions, tests) in judged.items():
+        regressions.extend(c for c, t in tests.items() if t.regression)
+    return judged, adjusted[:len(time_pvalues)]
 
 
 def compare_entries(base_entries, new_entries, options=Options(), floors=None):
@@ -331,8 +475,11 @@ def compare_runs(base_runs, new_runs, options=Options(), floors=None):
                           log_medians(new_runs, verdict.name))
         tested.append(verdict)
     pvalues = [v.screen_p if math.isfinite(v.screen_p) else v.pvalue for v in tested]
+    judged_names = [v.name for v in verdicts if v.verdict in JUDGED]
+    counts, time_adjusted = judge_counts(base_entries, new_entries, judged_names, floors,
+                                         options, pvalues)
     z_suite = float(norm.ppf(1 - options.alpha / max(1, len(tested))))
-    for verdict, adjusted in zip(tested, holm(pvalues)):
+    for verdict, adjusted in zip(tested, time_adjusted):
         verdict.p_adjusted = adjusted
         if math.isfinite(verdict.sigma):
             spread = between_runs_spread(verdict.sigma, *verdict.runs)
@@ -344,8 +491,8 @@ def compare_runs(base_runs, new_runs, options=Options(), floors=None):
                     options)
     for verdict in verdicts:
         if verdict.verdict in JUDGED:
-            verdict.counters, verdict.counter_regressions = counter_moves(
-                base_entries[verdict.name], new_entries[verdict.name], floors, options)
+            verdict.counters, verdict.counter_regressions, verdict.count_tests = \
+                counts[verdict.name]
             if verdict.counter_regressions and verdict.verdict != SLOWER:
                 verdict.verdict = COUNTS
     return verdicts
