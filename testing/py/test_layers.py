@@ -3,8 +3,11 @@ on the ones below it (docs/python-tools.md). Read from every module's source wit
 an import inside a function counts as much as one at the top.
 
 Fails when a module imports a higher layer (the library a command, the gate a page), a
-command imports another command, imports close a circle, a module uses another module's
-private name (`_x`), or a perfscale module is imported under another name.
+command imports another command or any module the dispatcher (cli), imports close a
+circle, a module uses another module's private name (`_x`), a perfscale module is imported
+under another name, or the library touches argparse (imports it, declares or parses
+options, takes a `parser`): options are the command layer's, the library takes typed
+values.
 """
 
 import ast
@@ -26,9 +29,15 @@ LAYERS = (
     ("web", ("perfscale.web",)),              # the dashboard application (serve)
     ("runner", ("perfscale.suite", "perfscale.vm", "perfscale.parity",  # running things
                 "perfscale.labs")),     # and the labs' own machinery (LAVA, KCIDB)
-    ("commands", ("perfscale.commands", "perfscale.cli")),  # main(argv) -> int each
+    ("commands", ("perfscale.commands", "perfscale.cli",  # main(argv) -> int each
+                  "perfscale.options")),  # the options several commands share
 )
 COMMANDS = "perfscale.commands"
+DISPATCHER = "perfscale.cli"
+# What declares or parses command-line options: argparse's own calls.
+_ARGPARSE_CALLS = {"ArgumentParser", "add_argument", "add_argument_group",
+                   "add_mutually_exclusive_group", "add_subparsers", "add_parser",
+                   "parse_known_args", "parse_intermixed_args"}
 TOP = ("perfscale",)  # the package's own __init__: documentation only
 
 
@@ -75,9 +84,12 @@ class Imports(ast.NodeVisitor):
         self.imported = set()   # perfscale modules
         self.bound = {}         # local name -> perfscale module
         self.problems = []
+        self.argparse = []      # where it imports argparse, builds or takes a parser
 
     def visit_Import(self, node):
         for alias in node.names:
+            if alias.name.split(".")[0] == "argparse":
+                self.argparse.append("line %d: import argparse" % node.lineno)
             if alias.name.split(".")[0] != "perfscale":
                 continue
             self.imported.add(alias.name)
@@ -88,6 +100,8 @@ class Imports(ast.NodeVisitor):
 
     def visit_ImportFrom(self, node):
         source = node.module or ""
+        if source.split(".")[0] == "argparse":
+            self.argparse.append("line %d: from argparse import ..." % node.lineno)
         if node.level:
             self.problems.append("line %d: relative import: name the perfscale module"
                                  % node.lineno)
@@ -108,6 +122,19 @@ class Imports(ast.NodeVisitor):
                 self.problems.append("line %d: %s imports the private %s of %s"
                                      % (node.lineno, self.module, alias.name, source))
 
+    def visit_Call(self, node):
+        name = (node.func.attr if isinstance(node.func, ast.Attribute) else
+                node.func.id if isinstance(node.func, ast.Name) else "")
+        if name in _ARGPARSE_CALLS:
+            self.argparse.append("line %d: %s(...)" % (node.lineno, name))
+        self.generic_visit(node)
+
+    def visit_FunctionDef(self, node):
+        arguments = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+        if any(a.arg == "parser" for a in arguments):
+            self.argparse.append("line %d: %s takes a parser" % (node.lineno, node.name))
+        self.generic_visit(node)
+
     def visit_Attribute(self, node):
         if (isinstance(node.value, ast.Name) and node.value.id in self.bound
                 and node.attr.startswith("_") and not node.attr.startswith("__")):
@@ -118,7 +145,7 @@ class Imports(ast.NodeVisitor):
 
 
 def scan():
-    graph, problems = {}, {}
+    graph, problems, argparse_uses = {}, {}, {}
     for module, path in sorted(MODULES.items()):
         with open(path, encoding="utf-8") as f:
             tree = ast.parse(f.read(), path)
@@ -128,10 +155,11 @@ def scan():
         graph[module] = {m for m in visitor.imported if m != module
                          and not module.startswith(m + ".")}
         problems[module] = visitor.problems
-    return graph, problems
+        argparse_uses[module] = visitor.argparse
+    return graph, problems, argparse_uses
 
 
-GRAPH, PROBLEMS = scan()
+GRAPH, PROBLEMS, ARGPARSE = scan()
 
 
 def test_every_module_is_in_a_layer():
@@ -153,7 +181,17 @@ def test_imports_run_down_the_layers(module):
               and target != COMMANDS):
             wrong.append("%s is a command: commands share library code, not each other"
                          % target)
+        elif target == DISPATCHER:
+            wrong.append("%s is the dispatcher: no module hands a command an argv" % target)
     assert wrong == []
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if layer_of(m) is not None
+                                          and 0 <= layer_of(m) < len(LAYERS) - 1))
+def test_the_library_has_no_argparse(module):
+    """Options are declared, parsed and checked in the command layer (perfscale.options
+    holds the shared ones); the library gets typed values."""
+    assert ARGPARSE[module] == []
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
@@ -204,3 +242,10 @@ def test_the_checks_see_what_they_must_refuse():
     assert len(visitor.problems) == 3, problems
     assert "stats as results_stats" in problems and "relative import" in problems
     assert "private _counter_moves" in problems
+    # argparse in a library module: imported, a parser built, one taken.
+    visitor = Imports("perfscale.vm.example")
+    visitor.visit(ast.parse("import argparse\n"
+                            "def add(parser):\n"
+                            "    parser.add_argument('--x')\n"
+                            "p = argparse.ArgumentParser()\n"))
+    assert len(visitor.argparse) == 4, visitor.argparse

@@ -211,6 +211,7 @@ def test_run_arguments_are_checked_before_anything_runs(nightly, capsys, run_arg
 
 def test_a_guest_nightly_runs_the_suite_in_the_kernel_on_its_instruction_clock(
         cli, tmp_path, monkeypatch):
+    from perfscale import options
     from perfscale.commands import nightly as nightly_command
     from perfscale.suite import nightly as nightly_module
     args, run_args = nightly_command.parse_args(["--guest", "debian:6.12-cloud",
@@ -220,8 +221,8 @@ def test_a_guest_nightly_runs_the_suite_in_the_kernel_on_its_instruction_clock(
                            "instructions", "--", "run"]
     assert command[0].endswith("tools/perfscale") and run_args == ["--quick"]
     # The trials' nightlies get the same runner.
-    assert nightly_module.lineage_of(args) == {"run_cmd": None, "guest": "debian:6.12-cloud",
-                                               "guest_cpus": 4}
+    assert options.lineage_of(args) == {"run_cmd": None, "guest": "debian:6.12-cloud",
+                                        "guest_cpus": 4}
     # PERFSCALE_RUN_CMD (a test's fake, a site's wrapper) does not replace a named guest.
     monkeypatch.setenv("PERFSCALE_RUN_CMD", FAKE_RUN)
     args, _ = nightly_command.parse_args(["--guest", "/boot/vmlinuz", "--", "--quick"])
@@ -262,6 +263,13 @@ def test_the_defaults_live_in_the_repositorys_results_folder():
     assert calibrate.parse_args([])[0].out_dir == os.path.join(REPO_ROOT, "results",
                                                                "calibrate")
     assert trials.parse_args([])[0].out_dir == os.path.join(REPO_ROOT, "results", "trials")
+    # Every command's --history default is the one constant (perfscale.options).
+    from perfscale import options
+    from perfscale.commands import history, kcidb
+    assert options.DEFAULT_HISTORY == os.path.join(REPO_ROOT, "results", "history.sqlite")
+    assert {calibrate.parse_args([])[0].history, trials.parse_args([])[0].history,
+            history.parse_args(["sync"]).history, history.parse_args(["import", "x"]).history,
+            kcidb.parse_args(["--origin", "o", "r.json"]).history} == {options.DEFAULT_HISTORY}
 
 
 def test_a_timed_attribution_run_gets_a_lineage_of_its_own(nightly):

@@ -36,6 +36,7 @@ import statistics
 import sys
 import time
 
+from perfscale import options
 from perfscale.gate import stats
 from perfscale.history import store
 from perfscale.suite import nightly
@@ -48,7 +49,7 @@ DEFAULT_RUNS = 8
 
 
 def parse_args(argv):
-    ours, run_args = nightly.split_run_args(argv)
+    ours, run_args = options.split_run_args(argv)
     parser = argparse.ArgumentParser(
         prog="tools/perfscale calibrate",
         description="Measure each benchmark's A/A noise floor and minimum detectable "
@@ -59,13 +60,13 @@ def parse_args(argv):
     parser.add_argument("--repetitions", type=int, default=nightly.DEFAULT_REPETITIONS,
                         metavar="N", help="repetitions per run, as nightly "
                         "(default %(default)s)")
-    inject.add_strength_option(parser, 2)
+    options.add_strength_option(parser, 2)
     parser.add_argument("--over", type=float, metavar="S",
                         help="spread the runs' starts evenly over S seconds, idle between "
                         "them (default: back to back)")
     parser.add_argument("--no-inject", action="store_true",
                         help="skip the injected run (no system-wide tracepoint access)")
-    nightly.add_lineage_options(parser, "configuration name, as nightly's (default: the run "
+    options.add_lineage_options(parser, "configuration name, as nightly's (default: the run "
                                 "arguments)", "a command that runs the suite instead, as "
                                 "nightly's --run-cmd (default: $PERFSCALE_RUN_CMD, else the "
                                 "suite runs here)")
@@ -76,17 +77,17 @@ def parse_args(argv):
                         help="family-wise false-alarm rate the floors are set for "
                         "(default %(default)s)")
     args = parser.parse_args(ours)
-    nightly.check_lineage_options(parser, args)
+    options.check_lineage_options(parser, args)
     if args.runs < floors.MIN_RUNS:
         parser.error("--runs must be at least %d" % floors.MIN_RUNS)
     if args.repetitions < 2:
         parser.error("--repetitions must be at least 2")
     if args.over is not None and not (args.over > 0 and math.isfinite(args.over)):
         parser.error("--over must be a positive number of seconds")
-    inject.check_strength(parser, args.inject_events)
+    options.check_strength(parser, args.inject_events)
     if not 0 < args.alpha < 1:
         parser.error("--alpha must be between 0 and 1")
-    nightly.check_run_args(parser, args, run_args)
+    options.check_run_args(parser, args, run_args)
     return args, run_args
 
 

@@ -13,18 +13,19 @@ what it could not judge.
 import argparse
 import sys
 
-from perfscale.gate import flags, stats
+from perfscale import options
+from perfscale.gate import stats
 from perfscale.results import comparepy, io
 from perfscale.gate import comparability
 
 
-def summary(verdicts, options):
+def summary(verdicts, gate):
     """The closing lines: what failed the gate, and what could not be judged."""
     lines = []
     too_few = [v.name for v in verdicts if v.verdict == stats.TOO_FEW]
     if too_few:
         lines.append("%d benchmark(s) had too few repetitions to judge; run with "
-                     "--repetitions %d or more" % (len(too_few), options.min_repetitions))
+                     "--repetitions %d or more" % (len(too_few), gate.min_repetitions))
     errors = [v.name for v in verdicts if v.verdict == stats.ERROR]
     if errors:
         lines.append("error in the new run (not judged): " + ", ".join(errors))
@@ -38,21 +39,22 @@ def main(argv):
         description="Compare two Google Benchmark JSON results; exit 1 on a regression.")
     parser.add_argument("base", metavar="BASE.json")
     parser.add_argument("new", metavar="NEW.json")
-    flags.add_gate_options(parser)
+    options.add_gate_options(parser)
     parser.add_argument("--no-table", action="store_true",
                         help="skip compare.py's table, print only the verdicts")
     parser.add_argument("--all-repetitions", action="store_true",
                         help="compare.py's table with a row per repetition, not only "
                         "the aggregates")
     args = parser.parse_args(argv)
-    flags.check_gate_options(parser, args)
+    options.check_gate_options(parser, args)
+    gate = options.gate_options(args)
     try:
         base = io.load_results(args.base)
         new = io.load_results(args.new)
     except io.ResultsError as err:
         print("perfscale compare: %s" % err, file=sys.stderr)
         return 2
-    judged = comparability.judge(base, new, sys.stdout, flags.gate_options(args))
+    judged = comparability.judge(base, new, sys.stdout, gate)
     if judged is not None:
         return judged
     if not args.no_table:
@@ -63,10 +65,9 @@ def main(argv):
     if (base.host, base.cpus) != (new.host, new.cpus):
         print("note: comparing results from different machines (%s, %d CPUs vs %s, %d CPUs)"
               % (base.host, base.cpus, new.host, new.cpus))
-    options = flags.gate_options(args)
-    verdicts = stats.compare_entries(base.entries, new.entries, options)
+    verdicts = stats.compare_entries(base.entries, new.entries, gate)
     for verdict in verdicts:
         print(verdict.line())
-    for line in summary(verdicts, options):
+    for line in summary(verdicts, gate):
         print(line)
     return stats.gate_status(verdicts)[0]

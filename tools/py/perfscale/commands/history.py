@@ -15,9 +15,9 @@ import argparse
 import os
 import sys
 
+from perfscale import options
 from perfscale.suite import runner
 from perfscale.history import spool, store, transfer
-from perfscale.suite.nightly import HISTORY_HELP
 from perfscale.results import io
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -30,9 +30,7 @@ def parse_args(argv):
     for name, text in (("sync", "store the runs spooled while the server was away"),
                        ("import", "bring SQLite histories and result files in")):
         action = sub.add_parser(name, help=text, description=text)
-        action.add_argument("--history", default=os.path.join(runner.REPO_ROOT, "results",
-                                                              "history.sqlite"),
-                            metavar="DB", help=HISTORY_HELP)
+        options.add_history_option(action)
         if name == "sync":
             action.add_argument("--spool", default=spool.default_dir(runner.REPO_ROOT),
                                 metavar="DIR", help="the nightly's spool (default "

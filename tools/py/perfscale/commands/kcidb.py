@@ -11,13 +11,11 @@ Exit 0: written (and submitted); 2: bad input, the history or the server failed.
 """
 
 import argparse
-import os
 import sys
 
+from perfscale import options
 from perfscale.history import store
 from perfscale.labs import kcidb
-from perfscale.suite import runner
-from perfscale.suite.nightly import HISTORY_HELP
 
 
 def parse_args(argv):
@@ -31,9 +29,7 @@ def parse_args(argv):
                         help="a result file (else --run)")
     parser.add_argument("--run", type=int, metavar="ID", help="a run of the history, with "
                         "the gate's verdicts")
-    parser.add_argument("--history", default=os.path.join(runner.REPO_ROOT, "results",
-                                                           "history.sqlite"),
-                        metavar="DB", help=HISTORY_HELP)
+    options.add_history_option(parser)
     parser.add_argument("--out", metavar="FILE", help="write the report here (default: "
                         "stdout)")
     parser.add_argument("--submit", metavar="URL", help="POST the report to URL, e.g. "

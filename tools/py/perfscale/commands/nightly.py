@@ -36,13 +36,14 @@ import argparse
 import dataclasses
 import os
 
-from perfscale.gate import confirm, flags
+from perfscale import options
+from perfscale.gate import confirm
 from perfscale.history import spool
 from perfscale.suite import nightly
 
 
 def parse_args(argv):
-    ours, run_args = nightly.split_run_args(argv)
+    ours, run_args = options.split_run_args(argv)
     parser = argparse.ArgumentParser(
         prog="tools/perfscale nightly",
         description="Run the suite, record it, compare with the baseline; exit 1 on a "
@@ -50,10 +51,10 @@ def parse_args(argv):
     parser.add_argument("--repetitions", type=int, default=nightly.DEFAULT_REPETITIONS,
                         metavar="N",
                         help="interleaved repetitions (default %(default)s)")
-    nightly.add_lineage_options(parser, "name of the configuration (default: the run arguments)",
-                        "a command that runs the suite instead (it gets run's options, "
-                        "--repetitions N --out FILE RUN_ARGS; default: $PERFSCALE_RUN_CMD, "
-                        "else the suite runs here)")
+    options.add_lineage_options(parser, "name of the configuration (default: the run "
+                                "arguments)", "a command that runs the suite instead (it "
+                                "gets run's options, --repetitions N --out FILE RUN_ARGS; "
+                                "default: $PERFSCALE_RUN_CMD, else the suite runs here)")
     parser.add_argument("--baseline", type=int, metavar="RUN_ID",
                         help="compare with this run of the history instead of the latest "
                         "passing run of the same lineage")
@@ -74,17 +75,17 @@ def parse_args(argv):
     parser.add_argument("--ci-target", type=float, default=100 * confirm.DEFAULT_CI_TARGET,
                         metavar="PCT", help="rerun until each suspect's interval is this "
                         "narrow, half-width in percent (default %(default)s)")
-    flags.add_gate_options(parser)
+    options.add_gate_options(parser)
     args = parser.parse_args(ours)
-    nightly.check_lineage_options(parser, args)
-    flags.check_gate_options(parser, args)
+    options.check_lineage_options(parser, args)
+    options.check_gate_options(parser, args)
     if args.repetitions < 1:
         parser.error("--repetitions must be at least 1")
     if args.confirm_rounds < 0:
         parser.error("--confirm-rounds must not be negative")
     if not args.confirm_budget > 0 or not args.ci_target > 0:
         parser.error("--confirm-budget and --ci-target must be positive")
-    nightly.check_run_args(parser, args, run_args)
+    options.check_run_args(parser, args, run_args)
     return args, run_args
 
 

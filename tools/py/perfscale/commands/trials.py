@@ -54,7 +54,8 @@ import statistics
 import sys
 import time
 
-from perfscale.gate import confirm, flags, stats
+from perfscale import options
+from perfscale.gate import confirm, stats
 from perfscale.gate.floors import BASELINE_RUNS, DETECTABLE, MIN_RUNS, floor_and_mdc, for_lineage
 from perfscale.history import store, transfer
 from perfscale.suite import inject, nightly, runner
@@ -65,7 +66,7 @@ POWER_TRIALS_FLAGGED = 0.9
 
 
 def parse_args(argv):
-    ours, run_args = nightly.split_run_args(argv)
+    ours, run_args = options.split_run_args(argv)
     parser = argparse.ArgumentParser(
         prog="tools/perfscale trials",
         description="Run A/A and injected-slowdown nightlies against the calibrated "
@@ -74,12 +75,13 @@ def parse_args(argv):
                         help="nightlies with no change (default %(default)s)")
     parser.add_argument("--power", type=int, default=DEFAULT_TRIALS, metavar="N",
                         help="nightlies with the injector on (default %(default)s)")
-    inject.add_strength_option(parser, 16)
-    nightly.add_lineage_options(parser, "configuration name, as calibrate's (default: the run "
+    options.add_strength_option(parser, 16)
+    options.add_lineage_options(parser, "configuration name, as calibrate's (default: the run "
                                 "arguments)", "a command that runs the suite instead, as "
                                 "nightly's --run-cmd (default: $PERFSCALE_RUN_CMD, else the "
-                                "suite runs here)", "the calibrated history (default "
-                                "results/history.sqlite); read, never changed")
+                                "suite runs here)", "the calibrated history (default %s); read, "
+                                "never changed" % os.path.relpath(options.DEFAULT_HISTORY,
+                                                                  runner.REPO_ROOT))
     parser.add_argument("--out-dir", default=os.path.join(nightly.REPO_ROOT, "results",
                                                           "trials"), metavar="DIR",
                         help="where the trials' histories, reports and logs go "
@@ -94,7 +96,7 @@ def parse_args(argv):
                         help="run nothing: judge the runs the trials in --out-dir recorded "
                         "again with this checkout's gate, and print the tables")
     args = parser.parse_args(ours)
-    nightly.check_lineage_options(parser, args)
+    options.check_lineage_options(parser, args)
     if args.replay and args.resume:
         parser.error("--replay judges the recorded trials again and runs none; --resume "
                      "runs the missing ones: give one of them")
@@ -102,7 +104,7 @@ def parse_args(argv):
         parser.error("--budget must be positive")
     if args.aa < 0 or args.power < 0 or args.aa + args.power == 0:
         parser.error("--aa and --power must not be negative, and not both 0")
-    inject.check_strength(parser, args.inject_events)
+    options.check_strength(parser, args.inject_events)
     return args, run_args
 
 
@@ -260,11 +262,11 @@ TRIAL_RECORD = "trial.json"
 def replay(args, run_args, config, lineage, calibration, base_runs):
     """`--replay`: the recorded trials judged again by this checkout's gate; nothing runs."""
     nightly_args = nightly.Settings(history=args.history, config=config, no_plots=True)
-    options = flags.gate_options(nightly_args)
+    gate = nightly_args.gate_options()
     conn = store.open_history(args.history)
     try:
         host, cpus, machine = lineage
-        floors, _source = for_lineage(conn, host, cpus, config, options.alpha, machine)
+        floors, _source = for_lineage(conn, host, cpus, config, gate.alpha, machine)
     finally:
         conn.close()
     digest = _digest(args.history)
@@ -277,7 +279,7 @@ def replay(args, run_args, config, lineage, calibration, base_runs):
                 print("trials: %s" % kept, file=sys.stderr)
                 return 2
             replayed = None if kept is None else _replay_trial(
-                nightly_args, base_runs, options, floors, _trial_folder(args, kind, index))
+                nightly_args, base_runs, gate, floors, _trial_folder(args, kind, index))
             if isinstance(replayed, str) or kept is None:
                 left_out.append("%s %d (%s)" % (kind, index, replayed or "not recorded"))
                 continue
@@ -314,7 +316,7 @@ def replay(args, run_args, config, lineage, calibration, base_runs):
     return exit_status(outcomes, calibration, sizes)
 
 
-def _replay_trial(nightly_args, base_runs, options, floors, folder):
+def _replay_trial(nightly_args, base_runs, gate, floors, folder):
     """(exit status, flagged) of one recorded trial judged again, or why it cannot be."""
     run_dirs = sorted(root for root, _dirs, files in os.walk(folder) if "results.json" in files)
     if not run_dirs:
@@ -337,7 +339,7 @@ def _replay_trial(nightly_args, base_runs, options, floors, folder):
             missing.append("the trial's %s is unreadable: %s" % (name, err))
             raise confirm.RerunError(str(err)) from None
 
-    verdicts = nightly.judge(base_runs, first.entries, options, floors, run_dir,
+    verdicts = nightly.judge(base_runs, first.entries, gate, floors, run_dir,
                              recorded_rerun, nightly_args.confirm_rounds,
                              nightly_args.confirm_budget, nightly_args.ci_target / 100)
     if missing:
@@ -410,7 +412,7 @@ def _trial(args, run_args, config, digest, kind, index):
     copy = os.path.join(folder, "history.sqlite")
     shutil.copyfile(args.history, copy)
     settings = nightly.Settings(history=copy, report_dir=folder, config=config,
-                                no_plots=True, **nightly.lineage_of(args))
+                                no_plots=True, **options.lineage_of(args))
     nightly_run_args = (inject.injected_run_args(run_args, args.inject_events)
                         if kind == "power" else list(run_args))
     with runner.output_to(os.path.join(folder, "nightly.log")):

@@ -6,7 +6,6 @@ A family module builds a list of `Case`s and calls `run_parity(...)`. See
 parity/breakpoint.py for the pattern.
 """
 
-import argparse
 import dataclasses
 import json
 import math
@@ -23,6 +22,15 @@ from perfscale.suite import runner
 
 class ParityError(Exception):
     """A problem the user can act on; printed without a traceback."""
+
+
+@dataclasses.dataclass
+class Settings:
+    """A parity run's common options (perfscale.options.parity_settings parses them)."""
+    rounds: int = 5          # interleaved rounds of each case
+    tolerance: float = 10.0  # allowed |ours/reference - 1|, in percent
+    only: str = ""           # run only the cases whose label contains this
+    json: str = ""           # also write the table as JSON here ("": not)
 
 
 @dataclasses.dataclass
@@ -126,23 +134,6 @@ def spread_pct(values: List[float]) -> float:
     """(max - min) / median, in percent: what a reader sees as run-to-run swing."""
     median = statistics.median(values)
     return 100.0 * (max(values) - min(values)) / median if median else math.inf
-
-
-def parse_args(argv, description: str, default_rounds: int = 5):
-    parser = argparse.ArgumentParser(prog="tools/perfscale parity", description=description)
-    parser.add_argument("--rounds", type=int, default=default_rounds,
-                        help="interleaved rounds of each case (default %(default)s)")
-    parser.add_argument("--tolerance", type=float, default=10.0,
-                        help="allowed |ours/reference - 1| in percent (default %(default)s)")
-    parser.add_argument("--only", default="",
-                        help="run only cases whose label contains this text")
-    parser.add_argument("--json", default="", help="also write the table as JSON here")
-    args = parser.parse_args(argv)
-    if args.rounds < 2 or args.rounds > 1000:
-        parser.error("--rounds must be in 2..1000")
-    if args.tolerance <= 0:
-        parser.error("--tolerance must be positive")
-    return args
 
 
 def run_parity(target: str, cases: List[Case], args, reference_name: str = "perf bench") -> int:

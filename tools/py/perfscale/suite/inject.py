@@ -35,18 +35,6 @@ _libc = ctypes.CDLL(None, use_errno=True)
 MAX_EVENTS = 4096
 
 
-def add_strength_option(parser, default):
-    """--inject-events E, as calibrate and trials take it."""
-    parser.add_argument("--inject-events", type=int, default=default, metavar="E",
-                        help="injector strength: events per CPU and syscall tracepoint "
-                        "(default %(default)s)")
-
-
-def check_strength(parser, events, flag="--inject-events"):
-    if not 1 <= events <= MAX_EVENTS:
-        parser.error("%s must be in 1..%d" % (flag, MAX_EVENTS))
-
-
 INJECT_TARGET = "//tools/inject:inject"
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 

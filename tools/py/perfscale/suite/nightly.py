@@ -1,7 +1,8 @@
 """The nightly as a library: run the suite, record it in the history, judge it against
 its lineage's baseline, write its report (`tools/perfscale nightly`, whose options and
-documentation are perfscale.commands.nightly's). Its runner and lineage options
-(--history, --config, --run-cmd, --guest) are shared with calibrate and trials."""
+documentation are perfscale.commands.nightly's, declared with the options it shares
+with calibrate and trials in perfscale.options). Its runner (here or --run-cmd,
+--guest) is shared with calibrate and trials too."""
 
 import dataclasses
 import datetime
@@ -14,7 +15,7 @@ import sys
 from typing import Optional
 
 from perfscale.suite import runner
-from perfscale.gate import flags, stats
+from perfscale.gate import stats
 from perfscale.gate.floors import BASELINE_RUNS, for_lineage
 from perfscale.history import identity, spool, store
 from perfscale.plots.page import Page
@@ -22,7 +23,6 @@ from perfscale.results import comparepy, io
 from perfscale.results.names import display_name
 from perfscale.gate import confirm
 from perfscale.suite import guard
-from perfscale.vm import qemu
 
 REPO_ROOT = runner.REPO_ROOT
 # Enough for the U test to call a 20% change significant; see DEFAULT_MIN_REPETITIONS.
@@ -30,51 +30,12 @@ DEFAULT_REPETITIONS = 10
 _RESULTS_LINE = "results: "  # the last line `tools/perfscale run` prints
 
 
-def split_run_args(argv):
-    """(our arguments, those after -- for `tools/perfscale run`)."""
-    if "--" in argv:
-        return argv[:argv.index("--")], argv[argv.index("--") + 1:]
-    return argv, []
-
-
-HISTORY_HELP = ("history: an SQLite file (default results/history.sqlite), a "
-                "postgresql:// URL or a libpq service (service=NAME); docs/fleet-history.md")
-
-
-def add_lineage_options(parser, config_help, run_cmd_help, history_help=HISTORY_HELP):
-    """--history, --config, --run-cmd and --guest: what nightly, calibrate and trials
-    share (check_lineage_options checks them)."""
-    parser.add_argument("--history", default=os.path.join(REPO_ROOT, "results",
-                                                          "history.sqlite"), metavar="DB",
-                        help=history_help)
-    parser.add_argument("--config", metavar="NAME", help=config_help)
-    parser.add_argument("--run-cmd", metavar="CMD", help=run_cmd_help)
-    parser.add_argument("--guest", metavar="KERNEL",
-                        help="run the suite in KERNEL (a vmlinuz path or debian:6.12-cloud, "
-                        "...; see `tools/perfscale vm`) booted in QEMU on its instruction "
-                        "clock: timed in guest instructions, which the host's load cannot "
-                        "move (docs/gate.md, 'A clock the host cannot move')")
-    parser.add_argument("--guest-cpus", type=int, metavar="N",
-                        help="the guest's vCPUs (default: this host's CPUs)")
-
-
-def check_lineage_options(parser, args):
-    if args.guest is not None and args.run_cmd:
-        parser.error("--guest runs the suite through `tools/perfscale vm`; --run-cmd names "
-                     "another runner: give one of them")
-    if args.guest is not None and not args.guest.strip():
-        parser.error("--guest needs a kernel: a vmlinuz path or debian:6.12-cloud, ...")
-    if args.guest_cpus is not None and args.guest is None:
-        parser.error("--guest-cpus sizes the --guest kernel's machine: it needs --guest")
-    if args.guest_cpus is not None and not 1 <= args.guest_cpus <= qemu.MAX_CPUS:
-        parser.error("--guest-cpus must be in 1..%d, got %d" % (qemu.MAX_CPUS, args.guest_cpus))
-
-
 @dataclasses.dataclass
 class Settings:
     """What one nightly does: `tools/perfscale nightly`'s options, typed. The command
-    parses them (perfscale.commands.nightly); trials builds them for its nightlies."""
-    history: str = os.path.join(REPO_ROOT, "results", "history.sqlite")
+    parses them (perfscale.commands.nightly); trials builds them for its nightlies.
+    history has no default here: the commands' one default is perfscale.options'."""
+    history: str
     config: Optional[str] = None  # None: the run arguments
     run_cmd: Optional[str] = None
     guest: Optional[str] = None
@@ -92,16 +53,15 @@ class Settings:
     threshold: float = stats.DEFAULT_THRESHOLD_PCT
     min_repetitions: int = stats.DEFAULT_MIN_REPETITIONS
 
-
-def lineage_of(args):
-    """The options that choose how the suite runs, as Settings fields: a nightly started
-    on behalf of calibrate or trials runs it the same way."""
-    return {"run_cmd": args.run_cmd, "guest": args.guest, "guest_cpus": args.guest_cpus}
+    def gate_options(self):
+        """The gate's options of this nightly (what counts as a regression)."""
+        return stats.Options(alpha=self.alpha, threshold_pct=self.threshold,
+                             min_repetitions=self.min_repetitions)
 
 
 def run(args, run_args):
     """One nightly with Settings `args` and RUN_ARGS; returns its exit status."""
-    options = flags.gate_options(args)
+    options = args.gate_options()
     config = args.config if args.config is not None else shlex.join(run_args)
     if args.repetitions < options.min_repetitions:
         print("nightly: warning: %d repetitions are too few for the U test (need >= %d); "
@@ -139,23 +99,6 @@ def _spool(args, info, results_path):
     print("nightly: run kept in %s, not judged; `tools/perfscale history sync --history "
           "%s` stores it" % (folder, store.describe(args.history)), file=sys.stderr)
     return 2
-
-
-def check_run_args(parser, args, run_args):
-    """Refuses RUN_ARGS that `run` would refuse, or that are ours to set (unless an
-    external --run-cmd takes them; --guest hands them to `run` in the guest)."""
-    if runner_command(args) and args.guest is None:
-        return
-    try:
-        options = runner.parse_args(run_args)
-        runner.check_family(options.family)
-    except runner.UsageError as err:
-        parser.error("after --: %s" % err)
-    own = [flag for flag, given in (("--repetitions", options.repetitions),
-                                    ("--out", options.out), ("--plan", options.plan)) if given]
-    if own:
-        parser.error("after --: %s %s set by %s itself" % (
-            ", ".join(own), "is" if len(own) == 1 else "are", parser.prog))
 
 
 def runner_command(args):

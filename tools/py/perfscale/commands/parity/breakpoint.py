@@ -7,6 +7,7 @@ repetitions, each with fresh threads), and takes the median: where the threads l
 decides much of the figure, and three placements per round steady it.
 """
 
+from perfscale import options
 from perfscale.parity import common
 
 # (label, perf bench args, our flags, our benchmark name)
@@ -46,5 +47,5 @@ def cases(min_time: str):
 
 
 def main(argv):
-    args = common.parse_args(argv, "perf bench breakpoint vs //benchmarks:breakpoint")
+    args = options.parity_settings(argv, "perf bench breakpoint vs //benchmarks:breakpoint")
     return common.run_parity("breakpoint", cases("0.5"), args)

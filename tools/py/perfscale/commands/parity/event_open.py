@@ -23,6 +23,7 @@ ratio is shown, not judged, and the command exits 0 unless something fails to ru
 
 import re
 
+from perfscale import options
 from perfscale.parity import common
 
 EVENTS = ("dummy", "cpu-clock")
@@ -77,7 +78,7 @@ def cases(min_time: str):
 
 
 def main(argv):
-    args = common.parse_args(
+    args = options.parity_settings(
         argv, "perf bench internals evlist-open-close vs //benchmarks:event_open lifecycle")
     return common.run_parity("event_open", cases("0.5"), args,
                          reference_name="perf evlist-oc")

@@ -30,6 +30,7 @@ import statistics
 import subprocess
 import sys
 
+from perfscale import options
 from perfscale.parity import common
 
 SYSTEM_FILTER = ("^BM_Synthesize/workload:system/sink:memory/strategy:(atomic|mutex)"
@@ -68,7 +69,7 @@ def run_ours(binary, flags, min_time):
 
 
 def main(argv):
-    args = common.parse_args(argv, "perf bench internals synthesize vs //benchmarks:synthesize")
+    args = options.parity_settings(argv, "perf bench internals synthesize vs //benchmarks:synthesize")
     try:
         common.require_perf()
         binary = common.build_binary("synthesize")

@@ -39,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 
+from perfscale import options
 from perfscale.parity import common
 
 DEFAULT_LOOPS = 100000
@@ -130,7 +131,7 @@ def main(argv):
     known, rest = pre.parse_known_args(argv)
     if "-h" in rest or "--help" in rest:
         print(__doc__)
-    args = common.parse_args(rest, "perf bench sched pipe (and perf lock record) vs "
+    args = options.parity_settings(rest, "perf bench sched pipe (and perf lock record) vs "
                                "//benchmarks:trace_overhead")
     loops = known.loops
     if loops < 1000 or loops > 100000000:

@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 
+from perfscale import options
 from perfscale.parity import common
 
 FUNCTION = "perfscale_uprobe_hit_target"
@@ -112,7 +113,7 @@ def cases(perf: str, binary: str, events, workdir: str, min_time: str):
 
 
 def main(argv):
-    args = common.parse_args(argv, "a uprobe perf attaches (perf probe + perf stat) vs "
+    args = options.parity_settings(argv, "a uprobe perf attaches (perf probe + perf stat) vs "
                                "//benchmarks:uprobe's, on the same loop")
     events = []
     perf = None
