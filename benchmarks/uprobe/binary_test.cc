@@ -57,7 +57,10 @@ TEST(UprobeBinary, JsonHasTheCounters) {
       EXPECT_EQ(bench.Number("processes"), 2);
       EXPECT_NEAR(bench.Number("open_usecs/probe") + bench.Number("close_usecs/probe"),
                   bench.Number("usecs/probe"), bench.Number("usecs/probe") * 1e-6);
-      EXPECT_EQ(bench.Number("count_ops"), 1);  // the counting pass attaches one probe
+      // The counting pass attaches 3 probes (all of them: fewer than 4), in 1 or 2
+      // iterations (never more than the timed pass ran).
+      EXPECT_TRUE(bench.Number("count_ops") == 3 || bench.Number("count_ops") == 6)
+          << bench.Number("count_ops");
       continue;
     }
     // The counting pass: 1 to 20 rounds of both threads' 500 calls, on the timed pass's
