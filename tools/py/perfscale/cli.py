@@ -34,6 +34,7 @@ COMMANDS = (
     ("history", "sync spooled runs, import SQLite histories and result files\n"
                 "(docs/fleet-history.md)"),
     ("db", "start|stop DIR: a local PostgreSQL for a lab's shared history"),
+    ("lava", "job|run: perfscale as a LAVA job, and run with lava-run (docs/labs.md)"),
     ("kcidb", "a run as a KCIDB v5.3 report (KernelCI's results database); --submit posts it\n"
               "(docs/labs.md)"),
     ("serve", "the dashboard over the history: fleet, trends, runs, compare, scaling,\n"

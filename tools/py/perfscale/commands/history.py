@@ -18,6 +18,7 @@ import sys
 from perfscale import options
 from perfscale.suite import runner
 from perfscale.history import spool, store, transfer
+from perfscale.labs import lava
 from perfscale.results import io
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -38,9 +39,25 @@ def parse_args(argv):
         else:
             action.add_argument("--config", default="", metavar="NAME",
                                 help="the config of loose result files (default '')")
-            action.add_argument("sources", nargs="+", metavar="SOURCE",
-                                help="an SQLite history or a results JSON file")
-    return parser.parse_args(argv)
+            action.add_argument("--lava", metavar="URL|DIR",
+                                help="import a LAVA job's result, judged against its "
+                                     "lineage: URL JOB_ID of a LAVA server (token: "
+                                     "--token-file or PERFSCALE_LAVA_TOKEN), or the DIR "
+                                     "`tools/perfscale lava run` wrote (docs/labs.md)")
+            action.add_argument("--token-file", metavar="FILE",
+                                help="the LAVA server's API token, for --lava URL")
+            action.add_argument("sources", nargs="*", metavar="SOURCE",
+                                help="an SQLite history or a results JSON file (with "
+                                     "--lava URL: the job's id)")
+    args = parser.parse_args(argv)
+    if args.action == "import":
+        if args.lava is None and not args.sources:
+            parser.error("import needs a SOURCE (or --lava URL JOB_ID, --lava DIR)")
+        if args.lava is not None and len(args.sources) != (1 if "://" in args.lava else 0):
+            parser.error("--lava URL takes one JOB_ID; --lava DIR none")
+        if args.token_file and (args.lava is None or "://" not in args.lava):
+            parser.error("--token-file is for --lava URL")
+    return args
 
 
 def main(argv):
@@ -57,12 +74,46 @@ def main(argv):
             print("history sync: %d run(s) stored, %d already there, in %s"
                   % (stored, again, conn.name))
             return 0
+        if args.lava is not None:
+            return _import_lava(args, conn)
         return _import(args, conn)
+    except lava.LavaError as err:
+        print("%s: %s" % (prog, err), file=sys.stderr)
+        return 2
     except (store.HistoryError, io.ResultsError, OSError) as err:
         print("%s: %s" % (prog, store.redact(err, args.history)), file=sys.stderr)
         return 2
     finally:
         conn.close()
+
+
+def _import_lava(args, conn):
+    """A LAVA job's result into the history, judged like a nightly: exit 1 on a
+    regression, as the nightly's."""
+    if "://" in args.lava:
+        token = ""
+        if args.token_file:
+            with open(args.token_file, encoding="utf-8") as f:
+                token = f.read().strip()
+        else:
+            token = os.environ.get("PERFSCALE_LAVA_TOKEN", "").strip()
+        outcome, lineage = lava.fetch_job(args.lava, args.sources[0], token)
+    else:
+        outcome, lineage = lava.read_run_dir(args.lava)
+    imported = lava.import_run(conn, outcome, lineage, args.config,
+                               host_cpus=os.cpu_count() or 0 if lineage.source.startswith(
+                                   "lava-run:") else 0)
+    where = "LAVA job %s (device %s, worker %s)" % (lineage.job_id, lineage.device,
+                                                    lineage.worker or "unknown")
+    if not imported.added:
+        print("history import: %s: already there as run %d" % (where, imported.run_id))
+        return 0
+    for verdict in imported.verdicts:
+        print(verdict.line())
+    print("history import: %s: added as run %d%s: %s" % (
+        where, imported.run_id, ", judged against run %d" % imported.baseline_id
+        if imported.baseline_id else "", imported.reason))
+    return 1 if imported.status == 1 else 0
 
 
 def _import(args, conn):

@@ -43,6 +43,8 @@ SCHEMA_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)),
 ORIGIN_RE = re.compile(r"^[a-z0-9_]+$")  # the schema's origin pattern
 _PATH_JUNK = re.compile(r"[^a-zA-Z0-9_-]+")  # what a path segment may not hold
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
+_ALNUM, _UPPER = re.compile(r"^[A-Za-z0-9]$"), re.compile(r"^[A-Z]$")
+_LOWER_OR_DIGIT = re.compile(r"^[a-z0-9]$")
 _TOKEN_ENV = "PERFSCALE_KCIDB_TOKEN"
 # Counter units by name: "usecs/op" is a time in microseconds per op; KCIDB wants the
 # unit's symbol without its prefix and `prefix: metric` so its displays scale the value.
@@ -90,10 +92,27 @@ def segment(text):
 
 
 def family_path(family):
-    """BM_BreakpointThread -> breakpoint.thread: the family's words, one segment each."""
+    """BM_BreakpointThread -> breakpoint.thread: the family's words, one segment each. A
+    word starts at a capital after a small letter or digit, or at the last capital of a
+    run before a small letter (BPFRecorder -> bpf.recorder); other characters part words.
+    The LAVA job's guest names its test cases by the same rule, in awk
+    (perfscale.labs.lava.CASES_AWK)."""
     name = family[3:] if family.startswith("BM_") else family
-    words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+", name) or [name]
-    return ".".join(segment(w.lower()) for w in words)
+    words, word = [], ""
+    for i, c in enumerate(name):
+        if not _ALNUM.match(c):
+            words.append(word)
+            word = ""
+            continue
+        prev = name[i - 1] if i else ""
+        after = name[i + 1] if i + 1 < len(name) else ""
+        if word and _UPPER.match(c) and (_LOWER_OR_DIGIT.match(prev) or (
+                _UPPER.match(prev) and re.match(r"^[a-z]$", after))):
+            words.append(word)
+            word = ""
+        word += c
+    words.append(word)
+    return ".".join(w.lower() for w in words if w) or "_"
 
 
 def params_segment(params):

@@ -84,9 +84,14 @@ def shared_libraries(binary):
     return libraries
 
 
-def init_script(argv, env, hostname):
-    """The guest's /init: mounts, runs argv, sends the JSON home, powers off."""
-    quoted = " ".join("'%s'" % a.replace("'", "'\\''") for a in argv)
+def quote(argv):
+    """`argv` as one line of the guest's shell, each word single-quoted."""
+    return " ".join("'%s'" % a.replace("'", "'\\''") for a in argv)
+
+
+def init_prelude(env, hostname):
+    """The start of every guest's /init: busybox's commands, the file systems the suite
+    reads (proc, sys, debugfs, tracefs), the host name and the environment."""
     exports = "".join("export %s='%s'\n" % (k, v.replace("'", "")) for k, v in env.items())
     return """#!/bin/busybox sh
 /bin/busybox mkdir -p /bin /sbin /proc /sys /dev /tmp
@@ -100,7 +105,12 @@ mount -t tracefs tracefs /sys/kernel/tracing
 ip link set lo up 2>/dev/null
 hostname %s
 %sexport HOME=/tmp PATH=/bin TERM=dumb
-echo %s
+""" % (hostname, exports)
+
+
+def init_script(argv, env, hostname):
+    """The guest's /init: mounts, runs argv, sends the JSON home, powers off."""
+    return init_prelude(env, hostname) + """echo %s
 mkdir -p %s
 [ -r /proc/config.gz ] && cat /proc/config.gz >%s/%s
 cd /tmp
@@ -111,7 +121,7 @@ rc=$(cat /tmp/rc)
 { echo %s; tar -C %s -cf - . | base64; echo "%s $rc"; } >/dev/ttyS1
 sync
 reboot -f
-""" % (hostname, exports, STARTED, GUEST_OUT_DIR, GUEST_OUT_DIR, KERNEL_CONFIG, quoted, BEGIN,
+""" % (STARTED, GUEST_OUT_DIR, GUEST_OUT_DIR, KERNEL_CONFIG, quote(argv), BEGIN,
        GUEST_OUT_DIR, END)
 
 
@@ -128,8 +138,9 @@ def busybox_archive():
     return archive
 
 
-def build_initramfs(binary, argv, env):
-    """The gzipped initramfs: busybox, the binary, its libraries and /init, nothing more."""
+def binary_archive(binary):
+    """busybox_archive() with `binary` and the libraries it loads: (the archive, the
+    binary's path in the guest)."""
     archive = busybox_archive()
     for library in shared_libraries(binary):
         with open(library, "rb") as f:
@@ -137,6 +148,12 @@ def build_initramfs(binary, argv, env):
     guest_binary = "/perfscale/" + os.path.basename(binary)
     with open(binary, "rb") as f:
         archive.file(guest_binary, f.read())
+    return archive, guest_binary
+
+
+def build_initramfs(binary, argv, env):
+    """The gzipped initramfs: busybox, the binary, its libraries and /init, nothing more."""
+    archive, guest_binary = binary_archive(binary)
     hostname = "vm-on-" + os.uname().nodename.split(".")[0]
     archive.file("init", init_script([guest_binary] + argv, env, hostname).encode())
     return archive.gzipped()

@@ -88,13 +88,22 @@ def fetch_debian_kernel(package, cache=CACHE):
     vmlinuz = _unpacked_vmlinuz(directory)
     if vmlinuz:
         return vmlinuz
+    # Only boot/ is kept: what the guest needs (serial console, tracefs, perf events,
+    # initramfs) is built into Debian 12's kernels, so the modules are not.
+    fetch_debian_files(package, "boot", directory, "kernels")
+    return _unpacked_vmlinuz(directory)
+
+
+def fetch_debian_files(package, keep, directory, what):
+    """Downloads Debian's `package` (apt-get download) and keeps its folder `keep` (e.g.
+    boot) as DIRECTORY/KEEP, whole or not at all. `what`: the files' name in messages."""
     try:  # before the download, not after it
         os.makedirs(os.path.dirname(directory), exist_ok=True)
     except OSError as err:
-        raise VmError("cannot keep kernels in %s (%s): set HOME to a folder you can write"
-                      % (os.path.dirname(directory), err.strerror or err)) from None
-    print("perfscale vm: fetching %s" % package, file=sys.stderr)
-    scratch = tempfile.mkdtemp(prefix="perfscale-kernel-")
+        raise VmError("cannot keep %s in %s (%s): set HOME to a folder you can write"
+                      % (what, os.path.dirname(directory), err.strerror or err)) from None
+    print("perfscale: fetching %s" % package, file=sys.stderr)
+    scratch = tempfile.mkdtemp(prefix="perfscale-deb-")
     try:
         download = subprocess.run(["apt-get", "download", package], cwd=scratch,
                                   capture_output=True, text=True)
@@ -103,17 +112,15 @@ def fetch_debian_kernel(package, cache=CACHE):
             raise VmError("apt-get download %s failed: %s" % (package, download.stderr.strip()))
         unpacked = os.path.join(scratch, "root")
         subprocess.run(["dpkg-deb", "-x", debs[0], unpacked], check=True)
-        # Only boot/ is kept: what the guest needs (serial console, tracefs, perf events,
-        # initramfs) is built into Debian 12's kernels, so the modules are not.
         os.makedirs(directory + ".partial", exist_ok=True)
         shutil.rmtree(directory + ".partial")
-        shutil.move(os.path.join(unpacked, "boot"), os.path.join(directory + ".partial", "boot"))
+        os.makedirs(os.path.dirname(os.path.join(directory + ".partial", keep)), exist_ok=True)
+        shutil.move(os.path.join(unpacked, keep), os.path.join(directory + ".partial", keep))
         os.replace(directory + ".partial", directory)
     except subprocess.CalledProcessError as err:
         raise VmError("unpacking %s failed: %s" % (package, err))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return _unpacked_vmlinuz(directory)
 
 
 def resolve_kernel(spec):
