@@ -280,3 +280,38 @@ def test_imports_are_judged_against_the_lineage_like_a_nightly(tmp_path):
 
 def dataclasses_replace(value, **changes):
     return dataclasses.replace(value, **changes)
+
+
+def tcg_outcome(path):
+    """The result file as a TCG guest on the real clock would have it."""
+    with open(path) as f:
+        document = json.load(f)
+    document["context"].update({"timings_comparable": "no",
+                                "timings_note": "emulated by QEMU TCG, not run on the CPU"})
+    return lava.Outcome([], json.dumps(document).encode(), "", "pass", "")
+
+
+def test_tcg_timings_are_not_judged_only_the_counts(tmp_path):
+    lineage = lava.Lineage("7", "qemu01", "x86", "worker1", "https://lava.example", {})
+    with store.open_history(str(tmp_path / "h.sqlite")) as conn:
+        lava.import_run(conn, tcg_outcome(data("base.json")), lineage, "ci")
+        judged = lava.import_run(conn, tcg_outcome(data("slow.json")),
+                                 dataclasses_replace(lineage, job_id="8"), "ci")
+    # slow.json is slower in time (the test above): not judged here, as `compare` does not
+    assert judged.verdicts and not any(v.verdict == stats.SLOWER for v in judged.verdicts)
+    timed = [v for v in judged.verdicts if v.verdict in stats.JUDGED]
+    assert timed and all("timings not judged" in v.note for v in timed)
+    assert all(v.verdict in (stats.SAME, stats.COUNTS) for v in timed)
+    assert "the counted kernel events only" in judged.reason
+
+
+def test_the_instruction_clock_job(job_dir):
+    code, _, err, folder, _ = job_dir("--clock", "instructions")
+    assert code == 0, err
+    document = lava.load_yaml(folder / "job.yaml")
+    assert "-icount shift=0,sleep=off,align=off" in document["context"]["extra_options"]
+    assert lava.validation_problem(document) == ""
+    outcome = lava.Outcome([], open(data("base.json"), "rb").read(), "", "pass", "")
+    lineage = lava.Lineage("9", "qemu01", "qemu", "w", "lava-run:w", document)
+    context = lava.run_context(json.loads(outcome.result)["context"], outcome, lineage)
+    assert context["vm_clock"] == "instructions" and context["vm_vcpus"] == "2"

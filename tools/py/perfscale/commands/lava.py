@@ -50,6 +50,10 @@ def job_parser():
                         help="the qemu guest's vCPUs (default %(default)s)")
     parser.add_argument("--mem", type=int, default=1024, metavar="MIB",
                         help="the qemu guest's memory (default %(default)s)")
+    parser.add_argument("--clock", default="real", choices=("real", "instructions"),
+                        help="the qemu guest's clocks: real time, or its instructions "
+                             "(QEMU's -icount, as `vm --clock instructions`: timings the "
+                             "worker's load cannot move; docs/gate.md)")
     parser.add_argument("--out", default="lava-job", metavar="DIR",
                         help="where job.yaml and the ramdisk go (default ./lava-job)")
     parser.add_argument("--image-url", default="", metavar="URL",
@@ -88,9 +92,10 @@ def job_main(argv):
                        (options.plan, "--plan"), (options.profile, "--profile")):
         if given:
             parser.error("run's %s has no place in a LAVA job" % why)
-    if args.device_type == "x86" and (args.cpus != 2 or args.mem != 1024):
-        parser.error("--cpus and --mem size a qemu guest; a bare-metal x86 machine has its "
-                     "own")
+    if args.device_type == "x86" and (args.cpus != 2 or args.mem != 1024
+                                      or args.clock != "real"):
+        parser.error("--cpus, --mem and --clock are a qemu guest's; a bare-metal x86 "
+                     "machine has its own")
     if not 1 <= args.cpus <= 64 or not 256 <= args.mem <= 65536 or args.timeout < 15:
         parser.error("--cpus 1..64, --mem 256..65536 and --timeout 15 or more minutes")
     try:
@@ -140,7 +145,7 @@ def _write_job(args, options, run_args, vmlinuz, label, binary):
         device_type=args.device_type, kernel_url=kernel_url, ramdisk_url=ramdisk_url,
         kernel_sha256=lava.sha256_file(vmlinuz), ramdisk_sha256=lava.sha256_file(ramdisk),
         command=[guest_binary] + runner.binary_flags(options, lava.RESULT),
-        cpus=args.cpus, mem_mib=args.mem, timeout_min=args.timeout,
+        cpus=args.cpus, mem_mib=args.mem, clock=args.clock, timeout_min=args.timeout,
         metadata={"perfscale.kernel": label, "perfscale.kernel_config_sha256": config,
                   "perfscale.run": " ".join(run_args),
                   "perfscale.revision": runner.revision()})

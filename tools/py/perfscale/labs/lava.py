@@ -23,6 +23,7 @@ import dataclasses
 import gzip
 import hashlib
 import json
+import math
 import os
 import re
 import shlex
@@ -33,7 +34,7 @@ import urllib.request
 from perfscale.gate import comparability, floors, stats
 from perfscale.history import store
 from perfscale.results import io
-from perfscale.vm import initramfs
+from perfscale.vm import initramfs, qemu
 
 GUEST_OUT = "/tmp/out"
 RESULT = GUEST_OUT + "/result.json"
@@ -201,6 +202,7 @@ class Job:
     command: list               # the guest binary and its flags
     cpus: int = 2               # qemu only
     mem_mib: int = 1024         # qemu only
+    clock: str = "real"         # qemu only: real, or instructions (QEMU's -icount)
     timeout_min: int = 60
     metadata: dict = dataclasses.field(default_factory=dict)
 
@@ -246,10 +248,13 @@ def definition(job):
                             "compression": "gz", "overlays": {"lava": True}}}}}
         boot = {"boot": {"method": "qemu", "media": "tmpfs", "timeout": {"minutes": 5},
                          "prompts": [PROMPT]}}
+        # As `vm` runs TCG: every vCPU on one host thread (docs/vm.md: "Guests that lock
+        # up"), QEMU's "max" CPU; on the instruction clock without CX16 (perfscale.vm.qemu).
+        timing = ["-cpu %s" % qemu.ICOUNT_CPU, "-icount %s" % qemu.ICOUNT] \
+            if job.clock == "instructions" else ["-cpu max"]
         context = {"arch": "amd64", "memory": job.mem_mib, "no_kvm": True,
-                   # Every vCPU on one host thread, as `vm` runs TCG (docs/vm.md: "Guests
-                   # that lock up").
-                   "extra_options": ["-smp %d" % job.cpus, "-accel tcg,thread=single"]}
+                   "extra_options": ["-smp %d" % job.cpus, "-accel tcg,thread=single"]
+                   + timing}
     else:
         deploy = {"deploy": {
             "to": "tftp", "timeout": {"minutes": 5},
@@ -474,10 +479,12 @@ def run_context(results_context, outcome, lineage, host_cpus=0):
         vcpus = next((int(o.split()[1]) for o in options if o.startswith("-smp ")
                       and o.split()[1].isdigit()), 1)
         accel = "kvm" if not job_context.get("no_kvm") else "tcg"
+        clock = "instructions" if any(o.startswith("-icount") for o in options) else "real"
         context.update(comparability.vm_context(
             kernel=str(metadata.get("perfscale.kernel", "")), vcpus=vcpus,
             mem_mib=int(job_context.get("memory", 512)), accel=accel,
-            host_cpus=host_cpus or vcpus, guest_host_name=context["vm_guest_host_name"]))
+            host_cpus=host_cpus or vcpus, clock=clock,
+            guest_host_name=context["vm_guest_host_name"]))
     return context
 
 
@@ -508,9 +515,17 @@ def import_run(conn, outcome, lineage, config="", host_cpus=0, options=None):
         base_runs = [store.load_entries(conn, row["id"]) for row in base_rows]
         found, _source = floors.for_lineage(conn, *info.key(), options.alpha, info.machine)
     verdicts, status, reason = [], 0, "the lineage's first run: its baseline"
-    if base_rows:
+    comparable, why = comparability.timings_comparable(results.context)
+    # On the instruction clock a guest's timings are judged against each other's
+    # (comparability.judge): figures the worker's load cannot move.
+    comparable = comparable or comparability.clock(results.context) == "instructions"
+    if base_rows and comparable:
         verdicts = stats.compare_runs(base_runs, [results.entries], options, found)
         status, reason = stats.gate_status(verdicts)
+    elif base_rows:
+        verdicts = counts_only(base_runs, results.entries, found, options, why)
+        status, reason = stats.gate_status(verdicts)
+        reason += " (timings not judged: %s; the counted kernel events only)" % why
     baseline_id = base_rows[0]["id"] if base_rows else 0
     if status == 2:
         # The gate cannot judge it (too few repetitions, rows of the baseline missing):
@@ -540,6 +555,21 @@ def _get(url, token, what):
 def _shown(url):
     parts = urllib.parse.urlsplit(url)
     return urllib.parse.urlunsplit((parts.scheme, parts.hostname or "", parts.path, "", ""))
+
+
+def counts_only(base_runs, entries, found, options, why):
+    """The gate's verdicts with the time left out, as `compare` judges two runs whose
+    timings are no real machine's (a TCG guest on the real clock: comparability.judge):
+    a count up past its floor is a regression (stats.COUNTS); what the gate could not
+    judge (too few repetitions, rows missing) stays so."""
+    verdicts = stats.compare_runs(base_runs, [entries], options, found)
+    for verdict in verdicts:
+        if verdict.verdict in stats.JUDGED:
+            verdict.verdict = stats.COUNTS if verdict.counter_regressions else stats.SAME
+            verdict.change = verdict.pvalue = verdict.p_adjusted = math.nan
+            verdict.ci = (math.nan, math.nan)
+            verdict.note = "timings not judged (%s): the counted kernel events only" % why
+    return verdicts
 
 
 def fetch_job(url, job_id, token=""):
