@@ -6,10 +6,12 @@ TCG, docs/measurements/2026-12-03-lava.md) read back and imported."""
 import dataclasses
 import gzip
 import hashlib
+import http.server
 import json
 import os
 import shutil
 import subprocess
+import threading
 
 import pytest
 
@@ -315,3 +317,105 @@ def test_the_instruction_clock_job(job_dir):
     lineage = lava.Lineage("9", "qemu01", "qemu", "w", "lava-run:w", document)
     context = lava.run_context(json.loads(outcome.result)["context"], outcome, lineage)
     assert context["vm_clock"] == "instructions" and context["vm_vcpus"] == "2"
+
+
+class Rest(http.server.BaseHTTPRequestHandler):
+    """LAVA's REST API v0.2 as lava-server 2023.01 answers it (lava_rest_app/base: the
+    TestJobSerializer's fields, the logs endpoint's YAML list, create's job_ids), serving
+    the recorded lava-run job: what the client reads, not a LAVA."""
+    health = "Complete"
+    log = ""
+    seen = []
+
+    def answer(self, code, body, kind="application/json"):
+        data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        self.seen.append((self.path, self.headers.get("Authorization")))
+        if self.path == "/api/v0.2/jobs/77/":
+            self.answer(200, {"id": 77, "actual_device": "qemu01", "state": "Finished",
+                              "health": self.health, "requested_device_type": "qemu",
+                              "definition": open(data("lava/job.yaml")).read()})
+        elif self.path == "/api/v0.2/jobs/77/logs/":
+            self.answer(200, self.log, "application/yaml")
+        elif self.path == "/api/v0.2/devices/qemu01/":
+            self.answer(200, {"hostname": "qemu01", "worker_host": "worker7"})
+        else:
+            self.answer(404, {"detail": "Not found."})
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.seen.append((self.path, self.headers.get("Authorization")))
+        if "device_type: qemu" in body["definition"]:
+            self.answer(201, {"message": "job(s) successfully submitted", "job_ids": [77]})
+        else:
+            self.answer(400, {"message": "Problem with submitted job data: no device type"})
+
+    def log_message(self, *_args):
+        pass
+
+
+@pytest.fixture
+def rest():
+    Rest.health, Rest.seen = "Complete", []
+    Rest.log = "".join("- %s\n" % line for line in real_log().splitlines())
+    httpd = http.server.HTTPServer(("127.0.0.1", 0), Rest)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield "http://127.0.0.1:%d" % httpd.server_port
+    httpd.shutdown()
+    thread.join()
+    httpd.server_close()
+
+
+def test_import_from_a_lava_server(cli, rest, tmp_path, monkeypatch):
+    monkeypatch.setenv("PERFSCALE_LAVA_TOKEN", "lava-token-1")
+    history = str(tmp_path / "h.sqlite")
+    code, out, err = cli("history", "import", "--history", history, "--lava", rest, "77")
+    assert code == 0, err
+    assert "LAVA job 77 (device qemu01, worker worker7): added as run 1" in out
+    assert all(auth == "Token lava-token-1" for _path, auth in Rest.seen)
+    code, out, _ = cli("history", "import", "--history", history, "--lava", rest, "77")
+    assert code == 0 and "already there as run 1" in out
+    with store.open_history(history) as conn:
+        (run,) = store.all_runs(conn)
+    context = json.loads(run["context"])
+    assert context["lava_source"] == rest and context["lava_worker"] == "worker7"
+    assert run["host"] == "lava-qemu01"
+
+
+def test_an_incomplete_server_job_stores_nothing(cli, rest, tmp_path, monkeypatch):
+    monkeypatch.setenv("PERFSCALE_LAVA_TOKEN", "lava-token-1")
+    Rest.health = "Incomplete"
+    Rest.log = Rest.log.replace(
+        '"msg": {"case": "job", "definition": "lava", "result": "pass"}',
+        '"msg": {"case": "job", "definition": "lava", "result": "fail", "error_type": '
+        '"Infrastructure", "error_msg": "Device qemu01 lost"}')
+    history = str(tmp_path / "h.sqlite")
+    code, _, err = cli("history", "import", "--history", history, "--lava", rest, "77")
+    assert code == 2
+    assert err.strip() == ("history import: LAVA job 77 failed: Infrastructure: Device "
+                           "qemu01 lost")
+    code, _, err = cli("history", "import", "--history", history, "--lava", rest, "78")
+    assert code == 2 and "HTTP 404" in err and len(err.strip().splitlines()) == 1
+    with store.open_history(history) as conn:
+        assert store.all_runs(conn) == []
+
+
+def test_submit_follows_the_job(cli, rest, tmp_path):
+    token = tmp_path / "token"
+    token.write_text("lava-token-2\n")
+    code, out, err = cli("lava", "submit", "--url", rest, "--token-file", token,
+                         data("lava/job.yaml"))
+    assert code == 0, err
+    assert "lava submit: job 77" in out and "finished: Complete" in out
+    assert Rest.seen[0] == ("/api/v0.2/jobs/", "Token lava-token-2")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("job_name: x\n")
+    code, _, err = cli("lava", "submit", "--url", rest, "--token-file", token, bad)
+    assert code == 2 and "refused the job: HTTP 400" in err and "no device type" in err

@@ -11,6 +11,12 @@ Images are file:// URLs of this machine unless --image-url names where a lab ser
 (the kernel is then DIR/vmlinuz, copied there). `--device-type x86` is a bare-metal PC
 booted over iPXE (LAVA's x86 device type); qemu is LAVA's QEMU device under TCG.
 
+    tools/perfscale lava submit --url URL [--token-file F] [--wait S] DIR|JOB.yaml
+
+`submit` sends the job to a LAVA server (its REST API; the token from --token-file or
+PERFSCALE_LAVA_TOKEN), prints its id and follows it until it finishes (--wait 0: not at
+all); exit 1 when LAVA says it did not complete, with its health.
+
 `run` runs the job with lava-run (lava-dispatcher, no server) on a qemu device described
 by LAVA's qemu.jinja2 template, writes the log to OUTPUT/log.yaml and the result file,
 taken back from the log byte for byte, to OUTPUT/result.json.
@@ -69,10 +75,12 @@ def main(argv):
         return job_main(argv[1:])
     if argv[:1] == ["run"]:
         return run_main(argv[1:])
+    if argv[:1] == ["submit"]:
+        return submit_main(argv[1:])
     if argv[:1] in (["-h"], ["--help"]):
         print(__doc__)
         return 0
-    print("usage: tools/perfscale lava job|run ...  (tools/perfscale lava --help)",
+    print("usage: tools/perfscale lava job|run|submit ...  (tools/perfscale lava --help)",
           file=sys.stderr)
     return 2
 
@@ -262,3 +270,59 @@ def run_main(argv):
             f.write(outcome.result)
         print("results: %s" % result)
     return 0 if outcome.job_result == "pass" and outcome.result else 1
+
+
+def submit_parser():
+    parser = argparse.ArgumentParser(
+        prog="tools/perfscale lava submit",
+        description="Submit a job of `lava job` to a LAVA server and follow it.")
+    parser.add_argument("--url", required=True, help="the LAVA server, e.g. "
+                        "https://lava.lab.example")
+    parser.add_argument("--token-file", metavar="FILE", help="the server's API token "
+                        "(else the environment's PERFSCALE_LAVA_TOKEN)")
+    parser.add_argument("--wait", type=int, default=3600, metavar="S",
+                        help="seconds to follow the job (default %(default)s; 0: do not)")
+    parser.add_argument("job", metavar="DIR|JOB.yaml")
+    return parser
+
+
+def submit_main(argv):
+    args = submit_parser().parse_args(argv)
+    path = os.path.join(args.job, "job.yaml") if os.path.isdir(args.job) else args.job
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        if args.token_file:
+            with open(args.token_file, encoding="utf-8") as f:
+                token = f.read().strip()
+        else:
+            token = os.environ.get("PERFSCALE_LAVA_TOKEN", "").strip()
+    except OSError as err:
+        print("lava submit: %s" % err, file=sys.stderr)
+        return 2
+    if not token:
+        print("lava submit: no token: give --token-file FILE or set PERFSCALE_LAVA_TOKEN",
+              file=sys.stderr)
+        return 2
+    try:
+        job_id = lava.submit_job(args.url, text, token)
+        print("lava submit: job %s" % job_id, flush=True)
+        deadline = time.monotonic() + args.wait
+        state, health = lava.job_state(args.url, job_id, token)
+        while args.wait and state != "Finished" and time.monotonic() < deadline:
+            time.sleep(5)
+            now = lava.job_state(args.url, job_id, token)
+            if now != (state, health):
+                print("lava submit: job %s %s" % (job_id, now[0].lower()), flush=True)
+            state, health = now
+    except lava.LavaError as err:
+        print("lava submit: %s" % err, file=sys.stderr)
+        return 2
+    if not args.wait:
+        return 0
+    if state != "Finished":
+        print("lava submit: job %s is still %s after %d s" % (job_id, state.lower(),
+              args.wait), file=sys.stderr)
+        return 1
+    print("lava submit: job %s finished: %s" % (job_id, health))
+    return 0 if health == "Complete" else 1

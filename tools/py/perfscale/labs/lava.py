@@ -28,11 +28,11 @@ import os
 import re
 import shlex
 import urllib.error
-import urllib.parse
 import urllib.request
 
 from perfscale.gate import comparability, floors, stats
 from perfscale.history import store
+from perfscale.labs import kcidb
 from perfscale.results import io
 from perfscale.vm import initramfs, qemu
 
@@ -546,15 +546,10 @@ def _get(url, token, what):
             return reply.read().decode("utf-8", "replace")
     except urllib.error.HTTPError as err:
         raise LavaError("%s: HTTP %d %s from %s" % (what, err.code, err.reason,
-                                                     _shown(url))) from None
+                                                     kcidb.shown_url(url))) from None
     except (urllib.error.URLError, OSError) as err:
-        raise LavaError("cannot reach LAVA at %s: %s" % (_shown(url),
+        raise LavaError("cannot reach LAVA at %s: %s" % (kcidb.shown_url(url),
                                                           getattr(err, "reason", err))) from None
-
-
-def _shown(url):
-    parts = urllib.parse.urlsplit(url)
-    return urllib.parse.urlunsplit((parts.scheme, parts.hostname or "", parts.path, "", ""))
 
 
 def counts_only(base_runs, entries, found, options, why):
@@ -582,7 +577,7 @@ def fetch_job(url, job_id, token=""):
         job = json.loads(_get(base + "jobs/%s/" % job_id, token, what))
     except ValueError:
         raise LavaError("%s: %s answers no JSON: not a LAVA server's REST API?"
-                        % (what, _shown(url))) from None
+                        % (what, kcidb.shown_url(url))) from None
     if job.get("state") != "Finished":
         raise LavaError("%s is %s, not finished: wait for it (lavacli jobs wait %s)"
                         % (what, str(job.get("state", "unknown")).lower(), job_id))
@@ -605,8 +600,8 @@ def fetch_job(url, job_id, token=""):
         definition = {}
     return outcome, Lineage(str(job_id), device, str(job.get("requested_device_type") or
                                                     definition.get("device_type", "")),
-                            worker, _shown(url), definition if isinstance(definition, dict)
-                            else {})
+                            worker, kcidb.shown_url(url),
+                            definition if isinstance(definition, dict) else {})
 
 
 def read_run_dir(path):
@@ -624,3 +619,44 @@ def read_run_dir(path):
     return outcome, Lineage(str(facts.get("job_id", "")), str(facts.get("device", "")),
                             str(facts.get("device_type", "")), str(facts.get("worker", "")),
                             "lava-run:%s" % facts.get("worker", ""), definition)
+
+
+def submit_job(url, definition_text, token):
+    """Submits a job (its YAML text) to the LAVA server at `url` (REST API v0.2, the
+    token as `Authorization: Token ...`); returns its id. LavaError with LAVA's message
+    when the server refuses it."""
+    request = urllib.request.Request(
+        url.rstrip("/") + "/api/v0.2/jobs/", method="POST",
+        data=json.dumps({"definition": definition_text}).encode(),
+        headers={"Content-Type": "application/json", "Authorization": "Token " + token})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as reply:
+            answer = json.loads(reply.read().decode("utf-8", "replace"))
+    except urllib.error.HTTPError as err:
+        text = err.read().decode("utf-8", "replace")
+        try:
+            text = json.loads(text).get("message", text)
+        except (ValueError, AttributeError):
+            pass
+        raise LavaError("LAVA at %s refused the job: HTTP %d: %s" % (
+            kcidb.shown_url(url), err.code, " ".join(str(text).split())[:300])) from None
+    except (urllib.error.URLError, OSError, ValueError) as err:
+        raise LavaError("cannot submit to LAVA at %s: %s" % (
+            kcidb.shown_url(url), getattr(err, "reason", err))) from None
+    ids = answer.get("job_ids") if isinstance(answer, dict) else None
+    if not ids:
+        raise LavaError("LAVA at %s answered no job id: %s" % (kcidb.shown_url(url),
+                                                               answer))
+    return str(ids[0])
+
+
+def job_state(url, job_id, token):
+    """(state, health) of a job: Submitted/Scheduling/Scheduled/Running/Canceling/Finished,
+    Unknown/Complete/Incomplete/Canceled."""
+    try:
+        job = json.loads(_get(url.rstrip("/") + "/api/v0.2/jobs/%s/" % job_id, token,
+                              "LAVA job %s" % job_id))
+    except ValueError:
+        raise LavaError("LAVA job %s: %s answers no JSON"
+                        % (job_id, kcidb.shown_url(url))) from None
+    return str(job.get("state", "")), str(job.get("health", ""))
