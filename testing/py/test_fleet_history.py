@@ -12,7 +12,8 @@ import subprocess
 import pytest
 
 from conftest import FAKE_RUN, REPO_ROOT, alive, data, pg_history, postgres_missing
-from perfscale.history import cluster as db, identity, spool, store as history, transfer
+from perfscale.history import cluster as db, spool, store as history, transfer
+from perfscale.machine import identity
 from perfscale.results import io as results_io
 
 PYTHON = os.path.join(REPO_ROOT, "tools", "py", "python")

@@ -22,7 +22,8 @@ PACKAGE_DIR = os.path.join(REPO_ROOT, "tools", "py", "perfscale")
 # Lowest first: a module may import its own layer and the layers before it. Every module
 # must fall in one (a new package gets its row here, and a line in docs/python-tools.md).
 LAYERS = (
-    ("results", ("perfscale.results",)),      # Google Benchmark result files
+    ("results", ("perfscale.results",         # Google Benchmark result files
+                 "perfscale.machine")),       # and the machine they ran on (identity)
     ("store", ("perfscale.history",)),        # the history database
     ("gate", ("perfscale.gate",)),            # statistics and the gate's judgement
     ("pages", ("perfscale.plots",)),          # report pages, plots, the regression mail

@@ -24,7 +24,7 @@ from perfscale.plots import cpus as plot_cpus
 from perfscale.results import io as results_io
 from perfscale.commands import bisect
 from perfscale.gate import comparability
-from perfscale.history import identity
+from perfscale.machine import identity
 from perfscale.vm import initramfs, kernel, qemu as vm
 
 PERFSCALE = os.path.join(REPO_ROOT, "tools", "perfscale")

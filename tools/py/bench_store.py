@@ -22,7 +22,8 @@ import statistics
 import sys
 import time
 
-from perfscale.history import identity, store
+from perfscale.history import store
+from perfscale.machine import identity
 from perfscale.results import io
 
 

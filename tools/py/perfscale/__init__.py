@@ -12,6 +12,7 @@ testing/py/test_layers.py holds the order):
   gate/      judging a run against a baseline: statistics, comparability, noise floors,
              confirmation reruns
   history/   the history of nightly runs: one store interface over SQLite or PostgreSQL
-             engines, its schema, spool, machine identity, import
+             engines, its schema, spool, import
   results/   reading and writing Google Benchmark result files
+  machine/   what machine a run ran on: its identity, read from /proc and /sys
 """

@@ -33,7 +33,7 @@ import subprocess
 import sys
 import time
 
-from perfscale.history import identity
+from perfscale.machine import identity
 from perfscale.labs import lava
 from perfscale.suite import runner
 from perfscale.vm import kernel

@@ -6,7 +6,7 @@ A version is a list of statements in a neutral dialect; each engine (perfscale.h
 is refused, naming both versions.
 
 Lineage: (host, machine, cpus, config). `machine` is the digest of the machine's identity
-(perfscale.history.identity): the same hostname on other hardware, microcode,
+(perfscale.machine.identity): the same hostname on other hardware, microcode,
 mitigations or governor is another lineage. The kernel under test is not in it.
 """
 

@@ -23,7 +23,8 @@ import math
 import statistics
 import uuid
 
-from perfscale.history import identity, schema, sqlite_engine, targets
+from perfscale.history import schema, sqlite_engine, targets
+from perfscale.machine import identity
 from perfscale.results import io, names
 
 SCHEMA_VERSION = schema.SCHEMA_VERSION

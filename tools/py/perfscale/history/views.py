@@ -10,7 +10,7 @@ that store.open_history returns, used through its engine's execute and transacti
 engine errors become store.HistoryError (redacted for a server) as everywhere else.
 
 A lineage is (host, machine, cpus, config), as in the store: `machine` is the identity
-digest (perfscale.history.identity).
+digest (perfscale.machine.identity).
 """
 
 import contextlib

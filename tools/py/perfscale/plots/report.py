@@ -11,7 +11,8 @@ import math
 import os
 import statistics
 
-from perfscale.history import identity, store
+from perfscale.history import store
+from perfscale.machine import identity
 from perfscale.plots.page import Page
 from perfscale.results import (headlines, io,
                                names, profile)

@@ -17,7 +17,8 @@ from typing import Optional
 from perfscale.suite import runner
 from perfscale.gate import stats
 from perfscale.gate.floors import BASELINE_RUNS, for_lineage
-from perfscale.history import identity, spool, store
+from perfscale.history import spool, store
+from perfscale.machine import identity
 from perfscale.plots.page import Page
 from perfscale.results import comparepy, io
 from perfscale.results.names import display_name

@@ -302,7 +302,7 @@ def run_suite(options: Options, runner: Sequence[str] = (), tag: str = "",
         # This machine ran it: what the binary left out of its identity (the kernel
         # config's digest, needing zlib and sha256) is added here; never for a guest's
         # run, whose identity is not ours (docs/fleet-history.md).
-        from perfscale.history import identity
+        from perfscale.machine import identity
         try:
             identity.stamp(out)
         except (OSError, ValueError) as err:

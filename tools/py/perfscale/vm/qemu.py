@@ -24,7 +24,7 @@ import time
 
 from perfscale.results.io import dumps
 from perfscale.gate import comparability
-from perfscale.history import identity
+from perfscale.machine import identity
 from perfscale.vm.initramfs import (BEGIN, END, GUEST_OUT_DIR, KERNEL_CONFIG, STARTED,
                                     build_initramfs, busybox_archive)
 from perfscale.vm.kernel import CACHE, VmError, resolve_kernel
