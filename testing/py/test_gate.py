@@ -494,7 +494,7 @@ def test_trials_resume_keeps_finished_trials_of_the_same_history_only(cli, tmp_p
 
 def test_trials_say_where_the_a_a_trials_spread_more_than_calibrated():
     import argparse
-    from perfscale.commands import trials
+    from perfscale.suite import trials
     steady = "BM_A/placement:same_cpu/real_time"
     drifting = "BM_B/placement:same_cpu/real_time"
     calibration = {(n, results_stats.REAL_TIME): history.Calibration(
@@ -527,7 +527,7 @@ def test_the_a_a_spread_skips_a_trial_without_usable_results(tmp_path, capsys):
     import argparse
     import shutil as sh
     from conftest import data
-    from perfscale.commands import trials
+    from perfscale.suite import trials
     for index in range(1, 6):
         run = tmp_path / ("aa-%d" % index) / "20261201T000000Z"
         run.mkdir(parents=True)
@@ -623,7 +623,7 @@ def test_trials_replay_leaves_out_a_trial_that_needs_an_unrecorded_rerun(cli, tm
 
 
 def test_trials_without_true_sizes_cannot_call_the_power_promise_kept(capsys):
-    from perfscale.commands import trials
+    from perfscale.suite import trials
     steady = "BM_A/placement:same_cpu/real_time"
     calibration = {(steady, results_stats.REAL_TIME): history.Calibration(
         steady, results_stats.REAL_TIME, 0.05, 0.06, 0.02, 8)}
@@ -680,7 +680,7 @@ def test_true_sizes_count_every_op_of_an_iteration():
     # BM_BreakpointThread's iteration is many thread create+joins, and its syscalls/op and
     # usecs/op are per thread: the true size counts the iteration's ops from its times
     # (it was taken as 1 op, which put a +16% slowdown at +0.1%).
-    from perfscale.commands import trials
+    from perfscale.suite import trials
     from perfscale.results.io import Entry
     from perfscale.results import names as names_module
     thread = "BM_BreakpointThread/breakpoints:0/parallelism:2/threads:20/real_time"

@@ -211,7 +211,6 @@ def test_run_arguments_are_checked_before_anything_runs(nightly, capsys, run_arg
 
 def test_a_guest_nightly_runs_the_suite_in_the_kernel_on_its_instruction_clock(
         cli, tmp_path, monkeypatch):
-    from perfscale import options
     from perfscale.commands import nightly as nightly_command
     from perfscale.suite import nightly as nightly_module
     args, run_args = nightly_command.parse_args(["--guest", "debian:6.12-cloud",
@@ -221,8 +220,8 @@ def test_a_guest_nightly_runs_the_suite_in_the_kernel_on_its_instruction_clock(
                            "instructions", "--", "run"]
     assert command[0].endswith("tools/perfscale") and run_args == ["--quick"]
     # The trials' nightlies get the same runner.
-    assert options.lineage_of(args) == {"run_cmd": None, "guest": "debian:6.12-cloud",
-                                        "guest_cpus": 4}
+    assert nightly_module.lineage_of(args) == {"run_cmd": None, "guest": "debian:6.12-cloud",
+                                               "guest_cpus": 4}
     # PERFSCALE_RUN_CMD (a test's fake, a site's wrapper) does not replace a named guest.
     monkeypatch.setenv("PERFSCALE_RUN_CMD", FAKE_RUN)
     args, _ = nightly_command.parse_args(["--guest", "/boot/vmlinuz", "--", "--quick"])

@@ -1,7 +1,7 @@
 """The options several commands share, declared and checked once: argparse stays in the
 command layer (docs/python-tools.md, 'The layer rule'), so the library never sees a
 parser; a command hands it typed values (suite.nightly.Settings, gate.stats.Options,
-parity.common.Settings) or the plain fields it names.
+parity.common.Settings, suite.trials.Settings) or the plain fields it names.
 
 This module is not a command (it has no main): the commands import it as they import the
 library, and it imports only the library.
@@ -59,12 +59,6 @@ def check_lineage_options(parser, args):
         parser.error("--guest-cpus sizes the --guest kernel's machine: it needs --guest")
     if args.guest_cpus is not None and not 1 <= args.guest_cpus <= qemu.MAX_CPUS:
         parser.error("--guest-cpus must be in 1..%d, got %d" % (qemu.MAX_CPUS, args.guest_cpus))
-
-
-def lineage_of(args):
-    """The options that choose how the suite runs, as suite.nightly.Settings fields: a
-    nightly started on behalf of calibrate or trials runs it the same way."""
-    return {"run_cmd": args.run_cmd, "guest": args.guest, "guest_cpus": args.guest_cpus}
 
 
 def check_run_args(parser, args, run_args):

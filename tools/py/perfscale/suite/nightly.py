@@ -60,6 +60,13 @@ class Settings:
                              min_repetitions=self.min_repetitions)
 
 
+def lineage_of(settings):
+    """How `settings` (a nightly's, calibrate's or trials') runs the suite, as Settings
+    fields: a nightly started on behalf of calibrate or trials runs it the same way."""
+    return {"run_cmd": settings.run_cmd, "guest": settings.guest,
+            "guest_cpus": settings.guest_cpus}
+
+
 def run(args, run_args):
     """One nightly with Settings `args` and RUN_ARGS; returns its exit status."""
     options = args.gate_options()
