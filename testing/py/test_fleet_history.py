@@ -325,10 +325,10 @@ def test_an_older_sqlite_history_is_migrated_with_stable_run_keys(tmp_path, lab,
         assert history.find_baseline(conn, "h", 2, "ci")["id"] == 2
         assert history.load_calibration(conn, "h", 2, "ci")[("BM_A", "real_time")].mdc == 0.2
     migrated = sqlite3.connect(path)
-    assert migrated.execute("PRAGMA user_version").fetchone()[0] == history.SCHEMA_VERSION == 4
-    # Version 4: the dashboard's triage tables, empty.
-    assert migrated.execute("SELECT COUNT(*) FROM triage").fetchone()[0] == 0
-    assert migrated.execute("SELECT COUNT(*) FROM triage_log").fetchone()[0] == 0
+    assert migrated.execute("PRAGMA user_version").fetchone()[0] == history.SCHEMA_VERSION == 5
+    # Version 4: the dashboard's triage tables; version 5: the alerts; all empty.
+    for table in ("triage", "triage_log", "alerts", "alert_members", "alert_log"):
+        assert migrated.execute("SELECT COUNT(*) FROM %s" % table).fetchone()[0] == 0
     migrated.close()
     assert cli("history", "import", "--history", lab[db.OWNER], path)[0] == 0
     assert sorted(r["run_key"] for r in _rows(lab[db.OWNER], "SELECT run_key FROM runs")) \
@@ -427,26 +427,34 @@ def test_trials_take_a_private_sqlite_copy_of_a_server_history(lab, tmp_path):
 
 
 def test_db_start_migrates_an_older_history_and_grants_its_new_tables(pg_server):
-    """A lab's history of schema 3 (before the triage tables): `db start` again migrates
-    it as the owner and grants the roles the new tables, so the dashboard's writer can
-    triage and its reader read."""
-    from perfscale.history import triage, views
+    """A lab's history of schema 3 (before the triage and alert tables): `db start` again
+    migrates it as the owner and grants the roles the new tables, so the dashboard's
+    writer can triage and open alerts, and its reader read."""
+    from perfscale.history import alerts, triage, views
     running = db.start(pg_server["dir"])  # already running: nothing to start
     urls = running["urls"]
     with history.open_history(urls[db.OWNER]) as conn:
         with conn.engine.transaction():
-            conn.engine.execute("DROP TABLE triage_log")
-            conn.engine.execute("DROP TABLE triage")
+            for table in ("alert_log", "alert_members", "alerts", "triage_log", "triage"):
+                conn.engine.execute("DROP TABLE %s" % table)
             conn.engine.set_version(3)
     with pytest.raises(history.HistoryError):  # the writer may not migrate
         history.open_history(urls[db.WRITER]).close()
     assert db.start(pg_server["dir"])["pid"] == running["pid"]  # the same server
     item = triage.Item("regression", "lab-1", "5b25", 2, "ci", "BM_X", 1)
     with history.open_history(urls[db.WRITER]) as conn:
-        assert conn.engine.version() == history.SCHEMA_VERSION == 4
+        assert conn.engine.version() == history.SCHEMA_VERSION == 5
         triage.set_state(conn, item, "acknowledged", "alice", "known")
+        alert_id, opened = alerts.open_or_join(
+            conn, "regression", alerts.Change("6.1", "6.12"),
+            alerts.Member("lab-1", "5b25", 2, "ci", "BM_X", None, 0.1), 1)
+        assert opened
+        alerts.set_state(conn, alert_id, "acknowledged", "alice", "known")
     with history.open_history(urls[db.READER], read_only=True) as conn:
         assert [r["state"] for r in views.rows(conn, "SELECT state FROM triage")] == [
             "acknowledged"]
+        assert [r["state"] for r in alerts.log(conn, alert_id)] == ["new", "acknowledged"]
+        with pytest.raises(history.HistoryError):
+            alerts.set_state(conn, alert_id, "fixed", "bob", "a reader cannot")
         with pytest.raises(history.HistoryError):
             triage.set_state(conn, item, "fixed", "bob", "a reader cannot")

@@ -37,6 +37,8 @@ COMMANDS = (
     ("lava", "job|run: perfscale as a LAVA job, and run with lava-run (docs/labs.md)"),
     ("kcidb", "a run as a KCIDB v5.3 report (KernelCI's results database); --submit posts it\n"
               "(docs/labs.md)"),
+    ("alerts", "the history's alerts, one per change (not per night); `alerts set N\n"
+               "--state acknowledged --who W --why T` triages one"),
     ("serve", "the dashboard over the history: fleet, trends, runs, compare, scaling,\n"
               "change points and triage (docs/dashboard.md)"),
 )

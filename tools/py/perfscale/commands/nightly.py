@@ -20,6 +20,10 @@ Each benchmark is judged against its noise floor (`tools/perfscale calibrate`, e
 lineage's history); suspects are rerun alone, interleaved, and judged on the pooled data
 before the alarm (--confirm-rounds, --confirm-budget, --ci-target).
 
+Each regression opens or joins the alert of its change, or attaches to it on later nights
+(`tools/perfscale alerts`, docs/dashboard.md): benchmarks of an acknowledged alert are
+judged against the new level and pass "within alert #N (acknowledged)".
+
 Exit 0: no regression, or the first run of its lineage. 1: a regression, benchmarks named.
 2: the run failed, produced unusable results or could not be judged (nothing recorded),
 or bad history/baseline. The binary runs under perfscale.suite.guard: killing nightly

@@ -10,7 +10,7 @@ Lineage: (host, machine, cpus, config). `machine` is the digest of the machine's
 mitigations or governor is another lineage. The kernel under test is not in it.
 """
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 RUNS = """
 CREATE TABLE runs (
@@ -108,7 +108,64 @@ CREATE TABLE triage_log (
 );
 """
 
-CREATE = RUNS + CALIBRATION + TRIAGE
+# Version 5: alerts (perfscale.history.alerts, perfscale.gate.alerting). An alert is a
+# change, not a night: it is keyed by what changed between the last good run and the first
+# bad one (kernel release, kernel config digest, kernel commit where the context has one,
+# perfscale revision), and every lineage x benchmark that moved at that change is one of
+# its members. Later nights of the same step attach to the member (last_run_id, nights);
+# triage is once per alert, every change logged in alert_log.
+ALERTS = """
+CREATE TABLE alerts (
+    id {id},
+    kind TEXT NOT NULL,                 -- 'regression', or 'changepoint' (nightlies passed)
+    change_key TEXT NOT NULL,           -- digest of the change below: members join by it
+    good_kernel TEXT NOT NULL,          -- kernel release of the last good run ('' unknown)
+    bad_kernel TEXT NOT NULL,           -- ... and of the first bad run
+    good_config TEXT NOT NULL,          -- kernel config digest (kernel_config_sha256)
+    bad_config TEXT NOT NULL,
+    good_commit TEXT NOT NULL,          -- kernel commit, where the run's context names it
+    bad_commit TEXT NOT NULL,
+    good_revision TEXT NOT NULL,        -- perfscale revision
+    bad_revision TEXT NOT NULL,
+    opened_at TEXT NOT NULL,            -- UTC, ISO 8601
+    opened_run_id BIGINT NOT NULL,      -- the run that opened it
+    state TEXT NOT NULL,                -- new, acknowledged, invalid, fixed
+    who TEXT NOT NULL,
+    changed_at TEXT NOT NULL,
+    why TEXT NOT NULL,
+    fixed_run_id BIGINT                 -- the run where the level was found returned
+);
+CREATE INDEX alerts_by_key ON alerts(change_key, id);
+CREATE TABLE alert_members (
+    alert_id BIGINT NOT NULL REFERENCES alerts(id),
+    host TEXT NOT NULL,
+    machine TEXT NOT NULL DEFAULT '',
+    cpus INTEGER NOT NULL,
+    config TEXT NOT NULL,
+    name TEXT NOT NULL,                 -- the benchmark
+    good_run_id BIGINT,                 -- the last good run (newest baseline run)
+    first_bad_run_id BIGINT NOT NULL,
+    last_run_id BIGINT NOT NULL,        -- the latest night of the step
+    nights INTEGER NOT NULL,            -- nights of the step seen (attached, not opened)
+    change {real},                      -- (new - old) / old of the first bad night
+    ci_low {real},                      -- its interval, as changes
+    ci_high {real},
+    noise_floor {real},                 -- calibrated floor of the lineage (NaN: none)
+    fixed_run_id BIGINT,                -- the run where this member's level returned
+    PRIMARY KEY (alert_id, host, machine, cpus, config, name)
+);
+CREATE INDEX alert_members_by_lineage ON alert_members(host, machine, cpus, config, name);
+CREATE TABLE alert_log (
+    id {id},                            -- the order of the changes (one second holds many)
+    alert_id BIGINT NOT NULL,
+    state TEXT NOT NULL,
+    who TEXT NOT NULL,
+    changed_at TEXT NOT NULL,
+    why TEXT NOT NULL
+);
+"""
+
+CREATE = RUNS + CALIBRATION + TRIAGE + ALERTS
 
 # Version 2's calibration, keyed by hostname alone.
 CALIBRATION_V2 = """
@@ -122,7 +179,7 @@ CREATE TABLE calibration (
 
 # Migrations of SQLite files written by earlier perfscale versions: {from version:
 # statements to the next}. PostgreSQL histories start at version 3; a later version adds
-# its step here, for both engines (version 3's step to 4: the triage tables). After the step from 2, the store fills the run keys
+# its step here, for both engines (version 3's step to 4: the triage tables; 4 to 5: the alerts). After the step from 2, the store fills the run keys
 # (store.run_key: Python, so both engines compute the same key).
 MIGRATIONS = {
     1: "ALTER TABLE runs ADD COLUMN complete INTEGER NOT NULL DEFAULT 1;"  # v1 runs were whole
@@ -145,6 +202,7 @@ CREATE INDEX runs_by_host ON runs(host, id);
 CREATE INDEX benchmarks_by_name ON benchmarks(name, run_id);
 """,
     3: TRIAGE,
+    4: ALERTS,
 }
 # After the version-2 step, the run keys are filled (store) and made unique here.
 AFTER_RUN_KEYS = "CREATE UNIQUE INDEX runs_by_key ON runs(run_key)"
@@ -159,10 +217,13 @@ GRANT SELECT, INSERT, DELETE ON calibration TO {writer};
 GRANT USAGE ON SEQUENCE runs_id_seq TO {writer};
 GRANT SELECT, INSERT, UPDATE ON triage TO {writer};
 GRANT SELECT, INSERT ON triage_log TO {writer};
+GRANT SELECT, INSERT, UPDATE ON alerts, alert_members TO {writer};
+GRANT SELECT, INSERT ON alert_log TO {writer};
+GRANT USAGE ON SEQUENCE alerts_id_seq, alert_log_id_seq TO {writer};
 """
 READER_GRANTS = """
 GRANT SELECT ON runs, benchmarks, samples, calibration, perfscale_schema, triage,
-    triage_log TO {reader};
+    triage_log, alerts, alert_members, alert_log TO {reader};
 """
 
 

@@ -62,10 +62,9 @@ def history_of(conn, item):
         dataclasses.astuple(item))
 
 
-def set_state(conn, item, state, who, why):
-    """Stores `state` for `item` and logs it, in one transaction."""
-    if item.kind not in KINDS:
-        raise TriageError("kind must be one of %s" % ", ".join(KINDS))
+def checked(state, who, why):
+    """(who, why) stripped, once `state`, `who` and `why` pass the form's rules: a known
+    state, who and why both given, neither a novel. Alerts (history.alerts) share them."""
     if state not in STATES:
         raise TriageError("state must be one of %s" % ", ".join(STATES))
     who, why = (who or "").strip(), (why or "").strip()
@@ -73,6 +72,14 @@ def set_state(conn, item, state, who, why):
         raise TriageError("say who changes the state and why")
     if len(who) > MAX_TEXT or len(why) > MAX_TEXT:
         raise TriageError("who and why are limited to %d characters" % MAX_TEXT)
+    return who, why
+
+
+def set_state(conn, item, state, who, why):
+    """Stores `state` for `item` and logs it, in one transaction."""
+    if item.kind not in KINDS:
+        raise TriageError("kind must be one of %s" % ", ".join(KINDS))
+    who, why = checked(state, who, why)
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     values = dataclasses.astuple(item) + (state, who, now, why)
     with transaction(conn):

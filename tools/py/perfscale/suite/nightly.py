@@ -15,9 +15,9 @@ import sys
 from typing import Optional
 
 from perfscale.suite import runner
-from perfscale.gate import stats
+from perfscale.gate import alerting, stats
 from perfscale.gate.floors import BASELINE_RUNS, for_lineage
-from perfscale.history import spool, store
+from perfscale.history import alerts, spool, store
 from perfscale.machine import identity
 from perfscale.plots.page import Page
 from perfscale.results import comparepy, io
@@ -275,6 +275,12 @@ def _judge_and_record(args, run_args, options, conn, named, run_dir, results, in
         verdicts = judge(base_runs, results.entries, options, floors, run_dir,
                          lambda names, path: _rerun(args, run_args, names, path),
                          args.confirm_rounds, args.confirm_budget, args.ci_target / 100)
+        if named is None:  # an acknowledged alert's benchmarks: against the new level
+            verdicts, lines = alerting.judge_accepted(conn, _lineage_key(info), verdicts,
+                                                      results.entries, options, floors,
+                                                      BASELINE_RUNS)
+            for line in lines:
+                print("nightly: %s" % line)
         status, reason = stats.gate_status(verdicts)
         if status == 2:
             for verdict in verdicts:
@@ -286,7 +292,13 @@ def _judge_and_record(args, run_args, options, conn, named, run_dir, results, in
         print(verdict.line())
     page_paths = _write_report(conn, args, run_dir, run_id, info, results, baseline, verdicts)
     store.mark_complete(conn, run_id)
-    if any(v.regression for v in verdicts):  # the run is whole whatever the mail does
+    grew = False
+    if baseline is not None:  # one alert per change: opened, joined, attached or fixed
+        lines, _within, grew = alerting.after_night(
+            conn, _lineage_key(info), store.get_run(conn, run_id), base_rows[0], verdicts)
+        for line in lines:
+            print("nightly: %s" % line)
+    if grew:  # one mail per alert: when it opens and when it grows, not every night
         print("nightly: regression mail: %s" % _write_mail(
             args, run_args, run_dir, run_id, info, results, base_rows, base_runs, verdicts))
     print("nightly: run %d recorded in %s; report: %s" % (run_id, conn.name, page_paths[0]))
@@ -302,10 +314,19 @@ def _judge_and_record(args, run_args, options, conn, named, run_dir, results, in
     return 0
 
 
+def _lineage_key(info):
+    return (info.host, info.machine, info.cpus, info.config)
+
+
 def _read_baseline(conn, named, info, options):
     """(baseline row, its runs' rows, their entries, floors, floors' source), read in the
     caller's snapshot. Says what changed when the host is another machine than before."""
-    baseline = named or store.find_baseline(conn, *info.key(), machine=info.machine)
+    # Without --baseline, the lineage's alerts say which runs are baselines: an invalid
+    # alert's runs are none (history.alerts); an acknowledged alert's benchmarks are
+    # judged again against its new level (alerting.judge_accepted).
+    auto = [] if named is not None else alerts.baseline_rows(conn, _lineage_key(info),
+                                                              BASELINE_RUNS)
+    baseline = named or (auto[0] if auto else None)
     if named is None:
         other = store.latest_of_other_machine(conn, *info.key(), info.machine)
         if other is not None:
@@ -316,8 +337,7 @@ def _read_baseline(conn, named, info, options):
                                                    info.machine)
     base_rows, base_runs = [], []
     if baseline is not None:
-        base_rows = [baseline] if named is not None else store.find_baselines(
-            conn, *info.key(), BASELINE_RUNS, info.machine)
+        base_rows = [baseline] if named is not None else auto
         base_runs = [store.load_entries(conn, row["id"]) for row in base_rows]
     return baseline, base_rows, base_runs, floors, floor_source
 

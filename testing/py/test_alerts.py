@@ -1,0 +1,153 @@
+"""Alerts: one per change, not per night (perfscale.history.alerts, perfscale.gate.alerting),
+through the real nightly with the fake binary, and `tools/perfscale alerts`."""
+
+import json
+import sqlite3
+
+import pytest
+
+from conftest import FAKE_RUN
+from perfscale.history import alerts, store as history, triage
+
+SLOWED = ("BM_BreakpointEnable/passive:8/active:0/placement:0/real_time",
+          "BM_BreakpointThread/breakpoints:4/parallelism:2/threads:20/real_time")
+OPTIONS = ("--no-plots", "--config", "ci", "--confirm-rounds", "0")
+
+
+@pytest.fixture
+def nightly(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("PERFSCALE_BINARY", FAKE_RUN)
+    monkeypatch.setenv("PERFSCALE_COMPARE_PY", str(tmp_path / "no-compare.py"))
+    db = tmp_path / "history.sqlite"
+
+    def run(*run_args):
+        return cli("nightly", "--history", db, "--report-dir", tmp_path / "nightly",
+                   *OPTIONS, "--", "--", *run_args)
+    run.db = db
+    run.report_dir = tmp_path / "nightly"
+    return run
+
+
+def _alerts(db):
+    with history.open_history(str(db), read_only=True) as conn:
+        return [(dict(a), [dict(m) for m in alerts.members(conn, a["id"])])
+                for a in alerts.listing(conn)]
+
+
+def test_three_bad_nights_are_one_alert_acknowledged_then_found_fixed(nightly, cli):
+    assert nightly("--fixture=base.json")[0] == 0
+    mails = []
+    for night in range(3):
+        code, out, _ = nightly("--fixture=slow.json")
+        assert code == 1, out
+        mails.append("regression mail:" in out)
+        if night == 0:
+            assert "opens alert #1" in out and "joins alert #1" in out
+        else:
+            assert "alert #1, night %d of its step (attached)" % (night + 1) in out
+    assert mails == [True, False, False]  # one mail per alert, not per night
+    [(alert, members)] = _alerts(nightly.db)
+    assert alert["state"] == "new" and alert["kind"] == "regression"
+    assert sorted(m["name"] for m in members) == sorted(SLOWED)
+    assert {(m["first_bad_run_id"], m["last_run_id"], m["nights"]) for m in members} == {
+        (2, 4, 3)}
+    assert all(m["change"] > 0 and m["ci_low"] <= m["change"] <= m["ci_high"]
+               for m in members)
+
+    code, out, err = cli("alerts", "--history", nightly.db, "--state", "new")
+    assert code == 0 and "#1" in out and "new" in out, err
+    code, out, err = cli("alerts", "set", "1", "--state", "acknowledged", "--who", "alice",
+                         "--why", "the new level is the kernel's", "--history", nightly.db)
+    assert code == 0, err
+
+    code, out, _ = nightly("--fixture=slow.json")
+    assert code == 0, out
+    assert "baseline: run 1" in out  # the others' baseline is the old one
+    assert "2 benchmark(s) of alert #1 (acknowledged) judged against its accepted level: " \
+        "runs 4, 3, 2" in out  # restarted at the first bad run
+    assert all("%s: within alert #1 (acknowledged)" % n in out for n in SLOWED)
+
+    code, out, _ = nightly("--fixture=base.json")  # the old level again
+    assert code == 0, out
+    assert "alert #1 found fixed" in out
+    [(alert, members)] = _alerts(nightly.db)
+    assert alert["state"] == "fixed" and alert["fixed_run_id"] == 6
+    assert "level returned at run 6" in alert["why"]
+    code, out, _ = cli("alerts", "--history", nightly.db, "--json")
+    assert [a["state"] for a in json.loads(out)] == ["fixed"]
+    with history.open_history(str(nightly.db), read_only=True) as conn:
+        assert [r["state"] for r in alerts.log(conn, 1)] == ["new", "acknowledged", "fixed"]
+
+
+def test_machines_that_move_at_the_same_change_share_the_alert(nightly):
+    for host in ("--host=lab-1", "--host=lab-2"):
+        assert nightly("--fixture=base.json", host)[0] == 0
+    assert nightly("--fixture=slow.json", "--host=lab-1")[0] == 1
+    code, out, _ = nightly("--fixture=slow.json", "--host=lab-2")
+    assert code == 1 and "joins alert #1" in out and "opens" not in out
+    [(alert, members)] = _alerts(nightly.db)
+    assert len(members) == 4 and {m["host"] for m in members} == {"lab-1", "lab-2"}
+
+
+def test_another_kernel_is_another_alert(nightly):
+    assert nightly("--fixture=base.json")[0] == 0
+    assert nightly("--fixture=slow.json", "--context=kernel_release=9.9.9")[0] == 1
+    [(alert, _)] = _alerts(nightly.db)
+    assert alert["bad_kernel"] == "9.9.9" and alert["good_kernel"] != "9.9.9"
+
+
+def test_an_acknowledged_alert_still_fails_other_regressions(nightly, cli):
+    assert nightly("--fixture=base.json")[0] == 0
+    assert nightly("--fixture=slow.json")[0] == 1
+    with history.open_history(str(nightly.db)) as conn:
+        # Only one of the two benchmarks is the accepted step: the other still fails.
+        conn.engine.execute("DELETE FROM alert_members WHERE name = ?", (SLOWED[1],))
+        alerts.set_state(conn, 1, "acknowledged", "alice", "one of them is known")
+    code, out, _ = nightly("--fixture=slow.json")
+    assert code == 1
+    assert "within alert #1 (acknowledged)" in out
+    assert "opens alert #2" in out
+
+
+def test_invalid_drops_the_alerts_runs_from_every_baseline(nightly):
+    assert nightly("--fixture=base.json")[0] == 0
+    assert nightly("--fixture=slow.json")[0] == 1
+    lineage = None
+    with history.open_history(str(nightly.db)) as conn:
+        run = history.get_run(conn, 2)
+        lineage = (run["host"], run["machine"], run["cpus"], run["config"])
+        conn.engine.execute("UPDATE runs SET regressions = 0 WHERE id = 2")  # say it passed
+        assert [r["id"] for r in alerts.baseline_rows(conn, lineage, 8)] == [2, 1]
+        assert [r["id"] for r in alerts.baseline_rows(conn, lineage, 8, since=2)] == [2]
+        alerts.set_state(conn, 1, "invalid", "bob", "the machine was throttled")
+        assert [r["id"] for r in alerts.baseline_rows(conn, lineage, 8)] == [1]
+        assert alerts.baseline_rows(conn, lineage, 8, since=2) == []
+
+
+def test_set_follows_the_web_forms_rules(nightly, cli):
+    assert nightly("--fixture=base.json")[0] == 0
+    assert nightly("--fixture=slow.json")[0] == 1
+    code, _, err = cli("alerts", "set", "1", "--state", "fixed", "--who", " ", "--why", "x",
+                       "--history", nightly.db)
+    assert code == 2 and "say who changes the state and why" in err
+    code, _, err = cli("alerts", "set", "7", "--state", "fixed", "--who", "a", "--why", "x",
+                       "--history", nightly.db)
+    assert code == 2 and "no alert #7" in err
+    code, _, err = cli("alerts", "--history", nightly.db.parent / "none.sqlite")
+    assert code == 2 and "no history at" in err
+    with pytest.raises(triage.TriageError):
+        with history.open_history(str(nightly.db)) as conn:
+            alerts.set_state(conn, 1, "gone", "a", "b")
+
+
+def test_a_version_4_history_is_migrated_with_empty_alert_tables(tmp_path, nightly):
+    assert nightly("--fixture=base.json")[0] == 0
+    old = sqlite3.connect(nightly.db)
+    old.executescript("DROP TABLE alert_log; DROP TABLE alert_members; DROP TABLE alerts; "
+                      "PRAGMA user_version = 4;")
+    old.close()
+    assert nightly("--fixture=slow.json")[0] == 1  # migrated, then opens the alert
+    conn = sqlite3.connect(nightly.db)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == history.SCHEMA_VERSION == 5
+    assert conn.execute("SELECT COUNT(*) FROM alerts").fetchone()[0] == 1
+    conn.close()

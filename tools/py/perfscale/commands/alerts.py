@@ -1,0 +1,91 @@
+"""`tools/perfscale alerts`: the history's alerts, one per change (docs/dashboard.md).
+
+    tools/perfscale alerts [--history DB] [--state new] [--json]
+    tools/perfscale alerts set N --state acknowledged --who NAME --why TEXT [--history DB]
+
+The list: each alert with its state, the change that opened it, how many benchmarks and
+lineages moved with it and for how many nights. `set` changes one alert's state with the
+dashboard's rules (who and why required; every change logged). A history the user may only
+read (a reader's URL) refuses the change: set it on the dashboard, with its triage token.
+Exit 2 for bad input or an unusable history.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+from perfscale.history import alerts, store, triage
+from perfscale.suite import runner
+
+HISTORY_HELP = ("history: an SQLite file (default results/history.sqlite), a postgresql:// "
+                "URL or a libpq service (service=NAME)")
+
+
+def _history_option(parser):
+    parser.add_argument("--history", default=os.path.join(runner.REPO_ROOT, "results",
+                                                          "history.sqlite"),
+                        metavar="DB", help=HISTORY_HELP)
+
+
+def parse_args(argv):
+    if argv[:1] == ["set"]:
+        parser = argparse.ArgumentParser(prog="tools/perfscale alerts set",
+                                         description="Change one alert's state (logged).")
+        parser.add_argument("alert", type=int, metavar="N", help="the alert's number")
+        parser.add_argument("--state", required=True, choices=triage.STATES)
+        parser.add_argument("--who", required=True)
+        parser.add_argument("--why", required=True)
+        _history_option(parser)
+        args = parser.parse_args(argv[1:])
+        args.action = "set"
+        return args
+    parser = argparse.ArgumentParser(
+        prog="tools/perfscale alerts",
+        description="List the history's alerts (one per change); `alerts set N ...` "
+                    "changes one.")
+    parser.add_argument("--state", action="append", choices=triage.STATES,
+                        help="only alerts in this state (repeatable; default all)")
+    parser.add_argument("--json", action="store_true", help="one JSON document")
+    _history_option(parser)
+    args = parser.parse_args(argv)
+    args.action = "list"
+    return args
+
+
+def _change(row):
+    return alerts.Change(*(row[f] or "" for f in (
+        "good_kernel", "bad_kernel", "good_config", "bad_config", "good_commit",
+        "bad_commit", "good_revision", "bad_revision"))).describe()
+
+
+def main(argv):
+    args = parse_args(argv)
+    if args.action == "list" and not store.is_server(args.history) \
+            and not os.path.exists(args.history):
+        print("alerts: no history at %s" % args.history, file=sys.stderr)
+        return 2
+    try:
+        with store.open_history(args.history, read_only=args.action == "list") as conn:
+            if args.action == "set":
+                alerts.set_state(conn, args.alert, args.state, args.who, args.why)
+                print("alert #%d: %s (%s: %s)" % (args.alert, args.state, args.who.strip(),
+                                                  args.why.strip()))
+                return 0
+            found = alerts.listing(conn, args.state)
+    except (triage.TriageError, store.HistoryError) as err:
+        print("alerts: %s" % err, file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps([dict(r, change=_change(r)) for r in found], indent=1, default=str))
+        return 0
+    if not found:
+        print("no alerts%s" % (" in state %s" % ", ".join(args.state) if args.state else ""))
+        return 0
+    print("%-5s %-12s %-11s %10s %8s %6s  %s" % ("alert", "state", "kind", "benchmarks",
+                                                  "machines", "nights", "change"))
+    for row in found:
+        print("#%-4d %-12s %-11s %10d %8d %6d  %s" % (
+            row["id"], row["state"], row["kind"], row["benchmarks"], row["lineages"],
+            row["nights"] or 0, _change(row)))
+    return 0

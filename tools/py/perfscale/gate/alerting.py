@@ -1,0 +1,122 @@
+"""What a night's verdicts do to the alerts (perfscale.history.alerts stores them).
+
+- A benchmark that regresses with no open alert for it in its lineage opens the alert of
+  the change between the last good run and this one, or joins it when another benchmark or
+  machine moved at the same change: one alert per change, not per night or per machine.
+- A later night of the same step (the member's alert still new) attaches to it.
+- Acknowledged: the new level is accepted; the baseline of the alert's benchmarks restarts
+  at the first bad run (judge_accepted), so they are judged against the new level and
+  pass "within alert #N (acknowledged)"; a regression against the new level is a new
+  step. Only those benchmarks: another that moved on the same machine at another time is
+  still judged against the old level.
+- Found fixed: a new alert's benchmark judged no slower than the old level again, or an
+  acknowledged one judged faster than the new level by at least half the step back: the
+  level returned, at this run. The alert is fixed once every member's level has.
+- A change point in a lineage whose nightlies each passed (perfscale.gate.changepoints)
+  opens an alert of kind 'changepoint' (scan_changepoints).
+"""
+
+import math
+
+from perfscale.gate import changepoints, stats
+from perfscale.history import alerts, store
+
+# An acknowledged step is found reverted when tonight is faster than the accepted level
+# by at least this share of the way back to the old level: noise around the new level
+# (a faster verdict of a few percent) is not a fix.
+RETURN_SHARE = 0.5
+
+
+def _returned(member, verdict):
+    """True when `verdict` (against the baseline the member's state sets) says the
+    member's level is back."""
+    if member["state"] == "new":  # judged against the old level: no longer slower
+        return verdict.verdict in (stats.SAME, stats.FASTER)
+    step = member["change"]
+    if verdict.verdict != stats.FASTER or step is None or not math.isfinite(verdict.change):
+        return False
+    back = -step / (1 + step)  # the change from the new level to the old one
+    return verdict.change <= RETURN_SHARE * back
+
+
+def judge_accepted(conn, lineage, verdicts, entries, options, floors, limit):
+    """`verdicts` with those of benchmarks in an acknowledged alert of `lineage` judged
+    again, against the lineage's runs from the alert's first bad run on (the accepted
+    level), as one smaller suite (Holm over those alone). Returns (verdicts, lines)."""
+    by_first = {}
+    for name, member in alerts.open_members(conn, lineage).items():
+        if member["state"] == "acknowledged" and name in entries:
+            by_first.setdefault((member["first_bad_run_id"], member["alert_id"]),
+                                set()).add(name)
+    replaced, lines = {}, []
+    for (first, alert_id), names in sorted(by_first.items()):
+        base_rows = alerts.baseline_rows(conn, lineage, limit, since=first)
+        if not base_rows:
+            continue
+        base = [{n: e for n, e in store.load_entries(conn, row["id"]).items() if n in names}
+                for row in base_rows]
+        for verdict in stats.compare_runs(base, [{n: entries[n] for n in names}], options,
+                                          floors):
+            replaced[verdict.name] = verdict
+        lines.append("%d benchmark(s) of alert #%d (acknowledged) judged against its "
+                     "accepted level: runs %s" % (len(names), alert_id,
+                                                   ", ".join(str(r["id"]) for r in base_rows)))
+    return [replaced.get(v.name, v) for v in verdicts], lines
+
+
+def after_night(conn, lineage, run, good_run, verdicts):
+    """Opens, joins, attaches and finds fixed the alerts of one recorded night: `run`
+    (row) of `lineage` (host, machine, cpus, config), judged against runs whose newest is
+    `good_run` (row). Returns (lines for the log, {benchmark: alert id} of benchmarks
+    that passed within an acknowledged alert, True when an alert opened or grew: the
+    night that writes the regression mail)."""
+    lines, within, grew = [], {}, False
+    open_ = alerts.open_members(conn, lineage)
+    change = None
+    for verdict in verdicts:
+        label = stats.display_name(verdict.name)
+        member = open_.get(verdict.name)
+        if verdict.regression:
+            if member is not None and member["state"] == "new" and member["kind"] == "regression":
+                alerts.attach(conn, member["alert_id"], lineage, verdict.name, run["id"])
+                lines.append("%s: alert #%d, night %d of its step (attached)"
+                             % (label, member["alert_id"], member["nights"] + 1))
+                continue
+            change = change or alerts.change_between(good_run, run)
+            alert_id, opened = alerts.open_or_join(
+                conn, "regression", change,
+                alerts.Member(*lineage, verdict.name, good_run["id"] if good_run else None,
+                              verdict.change, verdict.ci, verdict.noise_floor), run["id"])
+            grew = True
+            lines.append("%s: %s alert #%d (%s)" % (
+                label, "opens" if opened else "joins", alert_id, change.describe()))
+        elif member is not None and verdict.verdict in stats.JUDGED:
+            if _returned(member, verdict):
+                fixed = alerts.member_fixed(conn, member["alert_id"], lineage, verdict.name,
+                                            run["id"])
+                lines.append("%s: level returned at run %d: alert #%d %s" % (
+                    label, run["id"], member["alert_id"],
+                    "found fixed" if fixed else "member fixed, others still open"))
+            elif member["state"] == "acknowledged":
+                within[verdict.name] = member["alert_id"]
+                lines.append("%s: within alert #%d (acknowledged)"
+                             % (label, member["alert_id"]))
+    return lines, within, grew
+
+
+def scan_changepoints(conn, lineage, name, points):
+    """Opens a 'changepoint' alert for each step of `points` [(run row, value)] (oldest
+    first, one benchmark of one lineage) that no alert of the lineage covers yet: a step
+    whose nightlies each passed. Returns [(alert id, opened)]."""
+    covered = {m["first_bad_run_id"] for m in alerts.members_of_lineage(conn, lineage, name)}
+    found = []
+    for point in changepoints.detect([v for _, v in points]):
+        if not 0 < point.index < len(points) or point.change <= 0:
+            continue  # faster is no alert
+        good, bad = points[point.index - 1][0], points[point.index][0]
+        if bad["id"] in covered:
+            continue
+        found.append(alerts.open_or_join(
+            conn, "changepoint", alerts.change_between(good, bad),
+            alerts.Member(*lineage, name, good["id"], point.change), bad["id"]))
+    return found
