@@ -436,7 +436,8 @@ def _write_report(conn, args, run_dir, run_id, info, results, baseline, verdicts
         f.write(io.dumps({"run_id": run_id, "baseline_id": baseline["id"]
                                   if baseline is not None else None,
                                   "regressions": [v.name for v in slower],
-                                  "verdicts": [vars(v) for v in verdicts]}, indent=1))
+                                  "verdicts": [dataclasses.asdict(v) for v in verdicts]},
+                         indent=1))
     return page.write(os.path.join(run_dir, "nightly"))
 
 
