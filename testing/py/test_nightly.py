@@ -269,6 +269,20 @@ def test_the_defaults_live_in_the_repositorys_results_folder():
     assert {calibrate.parse_args([])[0].history, trials.parse_args([])[0].history,
             history.parse_args(["sync"]).history, history.parse_args(["import", "x"]).history,
             kcidb.parse_args(["--origin", "o", "r.json"]).history} == {options.DEFAULT_HISTORY}
+    # ... and no command declares --history itself, with a default of its own.
+    import ast
+    commands = os.path.join(REPO_ROOT, "tools", "py", "perfscale", "commands")
+    own = []
+    for folder, _dirs, files in os.walk(commands):
+        for name in sorted(f for f in files if f.endswith(".py")):
+            with open(os.path.join(folder, name), encoding="utf-8") as f:
+                tree = ast.parse(f.read())
+            own += ["%s:%d" % (name, node.lineno) for node in ast.walk(tree)
+                    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "add_argument" and node.args
+                    and isinstance(node.args[0], ast.Constant) and node.args[0].value ==
+                    "--history" and any(k.arg == "default" for k in node.keywords)]
+    assert own == [], "use options.add_history_option: its default is the one constant"
 
 
 def test_a_timed_attribution_run_gets_a_lineage_of_its_own(nightly):

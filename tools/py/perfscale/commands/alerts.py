@@ -15,17 +15,8 @@ import json
 import os
 import sys
 
+from perfscale import options
 from perfscale.history import alerts, store, triage
-from perfscale.suite import runner
-
-HISTORY_HELP = ("history: an SQLite file (default results/history.sqlite), a postgresql:// "
-                "URL or a libpq service (service=NAME)")
-
-
-def _history_option(parser):
-    parser.add_argument("--history", default=os.path.join(runner.REPO_ROOT, "results",
-                                                          "history.sqlite"),
-                        metavar="DB", help=HISTORY_HELP)
 
 
 def parse_args(argv):
@@ -36,7 +27,7 @@ def parse_args(argv):
         parser.add_argument("--state", required=True, choices=triage.STATES)
         parser.add_argument("--who", required=True)
         parser.add_argument("--why", required=True)
-        _history_option(parser)
+        options.add_history_option(parser)
         args = parser.parse_args(argv[1:])
         args.action = "set"
         return args
@@ -47,7 +38,7 @@ def parse_args(argv):
     parser.add_argument("--state", action="append", choices=triage.STATES,
                         help="only alerts in this state (repeatable; default all)")
     parser.add_argument("--json", action="store_true", help="one JSON document")
-    _history_option(parser)
+    options.add_history_option(parser)
     args = parser.parse_args(argv)
     args.action = "list"
     return args
