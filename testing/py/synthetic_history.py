@@ -20,7 +20,7 @@ import numpy
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tools", "py"))
 
-from perfscale.gate import floors as gate_floors, stats as gate_stats  # noqa: E402
+from perfscale.gate import alerting, floors as gate_floors, stats as gate_stats  # noqa: E402
 from perfscale.history import store as history  # noqa: E402
 from perfscale.results import io as results_io, names as results_names  # noqa: E402
 import bench_store  # noqa: E402  (tools/py/bench_store.py: the store's load benchmark)
@@ -65,13 +65,17 @@ def _entries(rng, benchmarks, level, xcalls_factor, noise=0.02):
 
 def build(path, machines=4, nights=40, benchmarks=6, step_at=None, step_name=None,
           seed=1, hostile=True, kernel_change_at=None, calibrate=True, progress=False,
-          judge=True, lineages_per_host=2):
+          judge=True, lineages_per_host=2, step_lineages=1, alerts=False):
     """Writes a new history at `path`; returns a dict describing what was built:
     lineages [(host, cpus, config)], step (lineage, name, night), run ids per lineage.
 
     judge=False: no gate (its bootstrap costs a quarter second a night on this machine,
     days for a fleet's year); every benchmark is recorded 'no significant change' but the
-    step's first night, recorded 'slower' with its true change."""
+    step's first night, recorded 'slower' with its true change.
+    step_lineages: how many lineages (the first ones) take the step, at the same night.
+    alerts=True: each night opens, joins or attaches alerts as the nightly does
+    (perfscale.gate.alerting); with judge=False every stepped night is recorded 'slower'
+    (against the old level, as the gate judges it), not only the first."""
     rng = numpy.random.default_rng(seed)
     picked, context = base_medians(benchmarks)
     if hostile:
@@ -96,7 +100,7 @@ def build(path, machines=4, nights=40, benchmarks=6, step_at=None, step_name=Non
             when = (now - datetime.timedelta(days=nights - night)).isoformat()
             for index, lineage in enumerate(lineages):
                 host, cpus, config = lineage
-                stepped = index == 0 and night >= step_at
+                stepped = index < step_lineages and night >= step_at
                 level = {name: (1.0 + 0.02 * numpy.log2(cpus)) for name, _ in picked}
                 if stepped:
                     level[step_name] *= 1.15
@@ -114,17 +118,22 @@ def build(path, machines=4, nights=40, benchmarks=6, step_at=None, step_name=Non
                                                    gate_floors.BASELINE_RUNS, info.machine)
                 verdicts = []
                 if base_rows and not judge:
+                    flagged = stepped and (alerts or night == step_at)
                     verdicts = [gate_stats.Verdict(
-                        name, gate_stats.SLOWER if stepped and night == step_at
-                        and name == step_name else gate_stats.SAME,
-                        0.15 if stepped and night == step_at and name == step_name else 0.0,
-                        0.001) for name, _ in picked]
+                        name, gate_stats.SLOWER if flagged and name == step_name
+                        else gate_stats.SAME,
+                        0.15 if flagged and name == step_name else 0.0,
+                        0.001, ci=(0.12, 0.18) if flagged and name == step_name else
+                        (-0.01, 0.01)) for name, _ in picked]
                 elif base_rows:
                     base_runs = [history.load_entries(conn, r["id"]) for r in base_rows]
                     verdicts = gate_stats.compare_runs(base_runs, [entries], options)
                 run_id = history.record_run(conn, info, results, verdicts,
                                             base_rows[0]["id"] if base_rows else None)
                 history.mark_complete(conn, run_id)
+                if alerts and base_rows:
+                    alerting.after_night(conn, (host, info.machine, cpus, config),
+                                         history.get_run(conn, run_id), base_rows[0], verdicts)
                 run_ids[lineage].append(run_id)
             if progress and night % 30 == 0:
                 print("night %d of %d" % (night, nights), file=sys.stderr, flush=True)

@@ -257,17 +257,19 @@ def _triage_rows(target):
             conn, "SELECT kind, name, run_id, state, who, why FROM triage ORDER BY changed_at")]
 
 
-def _submit_triage(driver, state, token, heading):
-    """Fills the first change point's triage form, sends it, and waits for the answer's page:
-    the page sent from must be gone first, since its heading may already read `heading`."""
+def _submit_triage(driver, state, token, heading, form="table.changepoints form",
+                   why="known: <b>the</b> IPI batching"):
+    """Fills the first triage form matching `form` (by default the first change point's),
+    sends it, and waits for the answer's page: the page sent from must be gone first,
+    since its heading may already read `heading`."""
     page = driver.find_element(By.TAG_NAME, "html")
-    form = driver.find_element(By.CSS_SELECTOR, "table.changepoints form")
+    form = driver.find_element(By.CSS_SELECTOR, form)
     select = form.find_element(By.NAME, "state")
     for option in select.find_elements(By.TAG_NAME, "option"):
         if option.text == state:
             option.click()
     form.find_element(By.NAME, "who").send_keys("alice")
-    form.find_element(By.NAME, "why").send_keys("known: <b>the</b> IPI batching")
+    form.find_element(By.NAME, "why").send_keys(why)
     form.find_element(By.NAME, "token").send_keys(token)
     form.find_element(By.TAG_NAME, "button").click()
     WebDriverWait(driver, 20).until(expected_conditions.staleness_of(page))
@@ -366,3 +368,65 @@ def test_serve_refuses_what_it_cannot_serve(tmp_path, cli):
     with pytest.raises(SystemExit) as usage:
         cli("serve", "--history", not_history, "--listen", "8080")
     assert usage.value.code == 2
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def alerted(tmp_path_factory, request):
+    """A history whose step moved two machines at one kernel release, its nights judged
+    into alerts as the nightly does, in SQLite or PostgreSQL; and a server on it."""
+    target = str(tmp_path_factory.mktemp("alerts") / "history.sqlite")
+    serve = target
+    if request.param == "postgresql":
+        urls = pg_history(request.getfixturevalue("pg_server"), "t_web_alerts")
+        target, serve = urls[db.OWNER], urls[db.WRITER]
+    built = synthetic_history.build(target, machines=4, nights=NIGHTS, benchmarks=3,
+                                    step_at=STEP_AT, kernel_change_at=STEP_AT,
+                                    step_lineages=2, alerts=True, judge=False)
+    srv = Server(serve, TOKEN)
+    yield dict(built, path=target, server=srv)
+    srv.stop()
+    assert srv.proc.returncode == 0
+
+
+def _submit_alert(driver, state, token, heading):
+    _submit_triage(driver, state, token, heading, "form.alert-form",
+                   "the <b>new</b> level is the kernel's")
+
+
+def test_an_alert_is_opened_grouped_acknowledged_and_fixed(alerted, browser, artefacts):
+    from perfscale.history import alerts
+    srv = alerted["server"]
+    _open(browser, srv.url + "/")
+    # One alert for twelve nights on two machines, not 24 open regressions.
+    rows = browser.find_elements(By.CSS_SELECTOR, "table#alerts tr")[1:]
+    assert len(rows) == 1
+    cells = [c.text for c in rows[0].find_elements(By.TAG_NAME, "td")]
+    assert cells[:3] == ["#1", "new", "regression"]
+    assert cells[3] == "6.1.0-27-amd64 → 6.1.0-28-amd64" and cells[4:7] == ["1", "2", "12"]
+    assert browser.find_elements(By.CSS_SELECTOR, "table.open-regressions") == []
+    _shoot(browser, artefacts, "fleet-alerts")
+    browser.find_element(By.CSS_SELECTOR, "a.alert-link").click()
+    WebDriverWait(browser, 20).until(
+        lambda d: "Alert #1" in d.find_element(By.TAG_NAME, "h1").text)
+    members = browser.find_elements(By.CSS_SELECTOR, "table#members tr")[1:]
+    assert len(members) == 2 and all("+15.0%" in m.text and "+12.0%..+18.0%" in m.text
+                                     for m in members)
+    bisect = browser.find_element(By.CSS_SELECTOR, "pre.bisect").text
+    assert bisect.startswith("tools/perfscale bisect --good 6.1.0-27-amd64 --bad "
+                             "6.1.0-28-amd64 --kernels 6.1.0-27-amd64,...,6.1.0-28-amd64 "
+                             "--benchmark '^BM_BreakpointThread/breakpoints:0/")
+    assert "--counter xcalls/op" in bisect
+    assert len(browser.find_elements(By.CSS_SELECTOR, "a.trend-link")) == 2
+    _shoot(browser, artefacts, "alert")
+    alert_url = browser.current_url
+    _submit_alert(browser, "acknowledged", "not-the-token-at-all", "403")
+    _open(browser, alert_url)
+    _submit_alert(browser, "acknowledged", TOKEN, "Alert #1: acknowledged")
+    _submit_alert(browser, "fixed", TOKEN, "Alert #1: fixed")
+    log = [r.text for r in browser.find_elements(By.CSS_SELECTOR, "table#alert-log tr")[1:]]
+    assert len(log) == 3 and "alice" in log[2] and "the <b>new</b> level" in log[2]
+    with history.open_history(alerted["path"], read_only=True) as conn:
+        assert [r["state"] for r in alerts.log(conn, 1)] == ["new", "acknowledged", "fixed"]
+    _open(browser, srv.url + "/")
+    assert "No open alert." in browser.find_element(By.TAG_NAME, "main").text
+    assert _console_errors(browser) == []

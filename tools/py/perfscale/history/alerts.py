@@ -262,3 +262,23 @@ def baseline_rows(conn, lineage, limit, since=None):
             if len(found) == limit:
                 break
     return found
+
+
+def covered(conn, lineage):
+    """{(benchmark, run id)} of the lineage's nights that belong to an alert: the fleet
+    page shows the alert, not those nights."""
+    found = set()
+    for m in rows(conn, "SELECT name, first_bad_run_id, last_run_id FROM alert_members WHERE "
+                  "host = ? AND machine = ? AND cpus = ? AND config = ?", tuple(lineage)):
+        for run in rows(conn, "SELECT id FROM runs WHERE host = ? AND machine = ? AND cpus = ? "
+                        "AND config = ? AND id BETWEEN ? AND ?", tuple(lineage) + (
+                            m["first_bad_run_id"], m["last_run_id"])):
+            found.add((m["name"], run["id"]))
+    return found
+
+
+def counters_of(conn, run_id, name):
+    """{counter: median} the run stored for one benchmark ({} when none)."""
+    row = one(conn, "SELECT counters FROM benchmarks WHERE run_id = ? AND name = ?",
+              (run_id, name))
+    return json.loads(row["counters"]) if row else {}

@@ -1,6 +1,7 @@
 """The dashboard: the nightly history in a browser (`tools/perfscale serve`).
 
-Pages: Fleet (every lineage's last night), Trend (one benchmark over time, noise band,
+Pages: Fleet (every lineage's last night, the open alerts), Alert (one change: what
+moved, where, by how much, the kernel range and its bisect command; triage), Trend (one benchmark over time, noise band,
 kernels, change points, counts below), Run (the report of one run), Compare (any two
 runs: the gate's table, and the regression mail), Scaling (one benchmark against CPU
 count across machines). Reading needs nothing; a triage change needs the token the
@@ -19,6 +20,8 @@ import hmac
 import json
 import math
 import os
+import re
+import shlex
 import statistics
 
 import flask
@@ -27,7 +30,7 @@ from werkzeug import exceptions as werkzeug_exceptions
 
 from perfscale.gate import changepoints, stats
 from perfscale.gate.floors import BASELINE_RUNS, for_lineage
-from perfscale.history import store, triage, views
+from perfscale.history import alerts, store, triage, views
 from perfscale.plots import mail
 from perfscale.plots.page import Page
 from perfscale.plots import report
@@ -276,6 +279,37 @@ def _safe_next(target):
     return flask.url_for("fleet")
 
 
+_CHANGE_FIELDS = ("good_kernel", "bad_kernel", "good_config", "bad_config", "good_commit",
+                  "bad_commit", "good_revision", "bad_revision")
+
+
+def _check_token(form):
+    """Aborts 403 unless the server has a triage token and the request carries it."""
+    expected = flask.current_app.config["TOKEN"]
+    if not expected:
+        flask.abort(403, "this server is read-only: start it with a triage token "
+                    "(--token-file or PERFSCALE_TRIAGE_TOKEN) to change states")
+    given = flask.request.headers.get(TOKEN_HEADER) or form.get("token", "")
+    if not hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8")):
+        flask.abort(403, "wrong or missing triage token")
+
+
+def _bisect_command(conn, alert, worst):
+    """The `tools/perfscale bisect` that would narrow the alert's kernel range, for its
+    worst member: judged by the counter that moved most between its good and bad runs."""
+    good, bad = alert["good_kernel"] or "GOOD_KERNEL", alert["bad_kernel"] or "BAD_KERNEL"
+    before = alerts.counters_of(conn, worst["good_run_id"], worst["name"]) \
+        if worst["good_run_id"] else {}
+    after = alerts.counters_of(conn, worst["first_bad_run_id"], worst["name"])
+    moved = sorted(((abs(after[c] / before[c] - 1), c) for c in before
+                    if c in after and before[c] and after[c] is not None), reverse=True)
+    counter = moved[0][1] if moved else "instructions"
+    benchmark = "^" + re.escape(worst["name"].removesuffix("/real_time"))
+    return ("tools/perfscale bisect --good %s --bad %s --kernels %s,...,%s "
+            "--benchmark %s --counter %s --cpus %s" % tuple(shlex.quote(str(v)) for v in (
+                good, bad, good, bad, benchmark, counter, worst["cpus"])))
+
+
 def _routes(app):
     @app.teardown_appcontext
     def close_db(_exc):
@@ -318,7 +352,10 @@ def _routes(app):
             key = (lineage["host"], lineage["machine"], lineage["cpus"], lineage["config"])
             states = _states(conn, *key)
             open_regressions = []
+            in_alert = alerts.covered(conn, key)  # shown once, as its alert
             for row in views.flagged(conn, *key, since):
+                if (row["name"], row["run_id"]) in in_alert:
+                    continue
                 item = triage.Item("regression", *key, row["name"], row["run_id"])
                 state = states.get(item)
                 if state is None or state["state"] in triage.OPEN_STATES:
@@ -328,7 +365,35 @@ def _routes(app):
             machines.append({**lineage, "age_days": age,
                              "silent": age is not None and age > 1.5,
                              "open": open_regressions})
-        return flask.render_template("fleet.html", machines=machines, days=days)
+        return flask.render_template("fleet.html", machines=machines, days=days,
+                                     alerts=alerts.listing(conn, alerts.OPEN_STATES))
+
+    @app.route("/alert/<int:alert_id>")
+    def alert(alert_id):
+        conn = _db()
+        row = alerts.get(conn, alert_id)
+        if row is None:
+            flask.abort(404, "no alert #%d" % alert_id)
+        members = [dict(m) for m in alerts.members(conn, alert_id)]
+        worst = max(members, key=lambda m: m["change"] or 0, default=None)
+        return flask.render_template(
+            "alert.html", alert=row, members=members, log=alerts.log(conn, alert_id),
+            change=alerts.Change(*(row[f] for f in _CHANGE_FIELDS)).describe(),
+            bisect=_bisect_command(conn, row, worst) if worst else "",
+            lineages=len({(m["host"], m["machine"], m["cpus"], m["config"]) for m in members}),
+            benchmarks=len({m["name"] for m in members}))
+
+    @app.route("/alert/<int:alert_id>/state", methods=["POST"])
+    def set_alert_state(alert_id):
+        form = flask.request.form
+        _check_token(form)
+        conn = _db()
+        try:
+            alerts.set_state(conn, alert_id, form.get("state", ""), form.get("who", ""),
+                             form.get("why", ""))
+        except triage.TriageError as err:
+            flask.abort(404 if str(err).startswith("no alert") else 400, str(err))
+        return flask.redirect(flask.url_for("alert", alert_id=alert_id), code=303)
 
     @app.route("/trend")
     def trend():
@@ -421,14 +486,8 @@ def _routes(app):
 
     @app.route("/triage", methods=["POST"])
     def set_triage():
-        expected = app.config["TOKEN"]
-        if not expected:
-            flask.abort(403, "this server is read-only: start it with a triage token "
-                        "(--token-file or PERFSCALE_TRIAGE_TOKEN) to change states")
         form = flask.request.form
-        given = flask.request.headers.get(TOKEN_HEADER) or form.get("token", "")
-        if not hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8")):
-            flask.abort(403, "wrong or missing triage token")
+        _check_token(form)
         try:
             item = triage.Item(form.get("kind", ""), form.get("host", ""),
                                form.get("machine", ""), int(form.get("cpus", "")),
