@@ -151,3 +151,14 @@ def test_a_version_4_history_is_migrated_with_empty_alert_tables(tmp_path, night
     assert conn.execute("PRAGMA user_version").fetchone()[0] == history.SCHEMA_VERSION == 5
     assert conn.execute("SELECT COUNT(*) FROM alerts").fetchone()[0] == 1
     conn.close()
+
+
+def test_an_acknowledged_level_returns_when_significantly_faster_by_half_the_step():
+    from perfscale.gate import alerting, stats
+    member = {"state": "acknowledged", "change": 1.0}  # twice as slow: back is -50%
+    same = stats.Verdict("BM_X", stats.SAME, -0.40, 1e-6)
+    assert alerting._returned(member, same)  # the gate said "same", the p says otherwise
+    assert not alerting._returned(member, stats.Verdict("BM_X", stats.SAME, -0.40, 0.3))
+    assert not alerting._returned(member, stats.Verdict("BM_X", stats.FASTER, -0.10, 1e-6))
+    assert alerting._returned({"state": "new", "change": 1.0}, stats.Verdict(
+        "BM_X", stats.SAME, 0.0, 0.9))  # a new alert: no longer slower than the old level

@@ -275,12 +275,6 @@ def _judge_and_record(args, run_args, options, conn, named, run_dir, results, in
         verdicts = judge(base_runs, results.entries, options, floors, run_dir,
                          lambda names, path: _rerun(args, run_args, names, path),
                          args.confirm_rounds, args.confirm_budget, args.ci_target / 100)
-        if named is None:  # an acknowledged alert's benchmarks: against the new level
-            verdicts, lines = alerting.judge_accepted(conn, _lineage_key(info), verdicts,
-                                                      results.entries, options, floors,
-                                                      BASELINE_RUNS)
-            for line in lines:
-                print("nightly: %s" % line)
         status, reason = stats.gate_status(verdicts)
         if status == 2:
             for verdict in verdicts:
@@ -323,7 +317,7 @@ def _read_baseline(conn, named, info, options):
     caller's snapshot. Says what changed when the host is another machine than before."""
     # Without --baseline, the lineage's alerts say which runs are baselines: an invalid
     # alert's runs are none (history.alerts); an acknowledged alert's benchmarks are
-    # judged again against its new level (alerting.judge_accepted).
+    # judged against its new level (alerting.accepted_base).
     auto = [] if named is not None else alerts.baseline_rows(conn, _lineage_key(info),
                                                               BASELINE_RUNS)
     baseline = named or (auto[0] if auto else None)
@@ -339,6 +333,11 @@ def _read_baseline(conn, named, info, options):
     if baseline is not None:
         base_rows = [baseline] if named is not None else auto
         base_runs = [store.load_entries(conn, row["id"]) for row in base_rows]
+        if named is None:  # an acknowledged alert's benchmarks: against the new level
+            base_runs, lines = alerting.accepted_base(conn, _lineage_key(info), base_runs,
+                                                      BASELINE_RUNS)
+            for line in lines:
+                print("nightly: %s" % line)
     return baseline, base_rows, base_runs, floors, floor_source
 
 
