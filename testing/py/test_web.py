@@ -430,3 +430,25 @@ def test_an_alert_is_opened_grouped_acknowledged_and_fixed(alerted, browser, art
     _open(browser, srv.url + "/")
     assert "No open alert." in browser.find_element(By.TAG_NAME, "main").text
     assert _console_errors(browser) == []
+
+
+def test_alerts_set_goes_through_the_dashboard_with_its_token(alerted, cli, monkeypatch,
+                                                              tmp_path):
+    from perfscale.history import alerts
+    srv = alerted["server"]
+    argv = ("alerts", "set", "1", "--state", "invalid", "--who", "bob", "--why",
+            "a throttled rack", "--dashboard", srv.url)
+    monkeypatch.delenv("PERFSCALE_TRIAGE_TOKEN", raising=False)
+    code, _, err = cli(*argv)
+    assert code == 2 and "needs the triage token" in err
+    monkeypatch.setenv("PERFSCALE_TRIAGE_TOKEN", "not-the-token-at-all")
+    code, _, err = cli(*argv)
+    assert code == 2 and "answered 403" in err
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    code, out, err = cli(*argv, "--token-file", token_file)
+    assert code == 0 and "alert #1: invalid" in out, err
+    with history.open_history(alerted["path"], read_only=True) as conn:
+        last = alerts.log(conn, 1)[-1]
+        assert (last["state"], last["who"], last["why"]) == ("invalid", "bob",
+                                                             "a throttled rack")

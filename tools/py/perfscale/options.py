@@ -137,3 +137,24 @@ def parity_settings(argv, description, default_rounds=5):
         parser.error("--tolerance must be positive")
     return common.Settings(rounds=args.rounds, tolerance=args.tolerance, only=args.only,
                            json=args.json)
+
+
+# The dashboard's triage token: `serve` starts with it, `alerts set --dashboard` sends it.
+TOKEN_ENV = "PERFSCALE_TRIAGE_TOKEN"
+MIN_TOKEN = 16  # characters: a token a person could guess is no token
+
+
+def read_token(path):
+    if path:
+        try:
+            with open(path, encoding="utf-8") as f:
+                token = f.read().strip()
+        except OSError as err:
+            raise ValueError("--token-file %s: %s" % (path, err.strerror or err)) from None
+    else:
+        token = os.environ.get(TOKEN_ENV, "").strip()
+        if not token:
+            return None
+    if len(token) < MIN_TOKEN:
+        raise ValueError("the triage token must be at least %d characters" % MIN_TOKEN)
+    return token

@@ -2,11 +2,13 @@
 
     tools/perfscale alerts [--history DB] [--state new] [--json]
     tools/perfscale alerts set N --state acknowledged --who NAME --why TEXT [--history DB]
+    PERFSCALE_TRIAGE_TOKEN=... tools/perfscale alerts set N ... --dashboard http://HOST:PORT
 
 The list: each alert with its state, the change that opened it, how many benchmarks and
 lineages moved with it and for how many nights. `set` changes one alert's state with the
 dashboard's rules (who and why required; every change logged). A history the user may only
-read (a reader's URL) refuses the change: set it on the dashboard, with its triage token.
+read (a reader's URL) refuses the change: --dashboard sends it to the dashboard instead,
+with its triage token, as the alert page's form does.
 Exit 2 for bad input or an unusable history.
 """
 
@@ -14,9 +16,13 @@ import argparse
 import json
 import os
 import sys
+import urllib.error
+import urllib.parse
+import urllib.request
 
 from perfscale import options
 from perfscale.history import alerts, store, triage
+from perfscale.web.app import TOKEN_HEADER
 
 
 def parse_args(argv):
@@ -28,6 +34,13 @@ def parse_args(argv):
         parser.add_argument("--who", required=True)
         parser.add_argument("--why", required=True)
         options.add_history_option(parser)
+        parser.add_argument("--dashboard", metavar="URL",
+                            help="set it through this dashboard (`tools/perfscale serve`) "
+                            "instead of the history: with its triage token, from "
+                            "--token-file or $PERFSCALE_TRIAGE_TOKEN, for a history the "
+                            "user may only read")
+        parser.add_argument("--token-file", metavar="FILE",
+                            help="with --dashboard: the file holding the triage token")
         args = parser.parse_args(argv[1:])
         args.action = "set"
         return args
@@ -50,8 +63,43 @@ def _change(row):
         "bad_commit", "good_revision", "bad_revision"))).describe()
 
 
+def _through_dashboard(args):
+    """POSTs the change to the dashboard's /alert/N/state with the token, as its form
+    does; the dashboard applies the same rules. Returns the exit status."""
+    try:
+        token = options.read_token(args.token_file)
+    except ValueError as err:
+        print("alerts: %s" % err, file=sys.stderr)
+        return 2
+    if not token:
+        print("alerts: --dashboard needs the triage token (--token-file or $%s)"
+              % options.TOKEN_ENV, file=sys.stderr)
+        return 2
+    data = urllib.parse.urlencode({"state": args.state, "who": args.who,
+                                   "why": args.why}).encode()
+    request = urllib.request.Request("%s/alert/%d/state" % (args.dashboard.rstrip("/"),
+                                                            args.alert),
+                                     data=data, headers={TOKEN_HEADER: token})
+    try:
+        with urllib.request.urlopen(request, timeout=30):
+            pass
+    except urllib.error.HTTPError as err:
+        print("alerts: %s answered %d: %s" % (args.dashboard, err.code, err.reason),
+              file=sys.stderr)
+        return 2
+    except (urllib.error.URLError, OSError) as err:
+        print("alerts: cannot reach %s: %s" % (args.dashboard, getattr(err, "reason", err)),
+              file=sys.stderr)
+        return 2
+    print("alert #%d: %s (%s: %s)" % (args.alert, args.state, args.who.strip(),
+                                      args.why.strip()))
+    return 0
+
+
 def main(argv):
     args = parse_args(argv)
+    if args.action == "set" and args.dashboard:
+        return _through_dashboard(args)
     if args.action == "list" and not store.is_server(args.history) \
             and not os.path.exists(args.history):
         print("alerts: no history at %s" % args.history, file=sys.stderr)

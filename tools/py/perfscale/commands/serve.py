@@ -18,10 +18,9 @@ import signal
 import sys
 
 from perfscale.history import store
+from perfscale.options import TOKEN_ENV, read_token
 
 DEFAULT_LISTEN = "127.0.0.1:8080"
-TOKEN_ENV = "PERFSCALE_TRIAGE_TOKEN"
-MIN_TOKEN = 16  # characters: a token a person could guess is no token
 
 
 def parse_listen(text):
@@ -36,22 +35,6 @@ def parse_listen(text):
             raise ValueError("--listen wants an IP address (or localhost), got '%s'"
                              % host) from None
     return host, int(port)
-
-
-def read_token(path):
-    if path:
-        try:
-            with open(path, encoding="utf-8") as f:
-                token = f.read().strip()
-        except OSError as err:
-            raise ValueError("--token-file %s: %s" % (path, err.strerror or err)) from None
-    else:
-        token = os.environ.get(TOKEN_ENV, "").strip()
-        if not token:
-            return None
-    if len(token) < MIN_TOKEN:
-        raise ValueError("the triage token must be at least %d characters" % MIN_TOKEN)
-    return token
 
 
 def _stop(_signum, _frame):
