@@ -452,3 +452,36 @@ def test_alerts_set_goes_through_the_dashboard_with_its_token(alerted, cli, monk
         last = alerts.log(conn, 1)[-1]
         assert (last["state"], last["who"], last["why"]) == ("invalid", "bob",
                                                              "a throttled rack")
+
+
+def _children(pid):
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [int(p) for p in f.read().split()]
+    except FileNotFoundError:
+        return []
+
+
+@pytest.mark.parametrize("workers", [2, 0])
+def test_serve_runs_gunicorn_workers_and_stops_them_all(built, workers):
+    """--workers N: gunicorn's master and N workers, every one gone after SIGTERM, exit 0;
+    --workers 0: Werkzeug's server, one process."""
+    from conftest import alive, wait_for
+    proc = subprocess.Popen(
+        [os.path.join(REPO_ROOT, "tools", "py", "python"), "-m", "perfscale.cli", "serve",
+         "--history", built["path"], "--listen", "127.0.0.1:0", "--workers", str(workers)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert "http://" in line, line
+        url = line.split()[2]
+        with urllib.request.urlopen(url, timeout=30) as answer:
+            assert answer.status == 200
+        assert wait_for(lambda: len(_children(proc.pid)) == workers, 20)
+        children = _children(proc.pid)
+    finally:
+        os.kill(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+        proc.stdout.close()
+    assert proc.returncode == 0
+    assert not any(alive(pid) for pid in children)

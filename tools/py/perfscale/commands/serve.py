@@ -21,6 +21,8 @@ from perfscale.history import store
 from perfscale.options import TOKEN_ENV, read_token
 
 DEFAULT_LISTEN = "127.0.0.1:8080"
+DEFAULT_WORKERS = 4
+THREADS = 4  # per worker (gunicorn's gthread): a slow page does not hold a whole worker
 
 
 def parse_listen(text):
@@ -55,7 +57,13 @@ def main(argv):
     parser.add_argument("--token-file", metavar="FILE",
                         help="file holding the triage token (else $%s); without one the "
                         "dashboard is read-only" % TOKEN_ENV)
+    parser.add_argument("--workers", type=int, default=DEFAULT_WORKERS, metavar="N",
+                        help="gunicorn worker processes, %d threads each (default "
+                        "%%(default)s); 0: Werkzeug's development server, one process "
+                        "(Flask's own documentation says not to deploy it)" % THREADS)
     args = parser.parse_args(argv)
+    if args.workers < 0:
+        parser.error("--workers must not be negative")
     try:
         host, port = parse_listen(args.listen)
         token = read_token(args.token_file)
@@ -72,6 +80,8 @@ def main(argv):
     except store.HistoryError as err:
         print("perfscale serve: %s" % err, file=sys.stderr)
         return 2
+    if args.workers:
+        return _gunicorn(app, host, port, args, token)
     try:
         server = serving.make_server(host, port, app, threaded=True)
     except OSError as err:
@@ -79,17 +89,51 @@ def main(argv):
               file=sys.stderr)
         return 2
     signal.signal(signal.SIGTERM, _stop)
-    shown = "[%s]" % host if ":" in host else host
-    print("perfscale serve: http://%s:%d/ (%s)" % (
-        shown, server.server_port, "triage token set" if token else "read-only"), flush=True)
-    if token and not ipaddress.ip_address(
-            "127.0.0.1" if host == "localhost" else host).is_loopback:
-        print("perfscale serve: warning: the token travels in plain HTTP; put a TLS proxy in "
-              "front of this address", flush=True)
+    _listening(host, server.server_port, token)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
         server.server_close()
+    return 0
+
+
+def _listening(host, port, token):
+    """The first line: where it listens (tests and scripts read the port from it)."""
+    shown = "[%s]" % host if ":" in host else host
+    print("perfscale serve: http://%s:%d/ (%s)" % (
+        shown, port, "triage token set" if token else "read-only"), flush=True)
+    if token and not ipaddress.ip_address(
+            "127.0.0.1" if host == "localhost" else host).is_loopback:
+        print("perfscale serve: warning: the token travels in plain HTTP; put a TLS proxy in "
+              "front of this address", flush=True)
+
+
+def _gunicorn(app, host, port, args, token):
+    """Serves `app` (made and checked here, before the fork) through Debian's gunicorn:
+    `args.workers` processes of THREADS threads; each request opens its own connection
+    in its worker. SIGTERM or Ctrl-C stops the master, which stops its workers."""
+    from gunicorn.app.base import BaseApplication
+
+    class Application(BaseApplication):
+        def load_config(self):
+            bind = "[%s]:%d" % (host, port) if ":" in host else "%s:%d" % (host, port)
+            for key, value in {"bind": bind, "workers": args.workers, "threads": THREADS,
+                               "worker_class": "gthread", "loglevel": "warning",
+                               "accesslog": None, "timeout": 120, "graceful_timeout": 10,
+                               "when_ready": self.ready}.items():
+                self.cfg.set(key, value)
+
+        def load(self):
+            return app
+
+        @staticmethod
+        def ready(server):
+            _listening(host, server.LISTENERS[0].sock.getsockname()[1], token)
+
+    try:
+        Application().run()
+    except SystemExit as stop:  # gunicorn exits through sys.exit: its status is ours
+        return stop.code if isinstance(stop.code, int) else 2
     return 0
