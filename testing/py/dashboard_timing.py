@@ -47,6 +47,7 @@ def main(argv):
         other = max(r["last_id"] for r in lineages if r is not mine)
         eight = sorted(r["last_id"] for r in lineages)[:8]
         last = max(r["last_id"] for r in lineages)
+        first_alert = views.one(conn, "SELECT MIN(id) AS id FROM alerts")["id"]
     finally:
         conn.close()
     print("history: %s, %.0f MB: %d runs, %d lineages, %d samples" % (
@@ -66,6 +67,8 @@ def main(argv):
              ("run", "/run/%d" % last),
              ("compare", "/compare?a=%d&b=%d" % (night_before, lineage_last)),
              ("scaling", "/scaling?" + q([("name", name)]))]
+    if first_alert is not None:  # a history built with alerts (synthetic_history alerts=True)
+        pages.append(("alert", "/alert/%d" % first_alert))
     print("| page | cold (ms) | warm median of %d (ms) | page bytes | chart data bytes "
           "| change points |" % args.repeat)
     print("|---|---|---|---|---|---|")
