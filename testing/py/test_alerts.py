@@ -162,3 +162,22 @@ def test_an_acknowledged_level_returns_when_significantly_faster_by_half_the_ste
     assert not alerting._returned(member, stats.Verdict("BM_X", stats.FASTER, -0.10, 1e-6))
     assert alerting._returned({"state": "new", "change": 1.0}, stats.Verdict(
         "BM_X", stats.SAME, 0.0, 0.9))  # a new alert: no longer slower than the old level
+
+
+def test_a_step_no_nightly_flagged_opens_a_changepoint_alert_once(tmp_path, cli):
+    import synthetic_history
+    path = tmp_path / "h.sqlite"
+    # judge=False without alerts: the nightlies recorded "no significant change" on every
+    # night of the step but its first; a history from before alerts.
+    built = synthetic_history.build(str(path), machines=2, nights=30, benchmarks=2,
+                                    step_at=18, hostile=False, calibrate=False, judge=False)
+    code, out, err = cli("alerts", "scan", "--history", path)
+    assert code == 0, err
+    assert "1 changepoint alert(s) opened, 0 joined" in out
+    [(alert, [member])] = _alerts(path)
+    assert alert["kind"] == "changepoint" and alert["state"] == "new"
+    assert member["name"] == built["step"][1] and member["host"] == built["step"][0][0]
+    assert member["first_bad_run_id"] == built["runs"][built["step"][0]][18]
+    assert 0.10 < member["change"] < 0.20  # the +15% step
+    code, out, _ = cli("alerts", "scan", "--history", path)  # covered now: nothing new
+    assert code == 0 and "0 changepoint alert(s) opened, 0 joined" in out

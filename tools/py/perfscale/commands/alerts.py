@@ -3,12 +3,15 @@
     tools/perfscale alerts [--history DB] [--state new] [--json]
     tools/perfscale alerts set N --state acknowledged --who NAME --why TEXT [--history DB]
     PERFSCALE_TRIAGE_TOKEN=... tools/perfscale alerts set N ... --dashboard http://HOST:PORT
+    tools/perfscale alerts scan [--history DB]
 
 The list: each alert with its state, the change that opened it, how many benchmarks and
 lineages moved with it and for how many nights. `set` changes one alert's state with the
 dashboard's rules (who and why required; every change logged). A history the user may only
 read (a reader's URL) refuses the change: --dashboard sends it to the dashboard instead,
-with its triage token, as the alert page's form does.
+with its triage token, as the alert page's form does. `scan` runs change-point detection
+over every lineage x benchmark: a step whose nightlies each passed opens an alert of kind
+'changepoint' (a lab runs it after the nightlies, as it would a report).
 Exit 2 for bad input or an unusable history.
 """
 
@@ -21,11 +24,21 @@ import urllib.parse
 import urllib.request
 
 from perfscale import options
+from perfscale.gate import alerting
 from perfscale.history import alerts, store, triage
 from perfscale.web.app import TOKEN_HEADER
 
 
 def parse_args(argv):
+    if argv[:1] == ["scan"]:
+        parser = argparse.ArgumentParser(
+            prog="tools/perfscale alerts scan",
+            description="Change points over every lineage x benchmark: a step whose "
+                        "nightlies each passed opens a changepoint alert.")
+        options.add_history_option(parser)
+        args = parser.parse_args(argv[1:])
+        args.action = "scan"
+        return args
     if argv[:1] == ["set"]:
         parser = argparse.ArgumentParser(prog="tools/perfscale alerts set",
                                          description="Change one alert's state (logged).")
@@ -106,6 +119,12 @@ def main(argv):
         return 2
     try:
         with store.open_history(args.history, read_only=args.action == "list") as conn:
+            if args.action == "scan":
+                found = alerting.scan(conn, lambda line: print(line, flush=True))
+                print("%d changepoint alert(s) opened, %d joined" % (
+                    sum(1 for _, opened in found if opened),
+                    sum(1 for _, opened in found if not opened)))
+                return 0
             if args.action == "set":
                 alerts.set_state(conn, args.alert, args.state, args.who, args.why)
                 print("alert #%d: %s (%s: %s)" % (args.alert, args.state, args.who.strip(),

@@ -13,13 +13,15 @@
   acknowledged one judged faster than the new level by at least half the step back: the
   level returned, at this run. The alert is fixed once every member's level has.
 - A change point in a lineage whose nightlies each passed (perfscale.gate.changepoints)
-  opens an alert of kind 'changepoint' (scan_changepoints).
+  opens an alert of kind 'changepoint' (scan; `tools/perfscale alerts scan`), unless an
+  alert of that benchmark and lineage starts within NEAR_RUNS runs of it.
 """
 
 import math
+import statistics
 
 from perfscale.gate import changepoints, stats
-from perfscale.history import alerts, store
+from perfscale.history import alerts, store, views
 
 # An acknowledged step is found reverted when tonight is faster than the accepted level
 # by at least this share of the way back to the old level: noise around the new level
@@ -115,19 +117,45 @@ def after_night(conn, lineage, run, good_run, verdicts):
     return lines, within, grew
 
 
+# A change point within this many runs of a member's first bad run is that member's step.
+NEAR_RUNS = 3
+
+
 def scan_changepoints(conn, lineage, name, points):
-    """Opens a 'changepoint' alert for each step of `points` [(run row, value)] (oldest
-    first, one benchmark of one lineage) that no alert of the lineage covers yet: a step
-    whose nightlies each passed. Returns [(alert id, opened)]."""
-    covered = {m["first_bad_run_id"] for m in alerts.members_of_lineage(conn, lineage, name)}
+    """Opens a 'changepoint' alert for each rise in `points` [(run id, median ns)]
+    (oldest first, one benchmark of one lineage) that no alert of the lineage covers: a
+    step whose nightlies each passed. Returns [(alert id, opened)]."""
+    position = {run_id: i for i, (run_id, _) in enumerate(points)}
+    covered = [position[m["first_bad_run_id"]]
+               for m in alerts.members_of_lineage(conn, lineage, name)
+               if m["first_bad_run_id"] in position]
     found = []
     for point in changepoints.detect([v for _, v in points]):
-        if not 0 < point.index < len(points) or point.change <= 0:
+        if not 0 < point.index < len(points) or not point.change > 0:
             continue  # faster is no alert
-        good, bad = points[point.index - 1][0], points[point.index][0]
-        if bad["id"] in covered:
+        if any(abs(point.index - i) <= NEAR_RUNS for i in covered):
             continue
+        good, bad = (store.get_run(conn, points[i][0]) for i in (point.index - 1, point.index))
         found.append(alerts.open_or_join(
             conn, "changepoint", alerts.change_between(good, bad),
             alerts.Member(*lineage, name, good["id"], point.change), bad["id"]))
+        covered.append(point.index)
+    return found
+
+
+def scan(conn, log=lambda line: None):
+    """Change points over every lineage x benchmark of the history (its latest run's
+    benchmarks): the steps no nightly flagged get their alert. Returns the alerts opened
+    or joined, [(alert id, opened)]."""
+    found = []
+    for lineage in views.lineage_list(conn):
+        key = (lineage["host"], lineage["machine"], lineage["cpus"], lineage["config"])
+        for name in views.benchmark_names(conn, lineage["last_id"]):
+            points = [(run_id, statistics.median(values))
+                      for run_id, _, values in store.series(conn, *key, name) if values]
+            for alert_id, opened in scan_changepoints(conn, key, name, points):
+                log("%s on %s: %s changepoint alert #%d" % (
+                    stats.display_name(name), key[0], "opens" if opened else "joins",
+                    alert_id))
+                found.append((alert_id, opened))
     return found
