@@ -458,3 +458,22 @@ def test_db_start_migrates_an_older_history_and_grants_its_new_tables(pg_server)
             alerts.set_state(conn, alert_id, "fixed", "bob", "a reader cannot")
         with pytest.raises(history.HistoryError):
             triage.set_state(conn, item, "fixed", "bob", "a reader cannot")
+
+
+def test_a_pooled_target_lends_one_connection_again_and_again(lab):
+    """use_pool (the dashboard's): an Engine borrows its connection and gives it back; a
+    reader's borrow is read-only even after a writer's, and the other way round."""
+    from perfscale.history import postgres_engine
+    target = lab[db.WRITER]
+    postgres_engine.use_pool(target, 2)
+    try:
+        pids = set()
+        for read_only in (False, True, False):
+            with history.open_history(target, read_only=read_only) as conn:
+                pids.add(conn.engine.execute("SELECT pg_backend_pid() AS p")[0]["p"])
+                assert conn.engine.execute("SHOW default_transaction_read_only")[0][
+                    "default_transaction_read_only"] == ("on" if read_only else "off")
+        assert len(pids) == 1
+    finally:
+        postgres_engine._POOL_SIZES.pop(target)
+        postgres_engine._POOLS.pop((os.getpid(), target)).close()

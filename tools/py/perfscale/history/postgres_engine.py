@@ -44,6 +44,38 @@ _VERSION_TABLE = "CREATE TABLE perfscale_schema (version INTEGER NOT NULL)"
 
 Error = psycopg.Error
 
+# Connection pools (python3-psycopg-pool) of the targets a long-lived process asked to
+# pool (use_pool: the dashboard's workers), one per process and target, made on first use
+# in the process that uses it: a pool made before gunicorn forks its workers would share
+# its sockets between them.
+_POOL_SIZES = {}   # target -> most connections
+_POOLS = {}        # (pid, target) -> ConnectionPool
+
+
+def use_pool(target, max_size):
+    """From now on this process's Engines for `target` borrow their connection from a
+    pool of at most `max_size` (a connection per request would cost a TCP and
+    authentication round trip each) and give it back on close."""
+    _POOL_SIZES[target] = max_size
+
+
+def _pool(target):
+    size = _POOL_SIZES.get(target)
+    if size is None:
+        return None
+    key = (os.getpid(), target)
+    if key not in _POOLS:
+        import atexit
+        from psycopg_pool import ConnectionPool
+        pool = ConnectionPool(target, min_size=1, max_size=size, timeout=30, kwargs=dict(
+            connection_settings(target), autocommit=True, row_factory=pg_rows.dict_row))
+        atexit.register(pool.close)
+        _POOLS[key] = pool
+        # Its first connection made before the first borrow: otherwise a borrow while it
+        # is still being made grows the pool by another one.
+        pool.wait(timeout=30)
+    return _POOLS[key]
+
 
 def redact(text, target=""):
     """`text` with any password it holds (in a URL, a key=value string, or the literal
@@ -133,17 +165,28 @@ class Engine:
         except psycopg.Error as err:
             raise failure("%s: not a PostgreSQL URL or libpq connection string: %s"
                           % (self.described, redact(err, target))) from None
+        self._pool = None
         try:
-            self._conn = connect(target, autocommit=True, row_factory=pg_rows.dict_row)
-            if read_only:
-                self._conn.execute("SET default_transaction_read_only = on")
-        except psycopg.Error as err:
+            self._pool = _pool(target)
+            if self._pool is not None:
+                self._conn = self._pool.getconn()
+                # Per borrower: the pool's connections serve readers and writers alike.
+                self._conn.execute("SET default_transaction_read_only = %s"
+                                   % ("on" if read_only else "off"))
+            else:
+                self._conn = connect(target, autocommit=True, row_factory=pg_rows.dict_row)
+                if read_only:
+                    self._conn.execute("SET default_transaction_read_only = on")
+        except psycopg.Error as err:  # the pool's PoolTimeout is one too
             reason = " ".join(redact(err, target).split())
             raise unavailable("%s: cannot connect: %s" % (self.described, reason)) from None
         self._depth = 0
 
     def close(self):
-        self._conn.close()
+        if self._pool is not None:
+            self._pool.putconn(self._conn)  # rolled back by the pool if left in a transaction
+        else:
+            self._conn.close()
 
     def script(self, text):
         return [s.format(**_TYPES) for s in schema.statements(text)]

@@ -43,6 +43,7 @@ MAX_POINTS = 800    # a trend series longer than this is downsampled (a screen's
 TOTAL_POINTS = 2400  # over all of a trend page's lineages: its data stays under 1 MB
 MAX_LINEAGES = 8    # on one trend page
 TOKEN_HEADER = "X-Perfscale-Token"
+POOL_SIZE = 8  # PostgreSQL connections per server process (serve's threads, and some)
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -57,6 +58,11 @@ def create_app(history_path, token=None):
     # Refuses what is not a history; with a token, brings an older one to this schema
     # (the triage tables are in it) so that every request below only reads or triages.
     store.open_history(target, read_only=not token).close()
+    if store.is_server(target):
+        # Each request's connection borrowed from a pool of its process (made in each
+        # gunicorn worker on its first request, after the fork), not a new one each time.
+        from perfscale.history import postgres_engine
+        postgres_engine.use_pool(target, POOL_SIZE)
     _routes(app)
     return app
 
