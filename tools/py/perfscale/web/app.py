@@ -300,6 +300,23 @@ def _check_token(form):
         flask.abort(403, "wrong or missing triage token")
 
 
+# A count that moved by at least this share between the last good and first bad run is
+# shown with the alert's member: what moved with the time.
+COUNT_MOVED = 0.10
+
+
+def _counts_moved(conn, member):
+    """[(counter, before, after)] of the member's benchmark that moved by COUNT_MOVED or
+    more between its last good run and its first bad one."""
+    if not member["good_run_id"]:
+        return []
+    before = alerts.counters_of(conn, member["good_run_id"], member["name"])
+    after = alerts.counters_of(conn, member["first_bad_run_id"], member["name"])
+    return [(c, before[c], after[c]) for c in sorted(before)
+            if c in after and before[c] and after[c] is not None
+            and abs(after[c] / before[c] - 1) >= COUNT_MOVED]
+
+
 def _bisect_command(conn, alert, worst):
     """The `tools/perfscale bisect` that would narrow the alert's kernel range, for its
     worst member: judged by the counter that moved most between its good and bad runs."""
@@ -380,7 +397,8 @@ def _routes(app):
         row = alerts.get(conn, alert_id)
         if row is None:
             flask.abort(404, "no alert #%d" % alert_id)
-        members = [dict(m) for m in alerts.members(conn, alert_id)]
+        members = [dict(m, counts=_counts_moved(conn, m))
+                   for m in alerts.members(conn, alert_id)]
         worst = max(members, key=lambda m: m["change"] or 0, default=None)
         return flask.render_template(
             "alert.html", alert=row, members=members, log=alerts.log(conn, alert_id),
