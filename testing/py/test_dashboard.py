@@ -219,3 +219,27 @@ def test_compare_takes_two_kernels_of_a_lineage(small):
         "run": runs[-1], "kernel_a": "6.1.0-27-amd64", "kernel_b": "9.9"})
     assert missing.status_code == 404
     assert client.get("/compare?a=1").status_code == 400
+
+
+def test_the_alert_page_shows_the_worst_members_profile_difference(tmp_path):
+    from test_profile_report import profiled_results
+    from perfscale.history import alerts
+    results = profiled_results(tmp_path)
+    path = str(tmp_path / "history.sqlite")
+    name = "BM_BreakpointEnable/passive:8/active:0/placement:other_cpus"  # in the profile
+    conn = history.open_history(path)
+    try:
+        ids = [history.record_run(conn, history.RunInfo.from_results(results, "ci", [], 10),
+                                  results, [], None) for _ in range(2)]
+        run = history.get_run(conn, ids[1])
+        alerts.open_or_join(conn, "regression", alerts.change_between(
+            history.get_run(conn, ids[0]), run), alerts.Member(
+                run["host"], run["machine"], run["cpus"], run["config"], name, ids[0], 0.2),
+            ids[1])
+    finally:
+        conn.close()
+    page = web_app.create_app(path).test_client().get("/alert/1")
+    text = page.get_data(as_text=True)
+    assert page.status_code == 200
+    assert "<h2>Profile difference</h2>" in text and "self share" in text
+    assert 'class="no-profile"' not in text

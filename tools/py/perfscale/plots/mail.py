@@ -62,8 +62,9 @@ def _values(entries_list, name, counter=None):
     return out
 
 
-def _profile_deltas(base_doc, head_doc, names):
-    """Lines of the symbols whose self share moved most, per regressed benchmark."""
+def profile_deltas(base_doc, head_doc, names):
+    """Lines of the symbols whose self share moved most, per regressed benchmark (the
+    mail's, and the alert page's for its worst member)."""
     if not base_doc or not head_doc:
         return []
     base = {b["name"]: b for b in base_doc["benchmarks"]}
@@ -130,7 +131,7 @@ def regression_mail(lineage, base_label, head_label, base_runs, head_runs, verdi
     out += ["verdicts (the nightly's gate, %d%% intervals):" % round(100 * stats.CONFIDENCE)]
     out += ["  " + v.line() for v in regressed]
     out.append("")
-    deltas = _profile_deltas(base_profile, head_profile, [v.name for v in regressed])
+    deltas = profile_deltas(base_profile, head_profile, [v.name for v in regressed])
     if deltas:
         out += ["profile (perf cpu-clock, self share of each benchmark's samples):", ""]
         out += deltas

@@ -317,6 +317,17 @@ def _counts_moved(conn, member):
             and abs(after[c] / before[c] - 1) >= COUNT_MOVED]
 
 
+def _profile_difference(conn, member):
+    """The regression mail's profile lines for the member, when both its runs were
+    recorded with --profile and their files are still there ([] otherwise)."""
+    if not member["good_run_id"]:
+        return []
+    runs = [store.get_run(conn, member[k]) for k in ("good_run_id", "first_bad_run_id")]
+    if None in runs:
+        return []
+    return mail.profile_deltas(_profile(runs[0]), _profile(runs[1]), [member["name"]])
+
+
 def _bisect_command(conn, alert, worst):
     """The `tools/perfscale bisect` that would narrow the alert's kernel range, for its
     worst member: judged by the counter that moved most between its good and bad runs."""
@@ -404,6 +415,7 @@ def _routes(app):
             "alert.html", alert=row, members=members, log=alerts.log(conn, alert_id),
             change=alerts.Change(*(row[f] for f in _CHANGE_FIELDS)).describe(),
             bisect=_bisect_command(conn, row, worst) if worst else "",
+            worst=worst, profile=_profile_difference(conn, worst) if worst else [],
             lineages=len({(m["host"], m["machine"], m["cpus"], m["config"]) for m in members}),
             benchmarks=len({m["name"] for m in members}))
 
