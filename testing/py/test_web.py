@@ -411,6 +411,8 @@ def test_an_alert_is_opened_grouped_acknowledged_and_fixed(alerted, browser, art
     members = browser.find_elements(By.CSS_SELECTOR, "table#members tr")[1:]
     assert len(members) == 2 and all("+15.0%" in m.text and "+12.0%..+18.0%" in m.text
                                      for m in members)
+    # The calibration synthetic_history stores: a 6% minimum detectable change.
+    assert [m.find_element(By.CSS_SELECTOR, "td.mdc").text for m in members] == ["6.0%"] * 2
     # The synthetic step doubles its benchmark's xcalls/op: the count that moved with it.
     assert all(m.find_element(By.CSS_SELECTOR, "td.counts").text.startswith("xcalls/op 2")
                and "→ 4" in m.find_element(By.CSS_SELECTOR, "td.counts").text

@@ -305,6 +305,15 @@ def _check_token(form):
 COUNT_MOVED = 0.10
 
 
+def _mdc(conn, member):
+    """The member's calibrated minimum detectable change (`tools/perfscale calibrate`),
+    or None: how big a step its lineage can see at all."""
+    found = store.load_calibration(conn, member["host"], member["cpus"], member["config"],
+                                   member["machine"], member["name"])
+    calibration = found.get((member["name"], stats.REAL_TIME))
+    return calibration.mdc if calibration is not None else None
+
+
 def _counts_moved(conn, member):
     """[(counter, before, after)] of the member's benchmark that moved by COUNT_MOVED or
     more between its last good run and its first bad one."""
@@ -408,7 +417,7 @@ def _routes(app):
         row = alerts.get(conn, alert_id)
         if row is None:
             flask.abort(404, "no alert #%d" % alert_id)
-        members = [dict(m, counts=_counts_moved(conn, m))
+        members = [dict(m, counts=_counts_moved(conn, m), mdc=_mdc(conn, m))
                    for m in alerts.members(conn, alert_id)]
         worst = max(members, key=lambda m: m["change"] or 0, default=None)
         return flask.render_template(
