@@ -100,8 +100,9 @@ def simulate(path, machines, nights, benchmarks, with_alerts, seed=7, log=None):
                 if base_rows:
                     base_runs = [history.load_entries(conn, r["id"]) for r in base_rows]
                     if with_alerts:
-                        base_runs, _ = alerting.accepted_base(conn, lineage, base_runs,
-                                                              gate_floors.BASELINE_RUNS)
+                        base_runs, _ = alerting.accepted_base(
+                            conn, lineage, base_runs, gate_floors.BASELINE_RUNS,
+                            [r["id"] for r in base_rows])
                     verdicts = gate_stats.compare_runs(base_runs, [entries], options)
                 run_id = history.record_run(conn, info, results, verdicts,
                                             base_rows[0]["id"] if base_rows else None)

@@ -77,6 +77,19 @@ def test_three_bad_nights_are_one_alert_acknowledged_then_found_fixed(nightly, c
     assert [a["state"] for a in json.loads(out)] == ["fixed"]
     with history.open_history(str(nightly.db), read_only=True) as conn:
         assert [r["state"] for r in alerts.log(conn, 1)] == ["new", "acknowledged", "fixed"]
+        # The night judged within the acknowledged alert (run 5) passed, so it is a baseline
+        # again, but not of the benchmarks whose old level came back at run 6.
+        from perfscale.gate import alerting
+        run = history.get_run(conn, 6)
+        lineage = (run["host"], run["machine"], run["cpus"], run["config"])
+        rows = alerts.baseline_rows(conn, lineage, 8)
+        assert [r["id"] for r in rows] == [6, 5, 1]
+        base, lines = alerting.accepted_base(
+            conn, lineage, [history.load_entries(conn, r["id"]) for r in rows], 8,
+            [r["id"] for r in rows])
+        assert lines == []
+        assert [all(n in runs for n in SLOWED) for runs in base] == [True, False, True]
+        assert all(len(runs) > 10 for runs in base)  # the rest of the suite stays
 
 
 def test_machines_that_move_at_the_same_change_share_the_alert(nightly):

@@ -47,11 +47,19 @@ def _returned(member, verdict):
     return significant and verdict.change <= RETURN_SHARE * back
 
 
-def accepted_base(conn, lineage, base_runs, limit):
+def accepted_base(conn, lineage, base_runs, limit, base_ids=()):
     """The baseline runs ({name: Entry} each, newest first) with the benchmarks of each
     acknowledged alert of `lineage` taken from the lineage's runs since the alert's first
     bad run (the accepted level) instead: one suite, judged and confirmed as one (the gate
-    takes each benchmark's runs from the runs that time it). Returns (runs, lines)."""
+    takes each benchmark's runs from the runs that time it). base_ids: the baseline runs'
+    ids, in the same order: a benchmark whose acknowledged level was later found returned
+    leaves out the nights it spent at that level (they passed, so they are baselines of
+    the rest of the suite). Returns (runs, lines)."""
+    base_runs = [dict(entries) for entries in base_runs]
+    for member in alerts.returned_after_acknowledgment(conn, lineage):
+        for index, run_id in enumerate(base_ids):
+            if member["first_bad_run_id"] <= run_id < member["fixed_run_id"]:
+                base_runs[index].pop(member["name"], None)
     groups = {}
     for name, member in alerts.open_members(conn, lineage).items():
         if member["state"] == "acknowledged":

@@ -168,6 +168,16 @@ def open_members(conn, lineage):
     return found
 
 
+def returned_after_acknowledgment(conn, lineage):
+    """Member rows of the lineage whose level was found returned while their alert was
+    acknowledged (or later): their nights at the accepted level passed, and are no
+    baseline of their benchmark's old level."""
+    return rows(conn, "SELECT m.* FROM alert_members m WHERE m.host = ? AND m.machine = ? "
+                "AND m.cpus = ? AND m.config = ? AND m.fixed_run_id IS NOT NULL AND EXISTS "
+                "(SELECT 1 FROM alert_log l WHERE l.alert_id = m.alert_id AND l.state = ?)",
+                tuple(lineage) + ("acknowledged",))
+
+
 def members_of_lineage(conn, lineage, name):
     """Every member row (any state) of one benchmark of one lineage."""
     return rows(conn, "SELECT * FROM alert_members WHERE host = ? AND machine = ? AND cpus = ? "

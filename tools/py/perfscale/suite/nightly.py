@@ -335,7 +335,8 @@ def _read_baseline(conn, named, info, options):
         base_runs = [store.load_entries(conn, row["id"]) for row in base_rows]
         if named is None:  # an acknowledged alert's benchmarks: against the new level
             base_runs, lines = alerting.accepted_base(conn, _lineage_key(info), base_runs,
-                                                      BASELINE_RUNS)
+                                                      BASELINE_RUNS,
+                                                      [row["id"] for row in base_rows])
             for line in lines:
                 print("nightly: %s" % line)
     return baseline, base_rows, base_runs, floors, floor_source
