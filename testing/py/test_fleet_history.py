@@ -477,3 +477,24 @@ def test_a_pooled_target_lends_one_connection_again_and_again(lab):
     finally:
         postgres_engine._POOL_SIZES.pop(target)
         postgres_engine._POOLS.pop((os.getpid(), target)).close()
+
+
+def test_db_stop_signals_nothing_but_its_own_server(tmp_path, cli, pg_server):
+    """A postmaster.pid naming a live process that is not that folder's PostgreSQL (a
+    stale file whose number was reused, or another cluster's server): `db stop` says the
+    file is stale, exits 2 and signals nothing; the folder's own server still stops."""
+    server = db.start(pg_server["dir"])["pid"]  # already running: its current pid
+    stranger = subprocess.Popen(["sleep", "60"])
+    try:
+        other = tmp_path / "other"
+        (other / "data").mkdir(parents=True)
+        for pid in (stranger.pid, server):
+            (other / "data" / "postmaster.pid").write_text("%d\n/somewhere\n" % pid)
+            code, out, err = cli("db", "stop", other)
+            assert code == 2, (out, err)
+            assert "stale" in err and str(pid) in err and "nothing was signalled" in err
+        assert alive(stranger.pid) and alive(server)
+        assert stranger.poll() is None
+    finally:
+        stranger.kill()
+        stranger.wait()

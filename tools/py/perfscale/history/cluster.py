@@ -12,6 +12,7 @@ import json
 import os
 import pwd
 import secrets
+import select
 import signal
 import socket
 import subprocess
@@ -183,34 +184,61 @@ def grant(conn, writer, reader):
         conn.execute(statement)
 
 
-def _pid(data):
-    """The running postmaster's PID from postmaster.pid, or None."""
+def _pid_file(data):
+    """The PID postmaster.pid names, or None (no file, or not a number)."""
     try:
         with open(os.path.join(data, "postmaster.pid")) as f:
-            pid = int(f.readline())
+            return int(f.readline())
     except (OSError, ValueError):
         return None
+
+
+def _is_postmaster_of(pid, data):
+    """Whether PID is a postgres whose working folder is `data`: a postmaster chdirs into
+    its data folder, so a PID the pid file names but that was reused by another program,
+    or is another cluster's server, fails this."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        exe = os.path.basename(os.readlink("/proc/%d/exe" % pid))
+        cwd = os.readlink("/proc/%d/cwd" % pid)
+    except OSError:
+        return False
+    return exe.startswith("postgres") and os.path.realpath(cwd) == os.path.realpath(data)
+
+
+def _pid(data):
+    """The running postmaster's PID from postmaster.pid, or None."""
+    pid = _pid_file(data)
+    if pid is None or not _is_postmaster_of(pid, data):
         return None
     return pid
 
 
 def stop(directory, timeout_s=60):
     """Stops the server of `directory` by its PID (SIGINT: fast shutdown); returns the
-    PID it stopped, or None if none ran."""
+    PID it stopped, or None if none ran. The process is held by a pidfd before it is checked
+    to be this folder's postmaster, so the signal reaches the process checked even if the
+    number is reused meanwhile; a pid file naming any other live process is a DbError and
+    nothing is signalled."""
     data = os.path.join(os.path.abspath(directory), "data")
-    pid = _pid(data)
+    pid = _pid_file(data)
     if pid is None:
         return None
-    os.kill(pid, signal.SIGINT)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return pid
-        time.sleep(0.1)
-    os.kill(pid, signal.SIGKILL)
-    return pid
+    try:
+        pidfd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return None
+    try:
+        if not _is_postmaster_of(pid, data):
+            raise DbError("%s names pid %d, which is not the PostgreSQL server of %s: the "
+                          "pid file is stale; nothing was signalled (remove the file once no "
+                          "server runs there)" % (os.path.join(data, "postmaster.pid"), pid,
+                                                  data))
+        signal.pidfd_send_signal(pidfd, signal.SIGINT)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if select.select([pidfd], [], [], 0.1)[0]:
+                return pid
+        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        return pid
+    finally:
+        os.close(pidfd)
