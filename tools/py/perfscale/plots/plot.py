@@ -29,6 +29,9 @@ _MAX_LEGEND_ROWS = 12
 def pyplot():
     import matplotlib
     matplotlib.use("Agg")  # files only: no display on CI or over ssh
+    # Benchmark names and labels are data: a '$' in one must draw as '$', not start
+    # mathtext (which dies on an unknown command such as \undefinedcmd).
+    matplotlib.rcParams["text.parse_math"] = False
     import matplotlib.pyplot as plt
     return plt
 

@@ -201,11 +201,13 @@ def parse_results(text, source="<results>"):
     if not document["benchmarks"]:
         raise ResultsError("%s: holds no benchmark results (did --benchmark_filter match "
                            "nothing?)" % source)
-    entries, aggregates = {}, {}
+    _refuse_lone_surrogates(document, source)
+    entries, aggregates, repetitions_seen = {}, {}, set()
     for index, item in enumerate(document["benchmarks"]):
         if not isinstance(item, dict) or not isinstance(item.get("name"), str):
             raise ResultsError("%s: benchmark entry %d has no name: not Google Benchmark "
                                "JSON" % (source, index))
+        _refuse_a_second_copy(item, index, repetitions_seen, source)
         _add_item(item, entries, aggregates)
     # A file written with --benchmark_report_aggregates_only still plots: its median
     # stands for the instance, one value, so no U test can be done on it.
@@ -220,7 +222,44 @@ def parse_results(text, source="<results>"):
         raise ResultsError("%s: holds no usable benchmark results" % source)
     # Interleaved repetitions come in random order; show benchmarks as registered.
     ordered = sorted(entries.values(), key=lambda e: e.order)
-    return ResultSet(source, document["context"], {e.name: e for e in ordered})
+    results = ResultSet(source, document["context"], {e.name: e for e in ordered})
+    if not 0 <= results.cpus <= MAX_CPUS:
+        raise ResultsError("%s: the context's CPU count is %s, not a number of CPUs (0..%d)"
+                           % (source, results.cpus, MAX_CPUS))
+    return results
+
+
+# Linux's NR_CPUS is at most 8192; anything far beyond is a corrupt or hostile context
+# (and past 2^63 overflows a history's integer column).
+MAX_CPUS = 1 << 16
+
+
+def _refuse_a_second_copy(item, index, seen, source):
+    """A file holds each repetition of a benchmark once: one that lists a benchmark again
+    (two results files pasted together) would be judged as one merged sample, and the gate
+    must fail closed rather than average two runs into one."""
+    if item.get("run_type") == "aggregate":
+        return
+    repetition = item.get("repetition_index")
+    if isinstance(repetition, bool) or not isinstance(repetition, int):
+        return
+    instance = item.get("run_name") if isinstance(item.get("run_name"), str) else item["name"]
+    key = (instance, repetition, item.get("threads"))
+    if key in seen:
+        raise ResultsError("%s: lists %s twice (repetition %d again at entry %d): a results "
+                           "file holds one run of each benchmark; compare the two runs as "
+                           "two files" % (source, instance, repetition, index))
+    seen.add(key)
+
+
+def _refuse_lone_surrogates(document, source):
+    """JSON's \\uD800 escapes decode to a str no UTF-8 output (a terminal, a history)
+    can hold; say so here rather than fail wherever the string is first written."""
+    try:
+        json.dumps(document, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ResultsError("%s: holds a lone surrogate escape (such as \\ud800) in a "
+                           "string: not valid Unicode" % source) from None
 
 
 def _decode(text, source):
@@ -228,6 +267,9 @@ def _decode(text, source):
         raise ResultsError("%s: empty file (the run was probably interrupted)" % source)
     try:
         return json.loads(text)
+    except RecursionError:
+        raise ResultsError("%s: JSON nested too deep to be Google Benchmark results"
+                           % source) from None
     except json.JSONDecodeError as err:
         # The json module calls a string unterminated only when the text ends inside it.
         if (err.pos >= len(text.rstrip()) - _TRUNCATION_SLACK
