@@ -347,6 +347,36 @@ def test_nothing_outside_the_application_is_served(server):
     assert redirect.value.code == 303 and redirect.value.headers["Location"] == "/"
 
 
+def _status(request):
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status
+    except urllib.error.HTTPError as err:
+        return err.code
+
+
+def test_a_number_too_large_for_the_history_is_404_or_400_never_500(built, server):
+    """Ids past a history's 64-bit integers (1e20): pages answer 404, forms 400, on both
+    engines (SQLite overflowed into a 500 and a traceback)."""
+    huge = "100000000000000000000"
+    for path in ("/run/" + huge, "/trend?run=" + huge, "/compare?a=1&b=" + huge,
+                 "/compare.txt?a=%s&b=1" % huge, "/alert/" + huge,
+                 "/compare?run=%s&kernel_a=6.1&kernel_b=6.12" % huge,
+                 "/compare?run=-5&kernel_a=6.1&kernel_b=6.12"):
+        assert _status(server.url + path) == 404, path
+    for field in ("run_id", "cpus"):
+        form = {"kind": "regression", "host": "machine-00", "machine": "", "cpus": "2",
+                "config": "--quick", "name": "x", "run_id": "1", "state": "new",
+                "who": "a", "why": "b", "token": TOKEN}
+        form[field] = huge
+        request = urllib.request.Request(server.url + "/triage", method="POST",
+                                         data=urllib.parse.urlencode(form).encode())
+        assert _status(request) == 400, field
+    request = urllib.request.Request(server.url + "/alert/%s/state" % huge, method="POST",
+                                     data=("state=fixed&who=a&why=b&token=" + TOKEN).encode())
+    assert _status(request) == 404
+
+
 def test_the_compare_page_exports_the_regression_mail(built, server):
     pages = _pages(built, server)
     url = pages["compare"].replace("/compare?", "/compare.txt?")

@@ -99,8 +99,23 @@ def _states(conn, host, machine, cpus, config):
     return triage.states(conn, host, machine, cpus, config)
 
 
+# Ids and counts a history can hold: SQLite's and PostgreSQL's integers are signed 64-bit,
+# and a larger number from a URL or a form must be a 404 or 400, not an overflow (500).
+_MAX_DB_INT = (1 << 63) - 1
+_ID = "int(max=%d)" % _MAX_DB_INT
+
+
+def db_int(text):
+    """`text` as an integer a history can store (0..2^63-1); ValueError otherwise (Flask's
+    args.get(type=int) then gives the default)."""
+    value = int(text)
+    if not 0 <= value <= _MAX_DB_INT:
+        raise ValueError("%s is out of range" % text)
+    return value
+
+
 def _run_or_404(conn, run_id):
-    run = store.get_run(conn, run_id)
+    run = store.get_run(conn, run_id) if 0 <= run_id <= _MAX_DB_INT else None
     if run is None:
         flask.abort(404, "no run %d in this history" % run_id)
     return run
@@ -411,7 +426,7 @@ def _routes(app):
         return flask.render_template("fleet.html", machines=machines, days=days,
                                      alerts=alerts.listing(conn, alerts.OPEN_STATES))
 
-    @app.route("/alert/<int:alert_id>")
+    @app.route("/alert/<%s:alert_id>" % _ID)
     def alert(alert_id):
         conn = _db()
         row = alerts.get(conn, alert_id)
@@ -428,7 +443,7 @@ def _routes(app):
             lineages=len({(m["host"], m["machine"], m["cpus"], m["config"]) for m in members}),
             benchmarks=len({m["name"] for m in members}))
 
-    @app.route("/alert/<int:alert_id>/state", methods=["POST"])
+    @app.route("/alert/<%s:alert_id>/state" % _ID, methods=["POST"])
     def set_alert_state(alert_id):
         form = flask.request.form
         _check_token(form)
@@ -461,7 +476,7 @@ def _routes(app):
                                      runs=runs, lineages=others,
                                      selected={_lineage(r) for r in runs})
 
-    @app.route("/run/<int:run_id>")
+    @app.route("/run/<%s:run_id>" % _ID)
     def run(run_id):
         conn = _db()
         row = _run_or_404(conn, run_id)
@@ -535,11 +550,11 @@ def _routes(app):
         _check_token(form)
         try:
             item = triage.Item(form.get("kind", ""), form.get("host", ""),
-                               form.get("machine", ""), int(form.get("cpus", "")),
+                               form.get("machine", ""), db_int(form.get("cpus", "")),
                                form.get("config", ""),
-                               form.get("name", ""), int(form.get("run_id", "")))
+                               form.get("name", ""), db_int(form.get("run_id", "")))
         except ValueError:
-            flask.abort(400, "cpus and run_id must be numbers")
+            flask.abort(400, "cpus and run_id must be whole numbers from 0 to 2^63-1")
         conn = _db()
         _run_or_404(conn, item.run_id)
         try:
