@@ -498,3 +498,58 @@ def test_db_stop_signals_nothing_but_its_own_server(tmp_path, cli, pg_server):
     finally:
         stranger.kill()
         stranger.wait()
+
+
+def _sha(path):
+    import hashlib
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def test_import_reads_its_sources_and_never_writes_them(tmp_path, cli):
+    """Another program's SQLite file is refused and left as it was (it used to gain
+    perfscale's tables, reported as "0 runs added"); a perfscale history the user may read
+    but not write imports (it used to say "read-only ... pass another --history")."""
+    foreign = tmp_path / "other-app.sqlite"
+    with sqlite3.connect(foreign) as other:
+        other.execute("CREATE TABLE notes (body TEXT)")
+        other.execute("INSERT INTO notes VALUES ('mine')")
+    other.close()
+    before = _sha(foreign)
+    code, out, err = cli("history", "import", "--history", tmp_path / "h.sqlite", foreign)
+    assert code == 2 and "not a perfscale history" in err and str(foreign) in err, (out, err)
+    assert _sha(foreign) == before
+
+    import tempfile
+    base = tempfile.mkdtemp(prefix="perfscale-ro-")  # a user other than root must reach it
+    os.chmod(base, 0o755)
+    try:
+        _import_from_a_history_i_cannot_write(base)
+    finally:
+        for folder, _, _ in os.walk(base):
+            os.chmod(folder, 0o755)
+        shutil.rmtree(base)
+
+
+def _import_from_a_history_i_cannot_write(base):
+    shared = os.path.join(base, "shared")
+    os.mkdir(shared)
+    source = os.path.join(shared, "lab.sqlite")
+    with history.open_history(source) as conn:
+        results = results_io.load_results(data("base.json"))
+        history.record_run(conn, history.RunInfo.from_results(results, "ci", [], 10),
+                           results, [], None)
+    os.chmod(source, 0o444)
+    os.chmod(shared, 0o555)  # not even a journal beside it
+    before = _sha(source)
+    mine = os.path.join(base, "mine")
+    os.mkdir(mine)
+    os.chmod(mine, 0o777)
+    command = [os.path.join(REPO_ROOT, "tools", "perfscale"), "history", "import",
+               "--history", os.path.join(mine, "h.sqlite"), source]
+    if os.geteuid() == 0:  # root writes anything: import as a user who cannot
+        command = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"] + command
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "1 run(s) added" in done.stdout
+    assert _sha(source) == before

@@ -128,7 +128,9 @@ def _import(args, conn):
             if os.path.abspath(source) == os.path.abspath(args.history):
                 print("history import: %s is the history itself" % source, file=sys.stderr)
                 return 2
-            with store.open_history(source) as other:
+            # A source is read, never written: another program's SQLite file must not
+            # gain perfscale's tables, and a history the user can only read still imports.
+            with store.open_history(source, read_only=True) as other:
                 added, skipped, lineages = transfer.copy_history(other, conn, bulk=True)
             print("history import: %s: %d run(s) added, %d already there, calibrations of "
                   "%d lineage(s)" % (source, added, skipped, lineages))
