@@ -553,3 +553,63 @@ def _import_from_a_history_i_cannot_write(base):
     assert done.returncode == 0, done.stderr
     assert "1 run(s) added" in done.stdout
     assert _sha(source) == before
+
+
+def _spool_a_run(spool_dir, key):
+    results = results_io.load_results(data("base.json"))
+    info = history.RunInfo.from_results(results, "ci", [], 10)
+    info.run_key = key
+    return spool.save(str(spool_dir), info, data("base.json"))
+
+
+def test_sync_names_a_bad_spooled_run_sets_it_aside_and_stores_the_others(tmp_path, cli):
+    """A spooled run.json cut short, lacking run_key, or with a list for the host: named,
+    kept as .unusable-NAME, the good runs stored, exit 2; the history is not blamed."""
+    spool_dir = tmp_path / "spool"
+    good = _spool_a_run(spool_dir, "run-good")
+    bad = {}
+    for key, damage in (("run-cut", lambda text: text[:len(text) // 2]),
+                        ("run-nokey", lambda text: json.dumps(
+                            {k: v for k, v in json.loads(text).items() if k != "run_key"})),
+                        ("run-list", lambda text: json.dumps(
+                            dict(json.loads(text), host=["a", "b"])))):
+        folder = _spool_a_run(spool_dir, key)
+        info = os.path.join(folder, "run.json")
+        with open(info) as f:
+            text = f.read()
+        with open(info, "w") as f:
+            f.write(damage(text))
+        bad[key] = info
+    target = tmp_path / "h.sqlite"
+    code, out, err = cli("history", "sync", "--history", target, "--spool", spool_dir)
+    assert code == 2, (out, err)
+    assert "1 run(s) stored" in out and "3 unusable" in out
+    for key, info in bad.items():
+        assert info in err, (key, err)
+        assert (spool_dir / (".unusable-" + key) / "run.json").is_file()
+    assert "lacks run_key" in err and "host is list" in err
+    assert "damaged" not in err and "Traceback" not in err
+    assert not os.path.exists(good) and spool.pending(str(spool_dir)) == []
+    with history.open_history(str(target)) as conn:
+        assert history.has_run(conn, "run-good")
+    # A sync again: nothing left to do, and the set-aside runs stay set aside.
+    assert cli("history", "sync", "--history", target, "--spool", spool_dir)[0] == 0
+    assert len(list(spool_dir.glob(".unusable-*"))) == 3
+
+
+def test_two_syncs_at_once_store_each_run_once_and_both_exit_0(tmp_path):
+    spool_dir = tmp_path / "spool"
+    for n in range(12):
+        _spool_a_run(spool_dir, "run-%02d" % n)
+    target = str(tmp_path / "h.sqlite")
+    history.open_history(target).close()
+    command = [os.path.join(REPO_ROOT, "tools", "perfscale"), "history", "sync",
+               "--history", target, "--spool", str(spool_dir)]
+    syncs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for _ in range(2)]
+    outputs = [s.communicate(timeout=300) for s in syncs]
+    assert [s.returncode for s in syncs] == [0, 0], outputs
+    assert not any("Errno" in err for _, err in outputs)
+    assert os.listdir(spool_dir) == []
+    with history.open_history(target) as conn:
+        assert history.counts(conn)["runs"] == 12

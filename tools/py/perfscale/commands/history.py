@@ -70,10 +70,11 @@ def main(argv):
         return 2
     try:
         if args.action == "sync":
-            stored, again = spool.sync(args.spool, conn)
-            print("history sync: %d run(s) stored, %d already there, in %s"
-                  % (stored, again, conn.name))
-            return 0
+            stored, again, unusable = spool.sync(args.spool, conn)
+            print("history sync: %d run(s) stored, %d already there, in %s%s"
+                  % (stored, again, conn.name, ", %d unusable run(s) set aside in the spool"
+                     % unusable if unusable else ""))
+            return 2 if unusable else 0
         if args.lava is not None:
             return _import_lava(args, conn)
         return _import(args, conn)
