@@ -613,3 +613,39 @@ def test_two_syncs_at_once_store_each_run_once_and_both_exit_0(tmp_path):
     assert os.listdir(spool_dir) == []
     with history.open_history(target) as conn:
         assert history.counts(conn)["runs"] == 12
+
+
+def test_two_db_starts_at_once_on_a_fresh_folder_both_get_the_server(tmp_path):
+    """They took turns at nothing: both failed (a vanished .initdb-pw, initdb's "not
+    empty") and every later start failed on a missing perfscale-db.json. Now one sets the
+    folder up while the other waits, and both print the same running server."""
+    import tempfile
+    missing = postgres_missing()
+    if missing:
+        pytest.skip(missing)
+    parent = tempfile.mkdtemp(prefix="perfscale-pg2-")
+    os.chmod(parent, 0o755)
+    directory = os.path.join(parent, "cluster")
+    command = [os.path.join(REPO_ROOT, "tools", "perfscale"), "db", "start", directory]
+    try:
+        starts = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   text=True) for _ in range(2)]
+        outputs = [s.communicate(timeout=300)[0] for s in starts]
+        assert [s.returncode for s in starts] == [0, 0], outputs
+        pids = {line.split("(pid ")[1].split(")")[0] for out in outputs
+                for line in out.splitlines() if "(pid " in line}
+        assert len(pids) == 1, outputs
+        again = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        assert again.returncode == 0 and pids.pop() in again.stdout, again.stdout + again.stderr
+    finally:
+        pid = db.stop(directory)
+        assert pid is None or not alive(pid)
+        shutil.rmtree(parent)
+
+
+def test_a_cluster_without_its_state_file_is_named_with_what_to_do(tmp_path, cli):
+    folder = tmp_path / "half"
+    (folder / "data").mkdir(parents=True)
+    (folder / "data" / "PG_VERSION").write_text("15\n")
+    code, out, err = cli("db", "start", folder)
+    assert code == 2 and "perfscale-db.json" in err and "move" in err, (out, err)

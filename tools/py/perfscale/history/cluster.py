@@ -8,6 +8,7 @@ password file: export PGPASSFILE=DIR/pgpass): perfscale (owner), perfscale_write
 runs, reads baselines) and perfscale_reader (reads). URLs never hold a password.
 """
 
+import fcntl
 import json
 import os
 import pwd
@@ -25,6 +26,7 @@ SYSTEM_USER = "perfscale-db"
 DATABASE = "perfscale"
 OWNER, WRITER, READER = "perfscale", "perfscale_writer", "perfscale_reader"
 _STATE = "perfscale-db.json"
+_LOCK = ".db-start.lock"
 
 
 class DbError(Exception):
@@ -67,23 +69,56 @@ def pgpass_path(directory):
     return os.path.join(os.path.abspath(directory), "pgpass")
 
 
-def start(directory):
+def start(directory, wait_s=300):
     """Starts (initialising on first use) the cluster in `directory`; returns its state
-    {port, pid, urls}."""
+    {port, pid, urls}. Two at once on one folder take turns (a lock in the folder): the
+    second waits for the first to finish setting it up, then finds it running."""
     if not os.path.exists(os.path.join(BIN, "pg_ctl")):
         raise DbError("PostgreSQL 15 is not installed (%s/pg_ctl): tools/setup installs "
                       "postgresql-15" % BIN)
     directory = os.path.abspath(directory)
+    os.makedirs(directory, exist_ok=True)
+    lock = os.open(os.path.join(directory, _LOCK), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise DbError("%s: another `db start` has been setting it up for %d s; "
+                                  "try again when it is done" % (directory, wait_s)) from None
+                time.sleep(0.2)
+        return _start(directory)
+    finally:
+        os.close(lock)  # and with it the lock
+
+
+def _start(directory):
     data = os.path.join(directory, "data")
     user, uid, gid = _user()
-    os.makedirs(directory, exist_ok=True)
     state_path = os.path.join(directory, _STATE)
-    fresh = not os.path.exists(os.path.join(data, "PG_VERSION"))
-    if fresh:
+    initialised = os.path.exists(os.path.join(data, "PG_VERSION"))
+    if os.path.exists(state_path):
+        with open(state_path) as f:
+            state = json.load(f)
+    elif initialised:
+        raise DbError("%s holds a PostgreSQL cluster but no %s (a `db start` of an older "
+                      "perfscale was interrupted setting it up, or the file was removed): its "
+                      "passwords are lost; move %s away and run `db start` again"
+                      % (directory, _STATE, data))
+    else:
+        # The passwords are kept before initdb uses them, and "set_up" says whether the
+        # roles exist yet, so an interrupted start is finished by the next one.
+        state = {"port": _free_port(),
+                 "passwords": {r: secrets.token_urlsafe(18) for r in (OWNER, WRITER, READER)},
+                 "set_up": False}
+        _write_state(state_path, state)
+    if not initialised:
         if os.path.exists(data) and os.listdir(data):
-            raise DbError("%s: not empty and not a PostgreSQL cluster" % data)
-        passwords = {r: secrets.token_urlsafe(18) for r in (OWNER, WRITER, READER)}
-        state = {"port": _free_port(), "passwords": passwords}
+            raise DbError("%s: not empty and not a PostgreSQL cluster (an initdb interrupted?): "
+                          "move it away and run `db start` again" % data)
         os.chown(directory, uid, gid)
         os.chmod(directory, 0o700)
         if _as_user(["test", "-w", directory], user).returncode != 0:
@@ -92,7 +127,7 @@ def start(directory):
                               directory, user, pwd.getpwuid(os.geteuid()).pw_name))
         pwfile = os.path.join(directory, ".initdb-pw")
         with open(os.open(pwfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
-            f.write(passwords[OWNER] + "\n")
+            f.write(state["passwords"][OWNER] + "\n")
         os.chown(pwfile, uid, gid)
         try:
             done = _as_user([os.path.join(BIN, "initdb"), "-D", data, "-U", OWNER,
@@ -102,11 +137,7 @@ def start(directory):
             os.remove(pwfile)
         if done.returncode != 0:
             raise DbError("initdb failed:\n%s" % done.stdout[-2000:])
-        with open(os.open(state_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
-            json.dump(state, f)
-        _write_pgpass(directory, state)
-    with open(state_path) as f:
-        state = json.load(f)
+    _write_pgpass(directory, state)
     if _pid(data) is None:
         done = _as_user([os.path.join(BIN, "pg_ctl"), "-D", data, "-l",
                          os.path.join(directory, "postgresql.log"), "-w", "-t", "60", "-o",
@@ -115,12 +146,24 @@ def start(directory):
         if done.returncode != 0:
             raise DbError("pg_ctl start failed (log: %s):\n%s" % (
                 os.path.join(directory, "postgresql.log"), done.stdout[-2000:]))
-    if fresh:
+    if state.get("set_up", True) is False:  # absent: a cluster made before the flag
         _set_up(state)
+        state["set_up"] = True
+        _write_state(state_path, state)
     else:  # a perfscale of a newer schema: migrate as the owner, grant the new tables
         _upgrade(state, DATABASE)
     return {"port": state["port"], "pid": _pid(data),
             "urls": {r: url(state["port"], r) for r in (OWNER, WRITER, READER)}}
+
+
+def _write_state(path, state):
+    """Writes perfscale-db.json whole (a temporary file renamed over it)."""
+    work = path + ".new"
+    with open(os.open(work, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+        json.dump(state, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.rename(work, path)
 
 
 def _write_pgpass(directory, state):
