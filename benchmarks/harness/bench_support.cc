@@ -49,13 +49,18 @@ TaskCounters::Options CounterOptions() {
 // is off unless --attribution=true asks for it. (It was also blamed for Debian 6.1 guests
 // that soft-locked; that lockup is QEMU's multi-threaded TCG, see docs/vm.md, "Guests
 // that lock up", and `vm` avoids it.)
+// AttributionMode() is asked on every benchmark's setup and counting pass; the running
+// kernel cannot change under a process, so its release is read once.
 bool KernelPredatesAttribution() {
-  struct utsname kernel;
-  int major = 0, minor = 0;
-  if (uname(&kernel) != 0 || std::sscanf(kernel.release, "%d.%d", &major, &minor) != 2) {
-    return false;
-  }
-  return major < 6 || (major == 6 && minor < 4);
+  static const bool predates = [] {
+    struct utsname kernel;
+    int major = 0, minor = 0;
+    if (uname(&kernel) != 0 || std::sscanf(kernel.release, "%d.%d", &major, &minor) != 2) {
+      return false;
+    }
+    return major < 6 || (major == 6 && minor < 4);
+  }();
+  return predates;
 }
 
 // --attribution is a boolean that also takes "timed" (FlagInfo::also).
