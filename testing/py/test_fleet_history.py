@@ -649,3 +649,35 @@ def test_a_cluster_without_its_state_file_is_named_with_what_to_do(tmp_path, cli
     (folder / "data" / "PG_VERSION").write_text("15\n")
     code, out, err = cli("db", "start", folder)
     assert code == 2 and "perfscale-db.json" in err and "move" in err, (out, err)
+
+
+def test_a_server_that_stops_answering_mid_nightly_ends_in_the_spool(lab, tmp_path):
+    """The server accepts the nightly's connection and then never answers its statements
+    (here a lock another session never releases; a stopped backend looks the same from the
+    client, and TCP keepalives see a live peer either way): the nightly cuts the
+    connection after --history-timeout, spools the run as for a vanished server and exits
+    2, instead of waiting forever."""
+    import time
+    import psycopg
+    url = lab[db.WRITER]
+    history.open_history(url).close()  # the schema exists before the lock
+    env = dict(os.environ, PERFSCALE_BINARY=FAKE_RUN,
+               PERFSCALE_COMPARE_PY=str(tmp_path / "none.py"))
+    with psycopg.connect(lab[db.OWNER]) as holder:
+        holder.execute("LOCK TABLE runs IN ACCESS EXCLUSIVE MODE")  # held until rollback
+        started = time.monotonic()
+        nightly = subprocess.run(
+            [PYTHON, "-m", "perfscale.cli", "nightly", "--history", url, "--history-timeout",
+             "3", "--report-dir", str(tmp_path / "n"), "--spool", str(tmp_path / "spool"),
+             "--no-plots", "--config", "ci", "--", "--", "--fixture=base.json"],
+            cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, env=env)
+        took = time.monotonic() - started
+        holder.rollback()
+    assert nightly.returncode == 2, nightly.stdout + nightly.stderr
+    assert "no answer within 3 s" in nightly.stderr, nightly.stderr
+    assert len(spool.pending(str(tmp_path / "spool"))) == 1
+    assert took < 60, took  # bounded: the fake run itself takes a second or two
+    code = subprocess.run([PYTHON, "-m", "perfscale.cli", "history", "sync", "--history", url,
+                           "--spool", str(tmp_path / "spool")], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=120).returncode
+    assert code == 0 and spool.pending(str(tmp_path / "spool")) == []

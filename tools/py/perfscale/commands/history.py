@@ -60,11 +60,16 @@ def parse_args(argv):
     return args
 
 
+IMPORT_TIMEOUT_S = 1800.0
+
+
 def main(argv):
     args = parse_args(argv)
     prog = "history " + args.action
     try:
-        conn = store.open_history(args.history)
+        # An import or sync may wait longer on a server than a nightly (a year's COPY),
+        # but not forever on one that stopped answering.
+        conn = store.open_history(args.history, answer_within_s=IMPORT_TIMEOUT_S)
     except store.HistoryError as err:
         print("%s: %s" % (prog, err), file=sys.stderr)
         return 2

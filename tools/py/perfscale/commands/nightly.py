@@ -71,6 +71,11 @@ def parse_args(argv):
                         help="where a run waits while the --history server cannot be "
                         "reached (default results/spool; `tools/perfscale history sync` "
                         "stores it later)")
+    parser.add_argument("--history-timeout", type=float,
+                        default=nightly.DEFAULT_HISTORY_TIMEOUT_S, metavar="S",
+                        help="seconds one statement to a history server may go unanswered "
+                        "before the run is spooled as for a server that is gone (default "
+                        "%(default)s)")
     parser.add_argument("--confirm-rounds", type=int, default=confirm.DEFAULT_ROUNDS,
                         metavar="N", help="reruns of the suspects before raising the alarm "
                         "(default %(default)s; 0: judge the first run alone)")
@@ -87,6 +92,8 @@ def parse_args(argv):
         parser.error("--repetitions must be at least 1")
     if args.confirm_rounds < 0:
         parser.error("--confirm-rounds must not be negative")
+    if not args.history_timeout > 0:
+        parser.error("--history-timeout must be positive")
     if not args.confirm_budget > 0 or not args.ci_target > 0:
         parser.error("--confirm-budget and --ci-target must be positive")
     options.check_run_args(parser, args, run_args)

@@ -15,6 +15,8 @@ ours only where the user's URL, service or environment does not set it.
 
 import contextlib
 import os
+import socket
+import threading
 
 import psycopg
 from psycopg import conninfo as pg_conninfo, rows as pg_rows
@@ -152,13 +154,20 @@ def connect(target, **kwargs):
 class Engine:
     name = "postgresql"
 
-    def __init__(self, target, failure, unavailable, read_only=False):
+    def __init__(self, target, failure, unavailable, read_only=False, answer_within_s=None):
         """failure(message), unavailable(message): the exceptions to raise for a target
         that can never work (a malformed URL) and one that cannot be reached now.
         read_only: for readers (plot, report, serve): every transaction is read-only, so a
-        reader can never write, whatever its role may."""
+        reader can never write, whatever its role may.
+        answer_within_s: the longest the server may take to answer one statement, or
+        None. A server that accepted the connection and then stopped (its backend stopped,
+        a lock never released) answers TCP as a live peer, so keepalives never notice: past
+        this bound the connection is cut and the statement fails as a lost server."""
         self.target = target
         self.read_only = read_only
+        self.answer_within_s = answer_within_s
+        self._unavailable = unavailable
+        self._cut = False
         self.described = redact(target)
         try:
             pg_conninfo.conninfo_to_dict(target)
@@ -191,17 +200,48 @@ class Engine:
     def script(self, text):
         return [s.format(**_TYPES) for s in schema.statements(text)]
 
+    @contextlib.contextmanager
+    def _answered_in_time(self):
+        """Cuts the connection (shutting its socket down) if the server has not answered
+        within answer_within_s; the wait then ends in psycopg's OperationalError, raised
+        here as `unavailable` saying so."""
+        if self.answer_within_s is None or self._cut:
+            yield
+            return
+        timer = threading.Timer(self.answer_within_s, self._cut_connection)
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        except psycopg.OperationalError:
+            if not self._cut:
+                raise
+            raise self._unavailable("%s: no answer within %g s (a server that accepts and "
+                                    "then never answers); the connection was cut"
+                                    % (self.described, self.answer_within_s)) from None
+        finally:
+            timer.cancel()
+
+    def _cut_connection(self):
+        self._cut = True
+        try:
+            with socket.socket(fileno=os.dup(self._conn.pgconn.socket)) as sock:
+                sock.shutdown(socket.SHUT_RDWR)
+        except (OSError, psycopg.Error):
+            pass  # already closed: the statement ends on its own
+
     def execute(self, sql, params=()):
-        cursor = self._conn.execute(sql.replace("?", "%s"), params)
-        return cursor.fetchall() if cursor.description else []
+        with self._answered_in_time():
+            cursor = self._conn.execute(sql.replace("?", "%s"), params)
+            return cursor.fetchall() if cursor.description else []
 
     def executemany(self, sql, rows):
-        with self._conn.cursor() as cursor:
+        with self._answered_in_time(), self._conn.cursor() as cursor:
             cursor.executemany(sql.replace("?", "%s"), rows)
 
     def copy(self, table, columns, rows):
         """Bulk load with COPY: the import's path."""
-        with self._conn.cursor() as cursor:
+        with self._answered_in_time(), self._conn.cursor() as cursor:
             with cursor.copy("COPY %s (%s) FROM STDIN" % (table, ", ".join(columns))) as copy:
                 for row in rows:
                     copy.write_row(row)

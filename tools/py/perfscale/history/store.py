@@ -109,7 +109,7 @@ class _Translate:
         return False
 
 
-def open_history(target, read_only=False, check_pages=True):
+def open_history(target, read_only=False, check_pages=True, answer_within_s=None):
     """Opens the history at `target`: an SQLite path, a postgresql:// URL or a libpq
     key=value string; a writer creates or migrates it if needed. Refuses what is not a
     history, one of a newer schema, and one that would fail later (damaged, locked, not
@@ -118,7 +118,10 @@ def open_history(target, read_only=False, check_pages=True):
     and nothing is created, migrated or locked for writing.
     check_pages=False: no look at an SQLite file's pages (a read of the whole file, seconds
     for a fleet's year) because this process checked them when it first opened the file:
-    the dashboard, which opens the history for each request."""
+    the dashboard, which opens the history for each request.
+    answer_within_s: for a server, the longest one statement may wait for its answer before
+    the connection is cut and HistoryUnavailable raised (None: no bound; SQLite has its own
+    lock timeout)."""
     target = str(target)
     if targets.engine_of(target) == targets.POSTGRESQL:
         try:  # the driver only now: an SQLite history never needs it
@@ -127,7 +130,8 @@ def open_history(target, read_only=False, check_pages=True):
             raise HistoryError("%s: a PostgreSQL history needs psycopg 3, which cannot be "
                                "imported (%s); tools/setup installs python3-psycopg"
                                % (describe(target), err)) from None
-        engine = postgres_engine.Engine(target, HistoryError, HistoryUnavailable, read_only)
+        engine = postgres_engine.Engine(target, HistoryError, HistoryUnavailable, read_only,
+                                        answer_within_s)
     else:
         engine = sqlite_engine.Engine(target, HistoryError, read_only)
     store = Store(engine)

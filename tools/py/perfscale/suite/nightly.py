@@ -29,6 +29,7 @@ REPO_ROOT = runner.REPO_ROOT
 # Enough for the U test to call a 20% change significant; see DEFAULT_MIN_REPETITIONS.
 DEFAULT_REPETITIONS = 10
 _RESULTS_LINE = "results: "  # the last line `tools/perfscale run` prints
+DEFAULT_HISTORY_TIMEOUT_S = 120.0
 
 
 @dataclasses.dataclass
@@ -53,6 +54,9 @@ class Settings:
     alpha: float = stats.DEFAULT_ALPHA
     threshold: float = stats.DEFAULT_THRESHOLD_PCT
     min_repetitions: int = stats.DEFAULT_MIN_REPETITIONS
+    # The longest one statement to a history server may go unanswered before the nightly
+    # gives up on it and spools its run, as for a server that is gone.
+    history_timeout: float = DEFAULT_HISTORY_TIMEOUT_S
 
     def gate_options(self):
         """The gate's options of this nightly (what counts as a regression)."""
@@ -75,7 +79,7 @@ def run(args, run_args):
         print("nightly: warning: %d repetitions are too few for the U test (need >= %d); "
               "nothing can be called a regression" % (args.repetitions, options.min_repetitions))
     try:
-        conn = store.open_history(args.history)
+        conn = store.open_history(args.history, answer_within_s=args.history_timeout)
     except store.HistoryUnavailable as err:
         # The run still happens and is kept: judged against nothing, since a baseline
         # from anywhere else would be a guess.
