@@ -300,6 +300,12 @@ bool WillBeReported(double manual_seconds, double loop_seconds, int64_t iteratio
 
 }  // namespace
 
+int64_t CountingIterations(int64_t count_iterations, int64_t timed_iterations) {
+  const int64_t wanted = std::max<int64_t>(1, count_iterations);
+  return std::max(std::min(wanted, kMinCountingIterations),
+                  std::min(wanted, timed_iterations));
+}
+
 void RunPasses(benchmark::State& state, const PassOptions& options, const PassBody& body) {
   const Attribution mode = AttributionMode();
   BenchmarkPass timed(state, options, /*counting=*/false,
@@ -319,8 +325,7 @@ void RunPasses(benchmark::State& state, const PassOptions& options, const PassBo
                       static_cast<int64_t>(state.iterations()))) {
     return;
   }
-  const int64_t iterations = std::max<int64_t>(
-      1, std::min<int64_t>(options.count_iterations, static_cast<int64_t>(state.iterations())));
+  const int64_t iterations = CountingIterations(options.count_iterations, state.iterations());
   BenchmarkPass counting(state, options, /*counting=*/true, /*attribute=*/true, iterations);
   // Whatever the body writes in this pass, the row's own figures are the timed pass's.
   benchmark::UserCounters timed_counters = state.counters;

@@ -13,8 +13,9 @@
 //   2. the counting pass: the same body with the same parameters and a fresh setup (its
 //      threads and processes are created after the counters open, so they inherit them;
 //      a body may instead name the timed pass's threads: OpenCounters(tids)),
-//      untimed, sized by iterations (PassOptions::count_iterations, never more than the
-//      timed pass ran): ipis_sent/<unit>, xcalls/<unit>, ... and count_ops, the
+//      untimed, sized by iterations (PassOptions::count_iterations, no more than the
+//      timed pass ran unless that was under kMinCountingIterations: CountingIterations):
+//      ipis_sent/<unit>, xcalls/<unit>, ... and count_ops, the
 //      operations (in <unit>) those counts are divided by.
 // --attribution=timed instead counts during the timed pass (the old way, to see what
 // counting costs); --attribution=false leaves the counters out. The run context's
@@ -93,10 +94,25 @@ std::string CounterSourcesJson(const TracepointKeepAlive* kept = nullptr);
 struct PassOptions {
   std::string unit = "op";        // the counters' unit: "<name>/<unit>"
   bool include_children = false;  // sys_us also of the children reaped in the window
-  // Iterations of the counting pass, at most: never more than the timed pass ran. Small:
-  // the counts are exact (or nearly) per operation, and the pass adds to the suite's time.
+  // Iterations of the counting pass, at most (CountingIterations). Small: the counts are
+  // exact (or nearly) per operation, and the pass adds to the suite's time.
   int64_t count_iterations = 1000;
 };
+
+// A counting pass runs at least this many iterations (or count_iterations, if fewer),
+// however few the timed pass ran. A pass has a fixed cost of its own in some counts (7
+// cross-CPU calls enabling the counters of a thread running on another CPU, on the
+// instruction clock), which a count per operation divides by the pass's length: a toggle
+// that times 1, 2 or 3 iterations read 9, 5.5 and 4.3 xcalls/op from identical runs. With
+// 16 or more, a fixed cost of 16 events moves a count by at most one event per operation
+// between passes of any length (the gate allows for it: gate/stats.py pass_length_slack).
+constexpr int64_t kMinCountingIterations = 16;
+
+// The counting pass's iterations: count_iterations, but no more than the timed pass's
+// unless that is under kMinCountingIterations. A row that times few iterations is a slow
+// one, so the pass is capped by what timing it cost; a pass length that follows the timed
+// iterations (how GB sized them, under what load) is kept out of rows that count little.
+int64_t CountingIterations(int64_t count_iterations, int64_t timed_iterations);
 
 class BenchmarkPass;
 using PassBody = std::function<void(BenchmarkPass& pass)>;

@@ -118,6 +118,19 @@ void BM_ExistingThreads(benchmark::State& state) {
 }
 BENCHMARK(BM_ExistingThreads)->Iterations(10);
 
+TEST(CountingIterations, FollowsTheTimedPassOnlyAboveTheMinimum) {
+  EXPECT_EQ(CountingIterations(200, 1000), 200);  // capped by count_iterations
+  EXPECT_EQ(CountingIterations(200, 37), 37);     // by the timed pass: a slow row
+  EXPECT_EQ(CountingIterations(200, 31), 31);
+  // Timed 1, 2 or 3 iterations: one pass length, however many were timed.
+  EXPECT_EQ(CountingIterations(200, 1), kMinCountingIterations);
+  EXPECT_EQ(CountingIterations(200, 3), kMinCountingIterations);
+  // A family asking for fewer gets exactly what it asked for.
+  EXPECT_EQ(CountingIterations(2, 1), 2);
+  EXPECT_EQ(CountingIterations(7, 50), 7);
+  EXPECT_EQ(CountingIterations(0, 50), 1);
+}
+
 rlimit FileLimit() {
   rlimit files{};
   EXPECT_EQ(getrlimit(RLIMIT_NOFILE, &files), 0);

@@ -264,6 +264,9 @@ class CountTest:
     ci: tuple  # bootstrap interval of median(new) - median(base)
     p_adjusted: float = math.nan  # Holm's, when it was a candidate
     regression: bool = False
+    # (base, new) median count_ops, where the new run's counting pass was shorter: its
+    # floor then holds what a fixed cost per pass alone would add (pass_length_slack)
+    pass_lengths: tuple = ()
 
     @property
     def candidate(self):
@@ -278,6 +281,9 @@ class CountTest:
         text = "[%d%% CI %s..%s]" % (round(100 * CONFIDENCE), _signed(low), _signed(high)) \
             if math.isfinite(low) and math.isfinite(high) else "[no interval]"
         text += ", %s" % ("exact" if self.exact else "floor %s" % _signed(self.floor))
+        if self.pass_lengths:
+            text += ", counting passes of %s and %s ops" % tuple(
+                _figure(ops) for ops in self.pass_lengths)
         if math.isfinite(self.pvalue):
             text += ", p=%.2g" % self.pvalue
         if math.isfinite(self.p_adjusted):
@@ -312,6 +318,27 @@ def difference_interval(key, base, new, confidence=CONFIDENCE, resamples=BOOTSTR
     return float(low), float(high)
 
 
+# The largest count a counting pass can add once, whatever its length, with room: twice
+# the 7 cross-CPU calls per pass measured on the instruction clock (a toggle that
+# interrupts an active thread's vCPU: 7 + 2 per toggle, over passes of 1, 2 and 3).
+PER_PASS_COUNT_BOUND = 16.0
+
+
+def pass_length_slack(before, base_ops, new_ops):
+    """How far a count per op can rise only because the new run's counting pass was
+    shorter. The counting pass runs min(count_iterations, the timed pass's iterations)
+    operations, so a row that times only 1-3 iterations (a toggle that IPIs a busy vCPU
+    under -icount) counts passes of different lengths from run to run, and a fixed cost
+    per pass then moves the count per op: xcalls/op 7/2 + 2 = 5.5 in one run and
+    7/1 + 2 = 9 in the next, with nothing changed. A fixed part `a` adds a/new_ops -
+    a/base_ops, with `a` at most the whole baseline pass (before x base_ops) and at most
+    PER_PASS_COUNT_BOUND. Zero when the pass was not shorter."""
+    if not base_ops or not new_ops or new_ops >= base_ops:
+        return 0.0
+    fixed = min(abs(before) * base_ops, PER_PASS_COUNT_BOUND)
+    return fixed * (1 / new_ops - 1 / base_ops)
+
+
 def count_test(name, counter, old, entry, floors):
     """CountTest of a gated count of benchmark `name`, or None when a side has no values.
 
@@ -320,7 +347,9 @@ def count_test(name, counter, old, entry, floors):
     median, or one event per counting pass (1 / count_ops of the new run) or that
     interquartile spread if larger. Any other count is scheduling-dependent: its floor is
     the largest of SCHEDULED_COUNT_FLOOR of the baseline, either run's whole spread over
-    its repetitions, SCHEDULED_COUNT_MIN and, where calibrated, its spread between runs."""
+    its repetitions, SCHEDULED_COUNT_MIN and, where calibrated, its spread between runs.
+    Either floor grows by pass_length_slack where the new run's counting pass was the
+    shorter."""
     base, new = old.counters.get(counter), entry.counters.get(counter)
     if not base or not new:
         return None
@@ -335,7 +364,11 @@ def count_test(name, counter, old, entry, floors):
     quartiles = numpy.percentile(base, [25, 75])
     middle = float(quartiles[1] - quartiles[0])
     ops = entry.counters.get("count_ops")
-    one_event = 1.0 / statistics.median(ops) if ops and statistics.median(ops) > 0 else 0.0
+    new_ops = statistics.median(ops) if ops else 0.0
+    one_event = 1.0 / new_ops if new_ops > 0 else 0.0
+    base_ops = statistics.median(old.counters["count_ops"]) \
+        if old.counters.get("count_ops") else 0.0
+    slack = pass_length_slack(before, base_ops, new_ops)
     exact = (counter_kind(counter) in PATH_FIXED_COUNTS and abs(before) >= SCHEDULED_COUNT_MIN
              and middle <= EXACT_SPREAD * abs(before))
     if exact:
@@ -354,8 +387,12 @@ def count_test(name, counter, old, entry, floors):
         # median flips between runs moves by exactly its spread.
         beyond = spread + max(one_event, 1e-9 * spread)
         floor = max(SCHEDULED_COUNT_FLOOR * abs(before), beyond, SCHEDULED_COUNT_MIN, noise)
+    if slack:
+        # On top of the count's own floor: a shorter pass and real noise can add up.
+        floor += slack
     return CountTest(counter, before, after, exact, floor, _one_sided_p(base, new),
-                     difference_interval(name + "|" + counter, base, new))
+                     difference_interval(name + "|" + counter, base, new),
+                     pass_lengths=(base_ops, new_ops) if slack else ())
 
 
 def count_tests(old, entry, floors, options):
