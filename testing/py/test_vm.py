@@ -160,17 +160,29 @@ def test_debian_names_pick_a_package(monkeypatch):
                  ("6.12", ""): {99: "linux-image-6.12.99+deb12-amd64-unsigned",
                                 117: "linux-image-6.12.117+deb12-amd64-unsigned"},
                  ("6.12", "cloud-"): {117: "linux-image-6.12.117+deb12-cloud-amd64-unsigned"}}
+    available[("5.10", "cloud-")] = {32: "linux-image-5.10.0-32-cloud-amd64",
+                                     46: "linux-image-5.10.0-46-cloud-amd64"}
+    available[("5.10", "")] = {46: "linux-image-5.10.0-46-amd64"}
     monkeypatch.setattr(kernel, "_debian_kernel_packages",
                         lambda series, flavour: available.get((series, flavour), {}))
-    assert kernel.debian_package("debian:6.1-rt") == available["6.1", "rt-"][57]
-    assert kernel.debian_package("debian:6.1.0-47-rt") == available["6.1", "rt-"][47]
+    package = lambda spec: kernel.debian_package(spec)[0]
+    assert package("debian:6.1-rt") == available["6.1", "rt-"][57]
+    assert package("debian:6.1.0-47-rt") == available["6.1", "rt-"][47]
     with pytest.raises(vm.VmError, match="no Debian 6.1 kernel 50 .it has: 47, 57"):
         kernel.debian_package("debian:6.1.0-50-rt")
     # 117 is newer than 99: the patch level is compared as a number.
-    assert kernel.debian_package("debian:6.12") == available["6.12", ""][117]
-    assert kernel.debian_package("debian:6.12.99") == available["6.12", ""][99]
-    assert kernel.debian_package("debian:6.12-cloud") == available["6.12", "cloud-"][117]
-    for unknown in ("debian:6.1.5", "debian:6.12.0-57", "debian:6.2", "debian:6.12-foo"):
+    assert package("debian:6.12") == available["6.12", ""][117]
+    assert package("debian:6.12.99") == available["6.12", ""][99]
+    assert package("debian:6.12-cloud") == available["6.12", "cloud-"][117]
+    # Debian 11's, from suite bullseye; Debian 12's from the machine's own apt.
+    assert kernel.debian_package("debian:5.10-cloud") == (available["5.10", "cloud-"][46],
+                                                          "bullseye")
+    assert kernel.debian_package("debian:5.10.0-32-cloud") == (
+        "linux-image-5.10.0-32-cloud-amd64", "bullseye")
+    assert kernel.debian_package("debian:5.10") == ("linux-image-5.10.0-46-amd64", "bullseye")
+    assert kernel.debian_package("debian:6.12")[1] is None
+    for unknown in ("debian:6.1.5", "debian:6.12.0-57", "debian:6.2", "debian:6.12-foo",
+                    "debian:5.10.5", "debian:5.1", "debian:5.10.0-x-cloud"):
         with pytest.raises(vm.VmError, match="unknown Debian kernel"):
             kernel.debian_package(unknown)
 
@@ -184,6 +196,38 @@ def test_debian_package_patterns_match_debian_12s_names():
     assert version("6.12", "rt-", "linux-image-6.12.117+deb12-rt-amd64-unsigned") == 117
     assert version("6.12", "", "linux-image-6.12.117+deb12-amd64-dbg") is None
     assert version("6.12", "", "linux-image-6.12.117+deb12-amd64") is None  # signed: no
+    # Debian 11's signed images, the names its users know; not its -dbg or -unsigned ones.
+    assert version("5.10", "cloud-", "linux-image-5.10.0-32-cloud-amd64") == 32
+    assert version("5.10", "", "linux-image-5.10.0-46-amd64") == 46
+    assert version("5.10", "", "linux-image-5.10.0-46-cloud-amd64") is None
+    assert version("5.10", "", "linux-image-5.10.0-46-amd64-dbg") is None
+    assert version("5.10", "rt-", "linux-image-5.10.0-46-rt-amd64-unsigned") is None
+
+
+def test_bullseye_kernels_are_listed_and_fetched_through_perfscales_own_apt_state(
+        tmp_path, monkeypatch):
+    # The commands kernel.py gives apt: bullseye's through tools/debian-archive, never the
+    # machine's apt (whose configuration must not change); a fake archive tool records them.
+    calls = tmp_path / "calls"
+    tool = tmp_path / "debian-archive"
+    tool.write_text("#!/bin/sh\necho \"$@\" >> %s\n"
+                    "case \"$2 $3\" in\n"
+                    "  'apt-cache pkgnames') echo linux-image-5.10.0-46-cloud-amd64;"
+                    " echo linux-image-5.10.0-45-cloud-amd64;;\n"
+                    "  'apt-get download') echo no archive here >&2; exit 100;;\n"
+                    "esac\n" % calls)
+    tool.chmod(0o755)
+    monkeypatch.setattr(kernel, "DEBIAN_ARCHIVE", str(tool))
+    assert kernel.debian_package("debian:5.10-cloud") == (
+        "linux-image-5.10.0-46-cloud-amd64", "bullseye")
+    with pytest.raises(vm.VmError, match="apt-get download linux-image-5.10.0-46-cloud-amd64 "
+                                         "failed: no archive here"):
+        kernel.fetch_debian_kernel("linux-image-5.10.0-46-cloud-amd64", cache=str(tmp_path),
+                                   suite="bullseye")
+    assert calls.read_text().splitlines() == [
+        "bullseye apt-cache pkgnames linux-image-5.10.0-",
+        "bullseye apt-get download linux-image-5.10.0-46-cloud-amd64"]
+    assert not (tmp_path / "kernels" / "linux-image-5.10.0-46-cloud-amd64").exists()
 
 
 # What Linux 6.1 printed for a soft lockup in a 4-vCPU TCG guest (loglevel=5), abridged.

@@ -38,7 +38,7 @@ from perfscale.labs import lava
 from perfscale.suite import runner
 from perfscale.vm import kernel
 
-KERNEL_HELP = "a vmlinuz path, or debian:6.1 or debian:6.12 (each also -rt or -cloud)"
+KERNEL_HELP = "a vmlinuz path, or debian:5.10, debian:6.1 or debian:6.12 (each also -rt or -cloud)"
 LAVA_RUN = "lava-run"
 _CACHE_TEMPLATES = os.path.join(kernel.CACHE, "lava-server", "usr", "share", "lava-server",
                                 "device-types")

@@ -25,7 +25,7 @@ import sys
 from perfscale.suite import runner
 from perfscale.vm import kernel, qemu
 
-KERNEL_HELP = ("a vmlinuz path, or debian:6.1 or debian:6.12 (each also -rt or -cloud)")
+KERNEL_HELP = ("a vmlinuz path, or debian:5.10, debian:6.1 or debian:6.12 (each also -rt or -cloud)")
 
 
 def add_machine_options(parser):
