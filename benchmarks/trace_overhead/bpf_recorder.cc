@@ -9,8 +9,10 @@
 #include <mutex>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "benchmarks/trace_overhead/bpf_recorder_abi.h"
 #include "lib/errno_status.h"
 #include "lib/symbols.h"
@@ -20,7 +22,9 @@
 
 #ifndef PERFSCALE_BPF_SKELETON_UNAVAILABLE
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include <sys/utsname.h>
 #endif
 
 namespace perfscale {
@@ -29,6 +33,32 @@ namespace {
 static_assert(kBpfBuckets == PERFSCALE_BPF_BUCKETS);
 
 }  // namespace
+
+std::string VerifierRefusal(const std::string& libbpf_message) {
+  constexpr absl::string_view kBegin = "-- BEGIN PROG LOAD LOG --";
+  constexpr absl::string_view kEnd = "-- END PROG LOAD LOG --";
+  absl::string_view message = libbpf_message;
+  size_t begin = message.find(kBegin);
+  if (begin == absl::string_view::npos) return "";
+  // "libbpf: prog 'NAME': -- BEGIN ...": the name is the last quoted word before it.
+  absl::string_view head = message.substr(0, begin);
+  size_t close = head.rfind('\'');
+  size_t open = close == absl::string_view::npos || close == 0 ? absl::string_view::npos
+                                                               : head.rfind('\'', close - 1);
+  std::string program = open == absl::string_view::npos
+                            ? "?"
+                            : std::string(head.substr(open + 1, close - open - 1));
+  absl::string_view log = message.substr(begin + kBegin.size());
+  log = log.substr(0, std::min(log.size(), log.find(kEnd)));
+  std::string last;
+  for (absl::string_view line : absl::StrSplit(log, '\n')) {
+    line = absl::StripAsciiWhitespace(line);
+    // The verifier's closing statistics are not its reason.
+    if (!line.empty() && !absl::StartsWith(line, "processed ")) last = std::string(line);
+  }
+  return absl::StrCat("the verifier refused program '", program, "': ",
+                      last.empty() ? "(an empty log)" : last);
+}
 
 uint64_t BpfStats::QuantileNs(double q) const {
   uint64_t total = 0;
@@ -51,6 +81,9 @@ absl::Status BpfRecorderAvailable() {
 }
 
 absl::StatusOr<std::unique_ptr<BpfRecorder>> BpfRecorder::Open(const BpfRecorderOptions&) {
+  return BpfRecorderAvailable();
+}
+absl::Status NeedTracepoint(const char*, int, const char*, const char*) {
   return BpfRecorderAvailable();
 }
 BpfRecorder::~BpfRecorder() = default;
@@ -84,20 +117,27 @@ bool IsLockMachinery(absl::string_view symbol) {
 // instead of printing to stderr in the middle of a benchmark run.
 std::mutex log_mutex;
 std::string* last_log = new std::string;
+// The last program the verifier refused, and its log's last line: libbpf's final message
+// ("failed to load BPF skeleton ...: -13") names neither.
+std::string* refused_program = new std::string;
 
 int KeepLibbpfMessage(enum libbpf_print_level level, const char* format, va_list args) {
   if (level == LIBBPF_DEBUG) return 0;
-  char line[512];
-  vsnprintf(line, sizeof(line), format, args);
+  char text[8192];
+  vsnprintf(text, sizeof(text), format, args);
+  std::string line = text;
+  while (!line.empty() && line.back() == '\n') line.pop_back();
   std::lock_guard<std::mutex> lock(log_mutex);
+  if (std::string refused = VerifierRefusal(line); !refused.empty()) *refused_program = refused;
   *last_log = line;
-  while (!last_log->empty() && last_log->back() == '\n') last_log->pop_back();
   return 0;
 }
 
 std::string TakeLibbpfMessage() {
   std::lock_guard<std::mutex> lock(log_mutex);
-  return std::exchange(*last_log, "");
+  std::string message = std::exchange(*last_log, "");
+  std::string refused = std::exchange(*refused_program, "");
+  return refused.empty() ? message : absl::StrCat(message, "; ", refused);
 }
 
 absl::Status LibbpfStatus(int err, absl::string_view what) {
@@ -131,6 +171,30 @@ uint32_t ObjectId(int fd) {
 
 }  // namespace
 
+// Read from BTF: typedef btf_trace_NAME is a pointer to a function of the context and
+// the tracepoint's arguments.
+absl::Status NeedTracepoint(const char* name, int wanted, const char* what, const char* since) {
+  btf* vmlinux = btf__load_vmlinux_btf();
+  if (vmlinux == nullptr) return absl::OkStatus();  // the load says what is missing
+  std::string type_name = absl::StrCat("btf_trace_", name);
+  int args = -1;
+  int id = btf__find_by_name_kind(vmlinux, type_name.c_str(), BTF_KIND_TYPEDEF);
+  const btf_type* type = id > 0 ? btf__type_by_id(vmlinux, id) : nullptr;
+  // typedef -> pointer -> function prototype, whose first parameter is the context.
+  if (type != nullptr) type = btf__type_by_id(vmlinux, type->type);
+  if (type != nullptr && btf_is_ptr(type)) type = btf__type_by_id(vmlinux, type->type);
+  if (type != nullptr && btf_is_func_proto(type)) args = btf_vlen(type) - 1;
+  btf__free(vmlinux);
+  if (id > 0 && (args < 0 || args >= wanted)) return absl::OkStatus();
+  struct utsname kernel {};
+  uname(&kernel);
+  return absl::FailedPreconditionError(absl::StrCat(
+      "the BPF recorder needs ", what, " (Linux ", since, " and later); this kernel (",
+      kernel.release, ") ",
+      id > 0 ? absl::StrCat("passes ", name, " ", args, " arguments, not ", wanted)
+             : absl::StrCat("has no tracepoint ", name)));
+}
+
 absl::Status BpfRecorderAvailable() {
   if (access(kKernelBtf, R_OK) != 0) {
     return absl::FailedPreconditionError(
@@ -161,6 +225,14 @@ absl::StatusOr<std::unique_ptr<BpfRecorder>> BpfRecorder::Open(const BpfRecorder
     return absl::InvalidArgumentError(
         absl::StrCat("BPF recorder: unknown set '", options.set, "' (lock, sched, syscalls)"));
   }
+  // What each set's programs read, checked first: the verifier's refusal names no release.
+  absl::Status needs = absl::OkStatus();
+  if (options.set == "sched") {
+    needs = NeedTracepoint("sched_switch", 4, "sched_switch's argument prev_state", "5.18");
+  } else if (options.set == "lock") {
+    needs = NeedTracepoint("contention_begin", 2, "lock:contention_begin", "5.19");
+  }
+  if (!needs.ok()) return needs;
   if (options.task_scope) chosen.push_back(programs.on_process_fork);
   bpf_program* every[] = {programs.on_contention_begin, programs.on_contention_end,
                           programs.on_sys_enter,        programs.on_sys_exit,

@@ -46,6 +46,19 @@ namespace perfscale {
 
 inline constexpr int kBpfBuckets = 32;  // log2 ns buckets: b holds [2^b, 2^(b+1)) ns
 
+// From one libbpf message, the verifier's refusal of a program: "the verifier refused
+// program 'NAME': LAST LINE OF ITS LOG", or "" for any other message. libbpf prints a
+// refused program's whole log as one message between -- BEGIN PROG LOAD LOG -- and
+// -- END PROG LOAD LOG --; its last line is the verifier's reason (on Linux 5.10, say,
+// a helper or a tracepoint that kernel lacks).
+std::string VerifierRefusal(const std::string& libbpf_message);
+
+// OK when the running kernel has tracepoint `name` (sched_switch, contention_begin) with
+// at least `wanted` arguments; else FailedPrecondition naming `what` the recorder needs,
+// the release it came with (`since`) and what this kernel has. Without it a load fails
+// with the verifier's "invalid bpf_context access" or libbpf's ESRCH, which name neither.
+absl::Status NeedTracepoint(const char* name, int wanted, const char* what, const char* since);
+
 struct BpfRecorderOptions {
   std::string set;  // lock, sched or syscalls
   bool task_scope = false;

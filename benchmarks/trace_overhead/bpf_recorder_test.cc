@@ -56,6 +56,38 @@ TEST(BpfStatsTest, QuantilesAreBucketUpperBounds) {
   EXPECT_EQ(stats.QuantileNs(0.99), 2048u);
 }
 
+TEST(VerifierRefusalTest, NamesTheProgramAndTheVerifiersLastWords) {
+  // As libbpf 1.1 prints a refused load (abridged).
+  EXPECT_EQ(VerifierRefusal("libbpf: prog 'on_sched_switch': -- BEGIN PROG LOAD LOG --\n"
+                            "0: R1=ctx(off=0,imm=0) R10=fp0\n"
+                            "; int BPF_PROG(on_sched_switch, bool preempt)\n"
+                            "invalid bpf_context access off=24 size=8\n"
+                            "processed 12 insns (limit 1000000) max_states_per_insn 0\n"
+                            "-- END PROG LOAD LOG --\n"),
+            "the verifier refused program 'on_sched_switch': invalid bpf_context access "
+            "off=24 size=8");
+  EXPECT_EQ(VerifierRefusal("libbpf: prog 'x': -- BEGIN PROG LOAD LOG --\n-- END PROG LOAD LOG --"),
+            "the verifier refused program 'x': (an empty log)");
+  EXPECT_EQ(VerifierRefusal("libbpf: failed to load BPF skeleton 'perfscale_bpf_recorder': -13"),
+            "");
+  EXPECT_EQ(VerifierRefusal(""), "");
+}
+
+TEST(NeedTracepointTest, NamesWhatTheKernelLacksAndSinceWhen) {
+  if (!BpfRecorderAvailable().ok()) GTEST_SKIP() << BpfRecorderAvailable().message();
+  // This kernel's sched_switch has prev_state (Linux 5.18), so 4 arguments are there.
+  EXPECT_TRUE(NeedTracepoint("sched_switch", 4, "prev_state", "5.18").ok());
+  absl::Status more = NeedTracepoint("sched_switch", 9, "a ninth argument", "9.9");
+  EXPECT_TRUE(absl::IsFailedPrecondition(more)) << more;
+  EXPECT_TRUE(absl::StrContains(more.message(), "needs a ninth argument (Linux 9.9 and later)"))
+      << more;
+  EXPECT_TRUE(absl::StrContains(more.message(), "passes sched_switch 4 arguments")) << more;
+  absl::Status none = NeedTracepoint("perfscale_no_such_tracepoint", 1, "it", "9.9");
+  EXPECT_TRUE(absl::IsFailedPrecondition(none)) << none;
+  EXPECT_TRUE(absl::StrContains(none.message(), "has no tracepoint perfscale_no_such_tracepoint"))
+      << none;
+}
+
 TEST(BpfRecorderTest, UnknownSetIsRejected) {
   BpfRecorderOptions options;
   options.set = "custom";
