@@ -62,6 +62,29 @@ def counter_sources(context):
     return {str(k): str(v) for k, v in sources.items()} if isinstance(sources, dict) else {}
 
 
+def uncountable(base_context, new_context):
+    """[(counter, side, reason)] of the attributed counters that one run counted and the
+    other's kernel could not give ("unavailable: tracepoint csd:csd_queue_cpu does not
+    exist on this kernel" on Linux 5.10): absent there, never zero, and said so rather
+    than left out in silence."""
+    base, new = counter_sources(base_context), counter_sources(new_context)
+    missing = []
+    for counter in _TASK_COUNTERS:
+        base_has = counter in base and not base[counter].startswith("unavailable")
+        new_has = counter in new and not new[counter].startswith("unavailable")
+        if base_has and counter in new and not new_has:
+            missing.append((counter, "new", new[counter]))
+        elif new_has and counter in base and not base_has:
+            missing.append((counter, "base", base[counter]))
+    return missing
+
+
+def uncountable_lines(base_context, new_context):
+    """One line per counter uncountable() names, for compare's and the gate's output."""
+    return ["not compared: %s, which the %s run could not count (%s)" % (counter, side, reason)
+            for counter, side, reason in uncountable(base_context, new_context)]
+
+
 # How a run took its attributed counts: the context's "attribution" (bench_support.h,
 # docs/counters-pass.md). "counting_pass" and "off" time with no perf event of ours
 # attached; "timed" times the counters too, as every run did before the counting pass.
