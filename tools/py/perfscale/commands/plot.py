@@ -1,12 +1,12 @@
-"""`tools/perfscale plot`: scaling curves, counts against vCPUs, history trends (the
-drawing is perfscale.plots.plot's and perfscale.plots.cpus')."""
+"""`tools/perfscale plot`: scaling curves, counts against vCPUs, a kernel A/B, history
+trends (the drawing is perfscale.plots.plot's, .cpus' and .kernels')."""
 
 import argparse
 import re
 import sys
 
 from perfscale.history import store
-from perfscale.plots import cpus, plot
+from perfscale.plots import cpus, kernels, plot
 from perfscale.results import io
 
 
@@ -25,10 +25,29 @@ def main(argv):
     parser.add_argument("--relative", default="", metavar="PARAM,...",
                         help="with --vs-cpus: parameters sized from the CPUs, drawn as a "
                         "multiple of them (e.g. passive)")
+    parser.add_argument("--vs-kernel", action="store_true",
+                        help="a kernel A/B: each benchmark against --x, one line per kernel "
+                        "(files from guests of several kernels), and DIR/ab.md")
+    parser.add_argument("--x", metavar="PARAM[*PARAM...]",
+                        help="with --vs-kernel: the x axis, a parameter or a product of "
+                        "them (threads*parallelism: BM_BreakpointThread's live threads)")
+    parser.add_argument("--metric", metavar="COUNTER", default="",
+                        help="with --vs-kernel: the figure drawn (default: the real time "
+                        "in us; e.g. usecs/op)")
+    parser.add_argument("--ratio", metavar="PARAM",
+                        help="with --vs-kernel: per kernel, the largest value of PARAM "
+                        "against the smallest at each point (breakpoints: 4 over 0)")
     parser.add_argument("-o", "--output", required=True, metavar="DIR")
     args = parser.parse_args(argv)
     if bool(args.results) == bool(args.history):
         parser.error("give RESULTS.json files or --history DB (one of them)")
+    if args.vs_kernel and (args.history or args.vs_cpus):
+        parser.error("--vs-kernel draws RESULTS.json files, without --history or --vs-cpus")
+    if args.vs_kernel and not args.x:
+        parser.error("--vs-kernel needs --x PARAM[*PARAM...] (e.g. threads*parallelism)")
+    if not args.vs_kernel and (args.x or args.metric or args.ratio):
+        parser.error("--x, --metric and --ratio go with --vs-kernel")
+    x_params = [p for p in (args.x or "").split("*") if p]
     try:
         pattern = re.compile(args.filter) if args.filter else None
     except re.error as err:
@@ -49,12 +68,16 @@ def main(argv):
                 for results in result_sets:
                     results.entries = {k: v for k, v in results.entries.items()
                                        if pattern.search(k)}
-            if args.vs_cpus:
+            if args.vs_kernel:
+                written, lines = kernels.ab(result_sets, x_params, args.metric, args.output,
+                                            args.ratio)
+                print("\n".join(lines))
+            elif args.vs_cpus:
                 written = cpus.plots(result_sets, args.output,
                                      [p for p in args.relative.split(",") if p])
             else:
                 written = plot.scaling_plots(result_sets, args.output)
-    except (io.ResultsError, store.HistoryError) as err:
+    except (io.ResultsError, store.HistoryError, kernels.KernelPlotError) as err:
         print("perfscale plot: %s" % err, file=sys.stderr)
         return 2
     except OSError as err:  # the results were read: this is the output folder

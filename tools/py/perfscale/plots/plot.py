@@ -104,7 +104,7 @@ def scaling_plots(result_sets, outdir):
                 high = [max(v) - m for m, (_, v) in zip(medians, points)]
                 name = " ".join(filter(None, (key[0], describe(key[1:]))))
                 ax.errorbar(xs, medians, yerr=[low, high], marker="o", capsize=3, label=name)
-            _scale_axes(ax, series)
+            scale_axes(ax, series)
             ax.set_xlabel(axis)
             ax.set_ylabel(ylabel)
             ax.set_title("%s: %s against %s" % (family, ylabel, axis))
@@ -137,13 +137,20 @@ def _bar_chart(plt, family, labelled, ylabel, metric, outdir):
     return save(plt, fig, path), "%s: median %s per instance" % (family, ylabel)
 
 
-def _scale_axes(ax, series):
+def scale_axes(ax, series):
+    import matplotlib.ticker
     xs = [x for points in series.values() for x, _ in points]
     ys = [statistics.median(v) for points in series.values() for _, v in points]
+    # A log axis labels its ticks in mathtext ($\mathdefault{10^{3}}$), which pyplot()
+    # turns off for the sake of names: the numbers are written out instead.
+    plain = matplotlib.ticker.FuncFormatter(lambda value, _position: "%g" % value)
     if min(xs) > 0 and max(xs) / min(xs) >= 8:
         ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(plain)
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     if ys and min(ys) > 0 and max(ys) / min(ys) > _LOG_RATIO:
         ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(plain)
     ax.grid(True, which="both", alpha=0.3)
 
 
