@@ -220,6 +220,21 @@ TEST_F(BreakpointBinaryTest, BenchmarkFilterSelectsAFamily) {
        "--breakpoint_active=1", "--breakpoint_placement=unpinned", "--benchmark_filter=Thread",
        "--benchmark_list_tests=true"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
+  // By default 20 threads per batch, and 2048/CPUs (at least 250): thousands of live
+  // inherited breakpoints, where the seed's kernels slow down.
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  const long large = std::max(250L, (2048 + cpus - 1) / cpus);
+  EXPECT_EQ(result.out,
+            absl::StrCat("BM_BreakpointThread/breakpoints:0/parallelism:1/threads:20/real_time\n",
+                         "BM_BreakpointThread/breakpoints:0/parallelism:1/threads:", large,
+                         "/real_time\n"));
+}
+
+TEST_F(BreakpointBinaryTest, QuickChurnsTwentyThreadsABatch) {
+  ::perfscale::testing::CommandResult result = ::perfscale::testing::RunRunfile(
+      kBinary, {"--quick", "--breakpoint_breakpoints=0", "--breakpoint_parallelism=1",
+                "--benchmark_filter=Thread", "--benchmark_list_tests=true"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(result.out, "BM_BreakpointThread/breakpoints:0/parallelism:1/threads:20/real_time\n");
 }
 

@@ -87,10 +87,26 @@ std::string OneToCpus(const FlagEnv& env) {
   return absl::StrJoin(active, ",");
 }
 
+// Threads per batch of the thread-churn rows that hold thousands of live inherited
+// breakpoints: with parallelism CPUs, kChurnLiveThreads threads alive at once (x4
+// breakpoints: 8192), and at least kChurnMinThreads so the one-worker row holds 1000.
+// Before Linux 6.1 every inherited breakpoint's slot reservation walked all task-bound
+// breakpoints for every CPU under one mutex (the seed: 165x slower at 112 CPUs); a 5.10
+// guest of 4 vCPUs took 24x as long per thread with 4 breakpoints at 4 x 1000 threads,
+// 6.12 1.45x (docs/measurements/2026-12-04-breakpoint-ab.md). At 20 threads the
+// difference drowns in thread creation.
+constexpr int64_t kChurnLiveThreads = 2048;
+constexpr int64_t kChurnMinThreads = 250;
+
+std::string ChurnThreads(const FlagEnv& env) {
+  const int64_t cpus = std::max<int64_t>(1, env.cpus);
+  return absl::StrCat("20,", std::max(kChurnMinThreads, (kChurnLiveThreads + cpus - 1) / cpus));
+}
+
 struct Flags {
   std::vector<int64_t> breakpoints;
   std::vector<int64_t> parallelism;
-  int threads = 0;
+  std::vector<int64_t> threads;
   int repeat = 0;
   std::vector<int64_t> passive;
   std::vector<int64_t> active;
@@ -115,9 +131,12 @@ const FlagList<Flags> flags(
                     "workers creating threads concurrently (BM_BreakpointThread)")
             .Default("1,CPUs", [](const FlagEnv& env) { return absl::StrCat("1,", env.cpus); })
             .Quick("CPUs", [](const FlagEnv& env) { return absl::StrCat(env.cpus); }),
-        IntFlag(&Flags::threads, "breakpoint_threads", 1, 100000,
-                "threads each batch creates and joins (BM_BreakpointThread)")
-            .Default("20"),
+        IntListFlag(&Flags::threads, "breakpoint_threads", 1, 100000,
+                    "threads each batch creates and joins (BM_BreakpointThread)")
+            .Default("20, and 2048/CPUs (at least 250): thousands of live inherited "
+                     "breakpoints, where kernels before 6.1 slow down",
+                     ChurnThreads)
+            .Quick("20"),
         IntFlag(&Flags::repeat, "breakpoint_repeat", 1, 1000000,
                 "batches per iteration of BM_BreakpointThread, shared by the workers (perf bench "
                 "--repeat)")
@@ -331,28 +350,33 @@ absl::Status RegisterThreadFamily(const Flags& f, const Capabilities& caps) {
   // Values a user asked for that cannot fit are a usage error; defaults that do not fit
   // this environment skip at run time with the same reason.
   for (int64_t p : f.parallelism) {
-    absl::Status fits =
-        caps.RequireThreads(ThreadsNeeded(ThreadParams{0, static_cast<int>(p), f.threads, 1}));
-    if (!fits.ok() && (flags.Given(&Flags::parallelism) || flags.Given(&Flags::threads))) {
-      return absl::InvalidArgumentError(absl::StrCat(flags.Name(&Flags::parallelism), "=", p, " ",
-                                                     flags.Name(&Flags::threads), "=", f.threads,
-                                                     ": ", fits.message()));
+    for (int64_t t : f.threads) {
+      absl::Status fits = caps.RequireThreads(
+          ThreadsNeeded(ThreadParams{0, static_cast<int>(p), static_cast<int>(t), 1}));
+      if (!fits.ok() && (flags.Given(&Flags::parallelism) || flags.Given(&Flags::threads))) {
+        return absl::InvalidArgumentError(absl::StrCat(flags.Name(&Flags::parallelism), "=", p,
+                                                       " ", flags.Name(&Flags::threads), "=", t,
+                                                       ": ", fits.message()));
+      }
     }
   }
-  for (int64_t b : f.breakpoints) {
-    for (int64_t p : f.parallelism) {
-      ThreadParams params{static_cast<int>(b), static_cast<int>(p), f.threads, f.repeat};
-      std::string name = absl::StrCat("BM_BreakpointThread/breakpoints:", b, "/parallelism:", p,
-                                      "/threads:", f.threads);
-      // One iteration creates and joins repeat x threads threads, plus the workers.
-      const double threads_per_iteration = static_cast<double>(f.repeat) * f.threads + p;
-      RegisterPlanned(
-          name, TimeMode::kReal,
-          [threads_per_iteration](const UnitCosts& u) {
-            return Cost{0, threads_per_iteration * u.thread, 0};
-          },
-          BM_BreakpointThread, params)
-          ->Unit(benchmark::kMicrosecond);
+  for (int64_t t : f.threads) {
+    for (int64_t b : f.breakpoints) {
+      for (int64_t p : f.parallelism) {
+        ThreadParams params{static_cast<int>(b), static_cast<int>(p), static_cast<int>(t),
+                            f.repeat};
+        std::string name = absl::StrCat("BM_BreakpointThread/breakpoints:", b,
+                                        "/parallelism:", p, "/threads:", t);
+        // One iteration creates and joins repeat x threads threads, plus the workers.
+        const double threads_per_iteration = static_cast<double>(f.repeat) * t + p;
+        RegisterPlanned(
+            name, TimeMode::kReal,
+            [threads_per_iteration](const UnitCosts& u) {
+              return Cost{0, threads_per_iteration * u.thread, 0};
+            },
+            BM_BreakpointThread, params)
+            ->Unit(benchmark::kMicrosecond);
+      }
     }
   }
   return absl::OkStatus();
