@@ -10,11 +10,11 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "benchmarks/harness/flags.h"
+#include "benchmarks/harness/json_string.h"
 #include "benchmarks/harness/profile_support.h"
 #include "benchmarks/harness/suite_plan.h"
 #include "lib/errno_status.h"
-#include "lib/flags.h"
-#include "lib/json_string.h"
 
 namespace perfscale {
 namespace {

@@ -16,9 +16,9 @@
 #include <thread>
 #include <vector>
 
+#include "benchmarks/harness/flags.h"
 #include "gtest/gtest.h"
 #include "lib/capabilities.h"
-#include "lib/flags.h"
 #include "testing/common/family_harness.h"
 #include "testing/common/process_state.h"
 

@@ -11,8 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
+#include "benchmarks/harness/flags.h"
 #include "lib/errno_status.h"
-#include "lib/flags.h"
 
 namespace perfscale {
 namespace {

@@ -3,8 +3,8 @@
 #include <regex.h>
 
 #include "absl/strings/str_cat.h"
+#include "benchmarks/harness/flags.h"
 #include "lib/cpu_set.h"
-#include "lib/flags.h"
 
 namespace perfscale {
 namespace {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "lib/flags.h"
+#include "benchmarks/harness/flags.h"
 
 namespace perfscale {
 

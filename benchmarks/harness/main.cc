@@ -20,6 +20,7 @@
 #include "benchmarks/harness/bench_support.h"
 #include "benchmarks/harness/benchmark_flags.h"
 #include "benchmarks/harness/family.h"
+#include "benchmarks/harness/flags.h"
 #include "benchmarks/harness/machine_identity.h"
 #include "benchmarks/harness/profile_support.h"
 #include "benchmarks/harness/progress.h"
@@ -27,7 +28,6 @@
 #include "benchmarks/harness/run_context.h"
 #include "benchmarks/harness/suite_plan.h"
 #include "benchmarks/harness/syscall_injection.h"
-#include "lib/flags.h"
 #include "lib/interrupt_cleanup.h"
 
 namespace {

@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "lib/json_string.h"
+#include "benchmarks/harness/json_string.h"
 
 namespace perfscale {
 namespace {

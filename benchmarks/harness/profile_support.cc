@@ -10,9 +10,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "benchmarks/harness/cpu_profiler.h"
+#include "benchmarks/harness/flags.h"
+#include "benchmarks/harness/json_string.h"
 #include "benchmarks/harness/profile_summary.h"
-#include "lib/flags.h"
-#include "lib/json_string.h"
 #include "lib/symbols.h"
 
 namespace perfscale {

@@ -9,10 +9,10 @@
 
 #include "benchmark/benchmark.h"
 #include "benchmarks/harness/family.h"
+#include "benchmarks/harness/flags.h"
 #include "benchmarks/harness/progress.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "lib/flags.h"
 
 namespace perfscale {
 namespace {

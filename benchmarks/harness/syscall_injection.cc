@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "benchmark/benchmark.h"
-#include "lib/flags.h"
+#include "benchmarks/harness/flags.h"
 
 namespace perfscale {
 namespace {

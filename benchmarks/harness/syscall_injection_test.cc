@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "benchmarks/harness/flags.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "lib/flags.h"
 
 namespace perfscale {
 namespace {

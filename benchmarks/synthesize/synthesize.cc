@@ -43,6 +43,7 @@
 #include "benchmark/benchmark.h"
 #include "benchmarks/harness/bench_support.h"
 #include "benchmarks/harness/family.h"
+#include "benchmarks/harness/flags.h"
 #include "benchmarks/harness/profile_support.h"
 #include "benchmarks/harness/suite_plan.h"
 #include "benchmarks/synthesize/parallel_synthesis.h"
@@ -51,7 +52,6 @@
 #include "lib/capabilities.h"
 #include "lib/cpu_set.h"
 #include "lib/errno_status.h"
-#include "lib/flags.h"
 #include "lib/kernel_cost.h"
 #include "lib/scratch_file.h"
 

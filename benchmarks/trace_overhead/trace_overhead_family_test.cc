@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "benchmarks/harness/flags.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "lib/flags.h"
 #include "testing/common/family_harness.h"
 
 namespace perfscale {

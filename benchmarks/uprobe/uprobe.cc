@@ -53,6 +53,7 @@
 #include "benchmark/benchmark.h"
 #include "benchmarks/harness/bench_support.h"
 #include "benchmarks/harness/family.h"
+#include "benchmarks/harness/flags.h"
 #include "benchmarks/harness/profile_support.h"
 #include "benchmarks/harness/suite_plan.h"
 #include "benchmarks/uprobe/elf_offset.h"
@@ -61,7 +62,6 @@
 #include "lib/child_process.h"
 #include "lib/cpu_set.h"
 #include "lib/errno_status.h"
-#include "lib/flags.h"
 #include "lib/perf_event.h"
 
 // The probed function of BM_UprobeHit: not inlined, not folded into another, and its

@@ -8,7 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "benchmarks/harness/family.h"
-#include "lib/flags.h"
+#include "benchmarks/harness/flags.h"
 #include "testing/common/benchmark_json.h"
 
 namespace perfscale {

@@ -8,11 +8,11 @@
 
 #include "absl/strings/string_view.h"
 #include "benchmarks/event_open/event_grid.h"
+#include "benchmarks/harness/flags.h"
 #include "benchmarks/harness/run_context.h"
 #include "benchmarks/synthesize/parallel_synthesis.h"
 #include "lib/capabilities.h"
 #include "lib/cpu_set.h"
-#include "lib/flags.h"
 #include "lib/interrupts.h"
 #include "lib/perf_attr.h"
 #include "lib/tracefs.h"

@@ -1,5 +1,5 @@
 """The flag reference (docs/flags.md) against the binary's --help, which prints every flag
-from its family's table (lib/flags.h): the same flags, each with the same values, default
+from its family's table (benchmarks/harness/flags.h): the same flags, each with the same values, default
 and `--quick` default. A flag added, renamed or given another default without its row
 fails here. And every family flag the documentation names (README.md, docs/) exists, so
 an example cannot teach a name the binary refuses.

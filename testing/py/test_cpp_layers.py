@@ -92,7 +92,7 @@ def test_a_planted_upward_include_is_caught(path, include):
 @pytest.mark.parametrize("path, include", [
     ("lib/perf_event.cc", "lib/errno_status.h"),
     ("lib/tracefs_test.cc", "testing/common/run_command.h"),
-    ("benchmarks/harness/main.cc", "lib/flags.h"),
+    ("benchmarks/harness/main.cc", "benchmarks/harness/flags.h"),
     ("benchmarks/uprobe/uprobe.cc", "benchmarks/harness/family.h"),
     ("benchmarks/uprobe/uprobe.cc", "benchmarks/uprobe/probe_target.h"),
     ("testing/common/family_harness.cc", "benchmarks/harness/family.h"),

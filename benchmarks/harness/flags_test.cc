@@ -1,7 +1,7 @@
 // perf-bench-style flags: the pure value parsers fed edge cases (signs, whitespace,
 // overflow at the int64 limits, huge ranges, duplicates), ParseFlags over flags this test
 // defines itself, and a family's typed table (defaults, --quick, rejections).
-#include "lib/flags.h"
+#include "benchmarks/harness/flags.h"
 
 #include <cstdint>
 #include <limits>

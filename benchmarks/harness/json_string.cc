@@ -1,4 +1,4 @@
-#include "lib/json_string.h"
+#include "benchmarks/harness/json_string.h"
 
 #include <cstddef>
 #include <cstdint>

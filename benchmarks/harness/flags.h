@@ -29,8 +29,8 @@
 //           .Default("20"),
 //   });
 //   absl::StatusOr<Params> params = flags.Resolve(FlagEnv{quick, cpus});
-#ifndef PERFSCALE_LIB_FLAGS_H_
-#define PERFSCALE_LIB_FLAGS_H_
+#ifndef PERFSCALE_BENCHMARKS_HARNESS_FLAGS_H_
+#define PERFSCALE_BENCHMARKS_HARNESS_FLAGS_H_
 
 #include <algorithm>
 #include <cstddef>
@@ -441,4 +441,4 @@ class FlagList {
 
 }  // namespace perfscale
 
-#endif  // PERFSCALE_LIB_FLAGS_H_
+#endif  // PERFSCALE_BENCHMARKS_HARNESS_FLAGS_H_

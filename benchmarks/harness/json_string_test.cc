@@ -1,7 +1,7 @@
 // JsonString against a strict JSON reader (nlohmann::json, which rejects invalid UTF-8
 // and raw control characters): whatever the bytes, the literal parses, and it reads back
 // as the input wherever the input was well-formed UTF-8.
-#include "lib/json_string.h"
+#include "benchmarks/harness/json_string.h"
 
 #include <string>
 #include <vector>

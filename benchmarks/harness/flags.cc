@@ -1,4 +1,4 @@
-#include "lib/flags.h"
+#include "benchmarks/harness/flags.h"
 
 #include <algorithm>
 #include <cstdio>

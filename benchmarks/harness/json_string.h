@@ -12,8 +12,8 @@
 // Example:
 //   JsonString("a\"b\n")  // -> "\"a\\\"b\\u000a\""
 //   JsonString("caf\xc3\xa9 \xff")  // -> "\"caf\xc3\xa9 \\ufffd\""
-#ifndef PERFSCALE_LIB_JSON_STRING_H_
-#define PERFSCALE_LIB_JSON_STRING_H_
+#ifndef PERFSCALE_BENCHMARKS_HARNESS_JSON_STRING_H_
+#define PERFSCALE_BENCHMARKS_HARNESS_JSON_STRING_H_
 
 #include <string>
 
@@ -26,4 +26,4 @@ std::string JsonString(absl::string_view text);
 
 }  // namespace perfscale
 
-#endif  // PERFSCALE_LIB_JSON_STRING_H_
+#endif  // PERFSCALE_BENCHMARKS_HARNESS_JSON_STRING_H_
