@@ -6,6 +6,10 @@ test even where Bazel's dependencies would happen to let it build. Fails when li
 the harness, a family, testing/ or tools/ (lib's own tests may use testing/common/); the
 harness includes a family; a family includes another family; or code that is not a test
 includes testing/.
+
+Bazel keeps the same rule for dependencies (tools/bazel/layers.bzl: each layer's
+visibility, checked by the `layers_test` suites that plant upward dependencies); here, that
+no C++ package opens itself to everyone again.
 """
 
 import os
@@ -99,3 +103,19 @@ def test_a_planted_upward_include_is_caught(path, include):
 ])
 def test_a_downward_include_is_allowed(path, include):
     assert upward_includes(path, '#include "%s"\n' % include) == []
+
+
+def test_no_cxx_package_is_visible_to_everyone():
+    """A `//visibility:public` in lib/, benchmarks/ or testing/ would let any package depend
+    on it, up or sideways, and the planted layers_test would not notice a new package."""
+    public, seen = [], 0
+    for top in ("lib", "benchmarks", "testing"):
+        for folder, _, files in os.walk(os.path.join(REPO_ROOT, top)):
+            if "BUILD.bazel" in files:
+                seen += 1
+                path = os.path.join(folder, "BUILD.bazel")
+                with open(path, encoding="utf-8") as f:
+                    if "//visibility:public" in f.read():
+                        public.append(os.path.relpath(path, REPO_ROOT))
+    assert seen >= 9  # lib, the harness, five families, //benchmarks, testing/*
+    assert not public, "public visibility in: " + ", ".join(public)

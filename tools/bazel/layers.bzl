@@ -45,7 +45,8 @@ TEST_SUPPORT_VISIBILITY = [
 ]
 
 def _refused_impl(ctx):
-    target = ctx.attr.target_under_test
+    # A transition on the attribute makes it a list of one.
+    target = ctx.attr.target_under_test[0]
     if AnalysisFailureInfo not in target:
         return [AnalysisTestResultInfo(
             success = False,
@@ -107,6 +108,7 @@ def layers_refused_test(name, planted):
         )
         _refused_test(
             name = library + "_refused",
+            size = "small",
             target_under_test = ":" + library,
             dep = dep,
             why = why,
