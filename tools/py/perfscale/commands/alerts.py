@@ -55,6 +55,11 @@ def parse_args(argv):
         parser.add_argument("--token-file", metavar="FILE",
                             help="with --dashboard: the file holding the triage token")
         args = parser.parse_args(argv[1:])
+        if args.dashboard is not None:
+            try:
+                args.dashboard = dashboard_url(args.dashboard)
+            except ValueError as err:
+                parser.error(str(err))
         args.action = "set"
         return args
     parser = argparse.ArgumentParser(
@@ -68,6 +73,21 @@ def parse_args(argv):
     args = parser.parse_args(argv)
     args.action = "list"
     return args
+
+
+def dashboard_url(text):
+    """`text` once it is a dashboard's address, http(s)://HOST[:PORT][/PATH], without a
+    trailing slash; ValueError otherwise. urllib would open a file:// URL as a file, and
+    a malformed one (no scheme, an unclosed [IPv6) raises deep in the request."""
+    try:
+        url = urllib.parse.urlsplit(text)
+        url.port  # ValueError for a port that is not a number
+    except ValueError as err:
+        raise ValueError("--dashboard %s: not a URL (%s)" % (text, err)) from None
+    if url.scheme not in ("http", "https") or not url.hostname or url.query or url.fragment:
+        raise ValueError("--dashboard wants the dashboard's address, http://HOST:PORT, "
+                         "got '%s'" % text)
+    return text.rstrip("/")
 
 
 def _change(row):
@@ -88,10 +108,14 @@ def _through_dashboard(args):
         print("alerts: --dashboard needs the triage token (--token-file or $%s)"
               % options.TOKEN_ENV, file=sys.stderr)
         return 2
+    try:
+        triage.checked(args.state, args.who, args.why)  # the dashboard's rules, said here
+    except triage.TriageError as err:
+        print("alerts: %s" % err, file=sys.stderr)
+        return 2
     data = urllib.parse.urlencode({"state": args.state, "who": args.who,
                                    "why": args.why}).encode()
-    request = urllib.request.Request("%s/alert/%d/state" % (args.dashboard.rstrip("/"),
-                                                            args.alert),
+    request = urllib.request.Request("%s/alert/%d/state" % (args.dashboard, args.alert),
                                      data=data, headers={TOKEN_HEADER: token})
     try:
         with urllib.request.urlopen(request, timeout=30):

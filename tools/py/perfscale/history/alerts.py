@@ -214,6 +214,9 @@ def set_state(conn, alert_id, state, who, why):
     """Triage by hand: the dashboard's rules (who and why required, bounded). Raises
     TriageError for bad input or an alert that does not exist."""
     who, why = checked(state, who, why)
+    # Both engines store a signed 64-bit id: a larger number is no alert, not an overflow.
+    if not 0 < alert_id < 1 << 63:
+        raise TriageError("no alert #%s" % alert_id)
     with transaction(conn):
         if one(conn, "SELECT id FROM alerts WHERE id = ?", (alert_id,)) is None:
             raise TriageError("no alert #%s" % alert_id)

@@ -72,6 +72,16 @@ def checked(state, who, why):
         raise TriageError("say who changes the state and why")
     if len(who) > MAX_TEXT or len(why) > MAX_TEXT:
         raise TriageError("who and why are limited to %d characters" % MAX_TEXT)
+    for text in (who, why):
+        # A NUL is refused by PostgreSQL's text, and bytes that are not UTF-8 (a shell
+        # hands them on as lone surrogates) by both engines: refused here, on either, as
+        # bad input, never a traceback from the driver.
+        if "\x00" in text:
+            raise TriageError("who and why must not contain a NUL character")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise TriageError("who and why must be UTF-8 text") from None
     return who, why
 
 
