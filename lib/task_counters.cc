@@ -1,24 +1,15 @@
 #include "lib/task_counters.h"
 
-#include <fcntl.h>
 #include <linux/perf_event.h>
-#include <sched.h>
-#include <signal.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <iterator>
-#include <map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -29,18 +20,6 @@
 
 namespace perfscale {
 namespace {
-
-// Offsets in the raw payload of lock:contention_begin/end (their tracefs format files):
-// the common fields take 8 bytes, then `void *lock_addr`.
-constexpr size_t kRawCommonTypeOffset = 0;
-constexpr size_t kRawLockAddrOffset = 8;
-
-template <typename T>
-bool ReadAt(absl::Span<const uint8_t> bytes, size_t offset, T* out) {
-  if (offset > bytes.size() || bytes.size() - offset < sizeof(T)) return false;
-  std::memcpy(out, bytes.data() + offset, sizeof(T));
-  return true;
-}
 
 // Counting on the calling task and everything it creates later, user and kernel.
 perf_event_attr Inherited(perf_event_attr attr) {
@@ -92,67 +71,6 @@ TaskCounts& TaskCounts::operator+=(const TaskCounts& other) {
 uint64_t TaskCounts::Count(TaskCounter counter) const { return this->*Info(counter).field; }
 
 const char* TaskCounterName(TaskCounter counter) { return Info(counter).name; }
-
-absl::StatusOr<LockSample> ParseLockSample(absl::Span<const uint8_t> record, uint16_t begin_id,
-                                           uint16_t end_id) {
-  perf_event_header header;
-  if (!ReadAt(record, 0, &header) || header.type != PERF_RECORD_SAMPLE ||
-      header.size > record.size()) {
-    return absl::InvalidArgumentError("not a whole PERF_RECORD_SAMPLE");
-  }
-  size_t at = sizeof(header);
-  uint32_t pid_tid[2];
-  uint64_t time = 0;
-  uint32_t raw_size = 0;
-  if (!ReadAt(record, at, &pid_tid) || !ReadAt(record, at + 8, &time) ||
-      !ReadAt(record, at + 16, &raw_size)) {
-    return absl::InvalidArgumentError("lock sample too short for tid, time and raw size");
-  }
-  at += 20;
-  if (raw_size > header.size - at) {
-    return absl::InvalidArgumentError("lock sample's raw payload runs past the record");
-  }
-  absl::Span<const uint8_t> raw = record.subspan(at, raw_size);
-  uint16_t type = 0;
-  LockSample sample;
-  if (!ReadAt(raw, kRawCommonTypeOffset, &type) ||
-      !ReadAt(raw, kRawLockAddrOffset, &sample.lock_addr)) {
-    return absl::InvalidArgumentError("lock sample's raw payload is too short");
-  }
-  if (type != begin_id && type != end_id) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("sample of tracepoint id ", type, ", not of lock:contention_begin/end"));
-  }
-  sample.tid = pid_tid[1];
-  sample.time_ns = time;
-  sample.begin = type == begin_id;
-  return sample;
-}
-
-LockWaits PairLockContention(std::vector<LockSample> samples) {
-  std::stable_sort(samples.begin(), samples.end(),
-                   [](const LockSample& a, const LockSample& b) { return a.time_ns < b.time_ns; });
-  struct Open {
-    uint64_t lock_addr;
-    uint64_t since_ns;
-  };
-  std::map<uint32_t, Open> waiting;
-  LockWaits waits;
-  for (const LockSample& sample : samples) {
-    auto it = waiting.find(sample.tid);
-    if (sample.begin) {
-      if (it != waiting.end()) continue;  // already waiting: the same contention
-      waiting.emplace(sample.tid, Open{sample.lock_addr, sample.time_ns});
-      ++waits.contended;
-    } else if (it == waiting.end() || it->second.lock_addr != sample.lock_addr) {
-      ++waits.unmatched_ends;
-    } else {
-      waits.wait_ns += sample.time_ns - it->second.since_ns;
-      waiting.erase(it);
-    }
-  }
-  return waits;
-}
 
 std::unique_ptr<TaskCounters> TaskCounters::Open(const Options& options) {
   std::unique_ptr<TaskCounters> counters(new TaskCounters());
@@ -421,8 +339,12 @@ void TaskCounters::DrainLocks(bool keep, std::vector<LockSample>* samples, uint6
         ring.ring.Consume([&](const perf_event_header& header, absl::Span<const uint8_t> record) {
           if (!keep) return;
           if (header.type == PERF_RECORD_LOST) {
+            // PERF_RECORD_LOST: the header, the event id, then how many records were lost.
             uint64_t lost_now = 0;
-            if (ReadAt(record, sizeof(header) + 8, &lost_now)) *lost += lost_now;
+            if (record.size() >= sizeof(header) + 16) {
+              std::memcpy(&lost_now, record.data() + sizeof(header) + 8, sizeof(lost_now));
+            }
+            *lost += lost_now;
             return;
           }
           absl::StatusOr<LockSample> sample = ParseLockSample(record, lock_begin_id_, lock_end_id_);
@@ -475,106 +397,6 @@ absl::StatusOr<TaskCounts> TaskCounters::Stop() {
 std::vector<std::string> CountingTracepoints() {
   return {"csd:csd_queue_cpu", "ipi:ipi_send_cpu", "ipi:ipi_send_cpumask", "lock:contention_begin",
           "lock:contention_end"};
-}
-
-namespace {
-
-constexpr size_t kKeeperStackBytes = 64 * 1024;
-
-// The keeper's whole life, on a stack of its own in the caller's memory: wait for the
-// caller to close the pipe's other end (or die), then exit. Raw syscalls only: it shares
-// the caller's memory (and so its libc state) but not its file table.
-__attribute__((no_sanitize("address", "thread", "undefined"))) int KeeperMain(void* arg) {
-  const int read_fd = static_cast<int>(reinterpret_cast<intptr_t>(arg));
-  syscall(SYS_prctl, PR_SET_NAME, TracepointKeepAlive::kProcessName, 0ul, 0ul, 0ul);
-  // Its copy of the caller's file table: keep only the pipe's read end, so it holds no
-  // file open for the caller (and the pipe sees EOF when the caller closes its end).
-  if (read_fd > 0) syscall(SYS_close_range, 0u, static_cast<unsigned>(read_fd - 1), 0u);
-  syscall(SYS_close_range, static_cast<unsigned>(read_fd + 1), ~0u, 0u);
-  char byte;
-  syscall(SYS_read, read_fd, &byte, 1);  // returns at EOF; every signal is blocked
-  return 0;
-}
-
-}  // namespace
-
-absl::StatusOr<std::unique_ptr<TracepointKeepAlive>> TracepointKeepAlive::Open(
-    const std::vector<std::string>& tracepoints) {
-  std::unique_ptr<TracepointKeepAlive> kept(new TracepointKeepAlive());
-  int pipe_fds[2];
-  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    return ErrnoStatus(errno, "pipe for the tracepoint keep-alive");
-  }
-  void* stack = mmap(nullptr, kKeeperStackBytes, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-  if (stack == MAP_FAILED) {
-    int err = errno;
-    close(pipe_fds[0]);
-    close(pipe_fds[1]);
-    return ErrnoStatus(err, "stack for the tracepoint keep-alive");
-  }
-  kept->stack_ = stack;
-  // A process of its own, not a thread: a second thread would share the file table, and
-  // every fd syscall of the timed tasks would then take and drop a file reference
-  // (fdget's single-threaded shortcut lost: +2% on a breakpoint toggle on the
-  // instruction clock, docs/measurements/2026-12-02-counting-pass.md). CLONE_VM: no
-  // copy-on-write of the caller's pages. It takes no signal (the mask is inherited at
-  // creation and restored here), so only the pipe ends its wait.
-  sigset_t all, previous;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &previous);
-  pid_t pid = clone(KeeperMain, static_cast<char*>(stack) + kKeeperStackBytes, CLONE_VM | SIGCHLD,
-                    reinterpret_cast<void*>(static_cast<intptr_t>(pipe_fds[0])));
-  int clone_errno = errno;
-  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-  close(pipe_fds[0]);
-  if (pid < 0) {
-    close(pipe_fds[1]);
-    return ErrnoStatus(clone_errno, "clone the tracepoint keep-alive");
-  }
-  kept->pid_ = pid;
-  kept->wake_fd_ = pipe_fds[1];
-  for (const std::string& name : tracepoints) {
-    absl::StatusOr<uint64_t> id = TracepointId(name);
-    if (!id.ok()) continue;
-    perf_event_attr attr = TracepointAttr(*id);
-    attr.inherit = 0;
-    attr.exclude_kernel = 0;
-    attr.exclude_hv = 1;
-    absl::StatusOr<PerfEvent> event = PerfEvent::Open(attr, kept->pid_, -1);
-    if (!event.ok()) continue;
-    kept->events_.push_back(*std::move(event));
-    kept->held_.push_back(name);
-  }
-  return kept;
-}
-
-TracepointKeepAlive::~TracepointKeepAlive() {
-  events_.clear();  // the last close unregisters (and waits for the grace period)
-  if (wake_fd_ >= 0) close(wake_fd_);  // EOF: the keeper exits
-  if (pid_ > 0) {
-    while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
-    }
-  }
-  if (stack_ != nullptr) munmap(stack_, kKeeperStackBytes);
-}
-
-std::vector<int> TracepointKeepAlive::fds() const {
-  std::vector<int> fds;
-  for (const PerfEvent& event : events_) fds.push_back(event.fd());
-  return fds;
-}
-
-absl::StatusOr<std::vector<uint64_t>> TracepointKeepAlive::Counts() const {
-  std::vector<uint64_t> counts;
-  for (const PerfEvent& event : events_) {
-    uint64_t value = 0;
-    ssize_t n = read(event.fd(), &value, sizeof(value));
-    if (n < 0) return ErrnoStatus(errno, "read a kept tracepoint event");
-    if (n != sizeof(value)) return absl::InternalError("kept tracepoint event read was short");
-    counts.push_back(value);
-  }
-  return counts;
 }
 
 }  // namespace perfscale

@@ -14,7 +14,7 @@
 // - xcalls: csd:csd_queue_cpu (one cross-CPU function call queued, IPI or not).
 // - lock_contended, lock_wait: lock:contention_begin/end sampled (time, tid, lock
 //   address) into one small ring buffer per CPU, drained at each read and paired per
-//   task the way `perf lock contention` pairs them.
+//   task the way `perf lock contention` pairs them (lib/lock_contention.h).
 // - syscalls (only when Options::count_syscalls asks): raw_syscalls:sys_enter. Each
 //   counting event on it adds work to every syscall of the counted tasks, so it is for
 //   sizing a slowdown that scales with syscalls (tools/perfscale inject), not for timing.
@@ -42,7 +42,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/types/span.h"
+#include "lib/lock_contention.h"
 #include "lib/perf_event.h"
 #include "lib/ring_buffer.h"
 
@@ -90,32 +90,6 @@ struct CounterSource {
   bool available = false;
   std::string source;
 };
-
-// One lock:contention_begin/end hit, as sampled.
-struct LockSample {
-  uint32_t tid = 0;
-  uint64_t time_ns = 0;
-  uint64_t lock_addr = 0;
-  bool begin = false;
-};
-
-// Decodes one PERF_RECORD_SAMPLE (header included) of sample_type TID | TIME | RAW from
-// a contention tracepoint; the raw payload's common_type tells begin from end.
-// InvalidArgument for a record of another shape or tracepoint.
-absl::StatusOr<LockSample> ParseLockSample(absl::Span<const uint8_t> record, uint16_t begin_id,
-                                           uint16_t end_id);
-
-struct LockWaits {
-  uint64_t contended = 0;  // accepted begins
-  uint64_t wait_ns = 0;    // sum of begin..end intervals that closed
-  uint64_t unmatched_ends = 0;
-};
-
-// Pairs samples per task in time order, as perf's lock contention BPF program does: a
-// begin while the task already waits is part of the same wait (a mutex's optimistic spin
-// then sleep), and only an end for the same lock address closes it. Waits that began
-// before the samples (an end with no begin) and waits still open are not timed.
-LockWaits PairLockContention(std::vector<LockSample> samples);
 
 class TaskCounters {
  public:
@@ -188,57 +162,9 @@ class TaskCounters {
 };
 
 // The tracepoints TaskCounters::Open opens with its default Options (not
-// raw_syscalls:sys_enter: see TracepointKeepAlive).
+// raw_syscalls:sys_enter: see TracepointKeepAlive, lib/tracepoint_keep_alive.h), for
+// TracepointKeepAlive::Open.
 std::vector<std::string> CountingTracepoints();
-
-// Keeps tracepoints registered with perf for as long as it lives, so that opening and
-// closing counters on them (a TaskCounters per counting pass) neither enables their static
-// key (text patching, IPIs to every CPU) nor waits for RCU grace periods on the last close
-// (tracepoint_synchronize_unregister): 10-45 ms per event, docs/counters-pass.md.
-//
-// It holds one counting event per tracepoint bound to a process of its own that does
-// nothing but wait (pid = that process, cpu = -1, no inherit). perf adds a task-bound
-// tracepoint event to a CPU's list only while its task runs (perf_trace_add at sched in),
-// so while it waits every CPU's list stays empty and another task's hit takes the early
-// return in perf_trace_<event> (include/trace/perf.h): what remains for the tasks being
-// timed is the enabled static key and that return, per hit. Not for
-// raw_syscalls:sys_enter: registered, it routes every syscall of every thread through
-// the syscall tracing path.
-//
-// Example:
-//   absl::StatusOr<std::unique_ptr<TracepointKeepAlive>> kept =
-//       TracepointKeepAlive::Open(CountingTracepoints());
-//   ... open and close TaskCounters as often as needed ...
-//   kept->reset();  // closes the events, then ends and reaps the process
-class TracepointKeepAlive {
- public:
-  // The waiting process's name (its comm, in ps and /proc), so that no one takes it for a
-  // second copy of the benchmark, and tests can tell it from a workload's processes.
-  static constexpr char kProcessName[] = "perfscale-keep";
-
-  // Starts the process and opens what it can: a tracepoint that does not exist or is
-  // refused is left out (held() says which are kept). An error only when the process
-  // cannot be started.
-  static absl::StatusOr<std::unique_ptr<TracepointKeepAlive>> Open(
-      const std::vector<std::string>& tracepoints);
-  TracepointKeepAlive(const TracepointKeepAlive&) = delete;
-  TracepointKeepAlive& operator=(const TracepointKeepAlive&) = delete;
-  ~TracepointKeepAlive();
-
-  pid_t pid() const { return pid_; }  // the waiting process's
-  const std::vector<std::string>& held() const { return held_; }
-  std::vector<int> fds() const;  // the events' file descriptors
-  // What the events counted (the waiting process's hits: 0 while it waits), by held().
-  absl::StatusOr<std::vector<uint64_t>> Counts() const;
-
- private:
-  TracepointKeepAlive() = default;
-  pid_t pid_ = 0;
-  int wake_fd_ = -1;  // the pipe end whose close ends the process
-  void* stack_ = nullptr;
-  std::vector<std::string> held_;
-  std::vector<PerfEvent> events_;
-};
 
 }  // namespace perfscale
 

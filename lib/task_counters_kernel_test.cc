@@ -19,6 +19,7 @@
 #include "lib/perf_attr.h"
 #include "lib/perf_event.h"
 #include "lib/task_counters.h"
+#include "lib/tracepoint_keep_alive.h"
 #include "testing/common/process_state.h"
 
 namespace perfscale {

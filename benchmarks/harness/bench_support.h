@@ -63,6 +63,7 @@
 #include "lib/capabilities.h"
 #include "lib/kernel_cost.h"
 #include "lib/task_counters.h"
+#include "lib/tracepoint_keep_alive.h"
 
 namespace perfscale {
 

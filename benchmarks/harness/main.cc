@@ -29,6 +29,7 @@
 #include "benchmarks/harness/suite_plan.h"
 #include "benchmarks/harness/syscall_injection.h"
 #include "lib/interrupt_cleanup.h"
+#include "lib/tracepoint_keep_alive.h"
 
 namespace {
 

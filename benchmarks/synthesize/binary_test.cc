@@ -19,7 +19,7 @@
 #include "benchmarks/synthesize/proc_status.h"
 #include "gtest/gtest.h"
 #include "lib/file_reader.h"
-#include "lib/task_counters.h"
+#include "lib/tracepoint_keep_alive.h"
 #include "testing/common/family_harness.h"
 
 namespace perfscale {
