@@ -45,7 +45,7 @@ Counts RunEnable() {
   ::perfscale::testing::CommandResult result = ::perfscale::testing::RunRunfile(
       "benchmarks/breakpoint/breakpoint",
       {"--benchmark_filter=BM_BreakpointEnable", "--breakpoint_passive=8", "--breakpoint_active=0",
-       "--breakpoint_placement=other_cpus", "--benchmark_min_time=0.1", "--benchmark_repetitions=5",
+       "--breakpoint_placement=other_cpus", "--benchmark_min_time=0.1s", "--benchmark_repetitions=5",
        "--benchmark_report_aggregates_only=false", "--benchmark_format=json"});
   EXPECT_EQ(result.exit_code, 0) << result.err;
   absl::StatusOr<nlohmann::json> doc = ParseBenchmarkJson(result.out);
@@ -55,6 +55,7 @@ Counts RunEnable() {
   for (const nlohmann::json& run : doc->at("benchmarks")) {
     if (run.value("run_type", "") != "iteration") continue;
     EXPECT_FALSE(run.contains("error_message")) << run.value("error_message", "");
+    EXPECT_FALSE(run.contains("skip_message")) << run.value("skip_message", "");
     for (auto [key, into] : {std::pair{"ipis_sent/op", &sent}, std::pair{"xcalls/op", &xcalls},
                              std::pair{"ipis_system/op", &system}}) {
       EXPECT_TRUE(run.contains(key)) << "no " << key;

@@ -143,10 +143,13 @@ std::string CounterSourcesJson(const TracepointKeepAlive* kept) {
 
 bool SkipIfError(benchmark::State& state, const absl::Status& status) {
   if (status.ok()) return false;
-  std::string message = IsEnvironmentLimitation(status)
-                            ? absl::StrCat("SKIPPED: ", status.message())
-                            : absl::StrCat("ERROR: ", status.ToString());
-  state.SkipWithError(message.c_str());
+  // A skip is Google Benchmark's own (JSON "skipped", compare.py leaves the row out), not
+  // an error; its console line already says "SKIPPED".
+  if (IsEnvironmentLimitation(status)) {
+    state.SkipWithMessage(std::string(status.message()));
+  } else {
+    state.SkipWithError(absl::StrCat("ERROR: ", status.ToString()));
+  }
   return true;
 }
 
@@ -294,7 +297,7 @@ bool WillBeReported(double manual_seconds, double loop_seconds, int64_t iteratio
   }
   const bool repeated = benchmark.last_iterations == iterations;
   benchmark.last_iterations = iterations;
-  constexpr int64_t kMaxIterations = 1000000000;  // benchmark_runner.h
+  constexpr int64_t kMaxIterations = 1000000000000;  // benchmark_runner.cc (1.9; 1e9 in 1.7)
   return repeated || iterations >= kMaxIterations || measured >= control.min_time - slack;
 }
 
@@ -311,7 +314,7 @@ void RunPasses(benchmark::State& state, const PassOptions& options, const PassBo
   BenchmarkPass timed(state, options, /*counting=*/false,
                       /*attribute=*/mode == Attribution::kTimed, 0);
   body(timed);
-  if (state.error_occurred() || !timed.measured_) return;
+  if (state.skipped() || !timed.measured_) return;
   SetSystemCounters(state, timed.cost_, timed.ops_, options.unit);
   if (mode == Attribution::kTimed) {
     if (timed.cost_.tasks.has_value() && timed.meter_->task_counters() != nullptr) {
@@ -331,7 +334,7 @@ void RunPasses(benchmark::State& state, const PassOptions& options, const PassBo
   benchmark::UserCounters timed_counters = state.counters;
   body(counting);
   state.counters = std::move(timed_counters);
-  if (state.error_occurred() || !counting.measured_) return;
+  if (state.skipped() || !counting.measured_) return;
   if (counting.cost_.tasks.has_value() && counting.meter_->task_counters() != nullptr) {
     SetTaskCounters(state, *counting.cost_.tasks, *counting.meter_->task_counters(), counting.ops_,
                     options.unit);

@@ -68,9 +68,16 @@ absl::Status CheckOne(absl::string_view name, absl::string_view value) {
       return Bad(name, value, "a positive integer");
     }
   } else if (name == "benchmark_min_time" || name == "benchmark_min_warmup_time") {
+    // Google Benchmark 1.8+ reads min_time as "<seconds>s" (a bare number still works, with
+    // a warning) or "<iterations>x"; the suite plan reads the seconds, so "x" is refused.
+    // min_warmup_time stays a plain number of seconds.
+    absl::string_view number = value;
+    if (name == "benchmark_min_time") absl::ConsumeSuffix(&number, "s");
     double seconds = 0;
-    if (!absl::SimpleAtod(value, &seconds) || !(seconds >= 0) || seconds > 1e6) {
-      return Bad(name, value, "a number of seconds >= 0");
+    if (!absl::SimpleAtod(number, &seconds) || !(seconds >= 0) || seconds > 1e6) {
+      return Bad(name, value,
+                 name == "benchmark_min_time" ? "seconds >= 0, such as 0.5s"
+                                              : "a number of seconds >= 0");
     }
   } else if (name == "benchmark_format" || name == "benchmark_out_format") {
     if (!IsOneOf(value, {"console", "json", "csv"}))

@@ -21,6 +21,9 @@ TEST(BenchmarkFlagsTest, RejectsWhatGoogleBenchmarkWouldAbortOn) {
   ExpectRejected("--benchmark_min_time=abc", "--benchmark_min_time");
   ExpectRejected("--benchmark_min_time=-1", "--benchmark_min_time");
   ExpectRejected("--benchmark_min_time=nan", "--benchmark_min_time");
+  ExpectRejected("--benchmark_min_time=100x", "--benchmark_min_time");  // plans read seconds
+  ExpectRejected("--benchmark_min_time=0.5ss", "--benchmark_min_time");
+  ExpectRejected("--benchmark_min_warmup_time=0.5s", "--benchmark_min_warmup_time");
   ExpectRejected("--benchmark_format=xml", "--benchmark_format");
   ExpectRejected("--benchmark_out_format=", "--benchmark_out_format");
   ExpectRejected("--benchmark_out=/nonexistent-dir/x.json", "--benchmark_out");
@@ -44,6 +47,7 @@ TEST(BenchmarkFlagsTest, RejectsWhatGoogleBenchmarkWouldIgnoreOrMisread) {
 TEST(BenchmarkFlagsTest, LetsGoodValuesAndOtherFlagsThrough) {
   EXPECT_TRUE(
       CheckBenchmarkFlags({"--benchmark_repetitions=10", "--benchmark_min_time=0.5",
+                           "--benchmark_min_time=0.5s",
                            "--benchmark_format=json", "--benchmark_out_format=csv",
                            "--benchmark_out=/tmp/x.json", "--benchmark_out=x.json",
                            "--benchmark_color=false", "--benchmark_filter=-Thread|Enable$",

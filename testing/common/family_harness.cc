@@ -139,11 +139,14 @@ BinaryRun RunFamilyBinary(absl::string_view binary, const std::vector<std::strin
   for (const nlohmann::json& entry : *benchmarks) {
     BenchmarkResult result;
     result.name = StringOf(entry, "name");
-    result.error_message = StringOf(entry, "error_message");
+    result.message = StringOf(entry, "error_message") + StringOf(entry, "skip_message");
     result.label = StringOf(entry, "label");
     result.time_unit = StringOf(entry, "time_unit");
     if (auto error = entry.find("error_occurred"); error != entry.end() && error->is_boolean()) {
       result.error = error->get<bool>();
+    }
+    if (auto skipped = entry.find("skipped"); skipped != entry.end() && skipped->is_boolean()) {
+      result.skipped = skipped->get<bool>();
     }
     if (entry.is_object()) {
       for (const auto& [key, value] : entry.items()) {

@@ -42,6 +42,12 @@ namespace testing {
 
 using BenchmarkRun = benchmark::BenchmarkReporter::Run;
 
+// A row the library timed: neither skipped (SkipWithMessage) nor failed (SkipWithError).
+inline bool Timed(const BenchmarkRun& run) { return run.skipped == benchmark::internal::NotSkipped; }
+inline bool Skipped(const BenchmarkRun& run) {
+  return run.skipped == benchmark::internal::SkippedWithMessage;
+}
+
 // Keeps every run's report; prints nothing.
 class CollectingReporter : public benchmark::BenchmarkReporter {
  public:
@@ -93,8 +99,10 @@ std::string ExactFilter(const std::string& name);
 // One entry of the JSON's "benchmarks".
 struct BenchmarkResult {
   std::string name;
-  bool error = false;  // error_occurred (a skip is an error whose message starts "SKIPPED")
-  std::string error_message;
+  bool error = false;    // "error_occurred": SkipWithError
+  bool skipped = false;  // "skipped": SkipWithMessage, what the environment forbids
+  std::string message;   // "error_message" or "skip_message", whichever the row has
+  bool Timed() const { return !error && !skipped; }
   std::string label;
   std::string time_unit;
   std::map<std::string, double> numbers;  // every numeric field: counters, times, iterations

@@ -55,7 +55,7 @@ class KernelLimits(unittest.TestCase):
         result = subprocess.run(
             ["taskset", "-c", "0", BINARY, "--benchmark_filter=BM_EventOpen/strategy:",
              "--event_open_strategy=event_major,cpu_major,parallel", "--quick=true",
-             "--benchmark_min_time=0.001", "--benchmark_format=json"],
+             "--benchmark_min_time=0.001s", "--benchmark_format=json"],
             capture_output=True, text=True, timeout=300)
         self.assertEqual(result.returncode, 0, result.stderr[-2000:])
         rows = json.loads(result.stdout)["benchmarks"]

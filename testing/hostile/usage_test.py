@@ -17,7 +17,7 @@ import unittest
 BINARY = None
 # The cheapest benchmark there is: no threads, no tracefs, no fds beyond one event.
 ONE_BENCHMARK = "--benchmark_filter=BM_BreakpointEnable/passive:0/active:1/placement:unpinned"
-FAST = ["--quick=true", "--benchmark_min_time=0.001", "--benchmark_format=json"]
+FAST = ["--quick=true", "--benchmark_min_time=0.001s", "--benchmark_format=json"]
 
 
 def run(*flags, env=None, prefix=()):

@@ -90,7 +90,7 @@ def test_the_qemu_job_passes_lavas_validation(job_dir):
     steps = "\n".join(definition["repository"]["run"]["steps"])
     # run --quick --repetitions 3, as `run` gives the binary its flags
     for flag in ("--benchmark_out=/tmp/out/result.json", "--quick=true",
-                 "--benchmark_repetitions=3", "--benchmark_min_time=0.01"):
+                 "--benchmark_repetitions=3", "--benchmark_min_time=0.01s"):
         assert flag in steps
     assert "/perfscale/lava-cases" in steps and "/perfscale/lava-send" in steps
     archive = gzip.decompress(ramdisk)

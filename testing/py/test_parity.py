@@ -99,17 +99,23 @@ def test_perf_output_without_its_figure_fails_with_what_it_printed(capsys):
     assert "no 'usecs/op' line in perf bench output" in err and "something else" in err
 
 
-def test_an_errored_benchmark_of_ours_fails_the_run_with_its_message(capsys):
-    def errored(cmd, out):
+@pytest.mark.parametrize("untimed, reason", [
+    ({"error_occurred": True, "error_message": "perf_event_open: EACCES"},
+     "perf_event_open: EACCES"),
+    # Google Benchmark 1.8+ writes a skip as "skipped": its zero time is no figure either.
+    ({"skipped": True, "skip_message": "no breakpoint PMU"}, "SKIPPED: no breakpoint PMU"),
+])
+def test_an_untimed_benchmark_of_ours_fails_the_run_with_its_reason(capsys, untimed, reason):
+    def edited(cmd, out):
         if parity_replay.BINARY not in cmd:
             return out
         document = json.loads(out)
         for run in document["benchmarks"]:
-            run.update(error_occurred=True, error_message="perf_event_open: EACCES")
+            run.update(untimed)
         return json.dumps(document)
-    code, _, _ = parity_replay.replay(parity_replay.load("breakpoint"), edit=errored)
+    code, _, _ = parity_replay.replay(parity_replay.load("breakpoint"), edit=edited)
     assert code == 2
-    assert "perf_event_open: EACCES" in capsys.readouterr().err
+    assert reason in capsys.readouterr().err
 
 
 def test_evlist_open_close_is_per_fd():

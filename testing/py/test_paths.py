@@ -69,7 +69,7 @@ def test_vm_kernel_path(elsewhere, monkeypatch, capsys):
 def test_run_out_and_benchmark_flags(elsewhere):
     result = perfscale(elsewhere, "run", "--family", "breakpoint", "--out", "mine.json", "--",
                        "--benchmark_filter=BM_BreakpointEnable/passive:0/active:1/"
-                       "placement:unpinned", "--benchmark_min_time=0.001")
+                       "placement:unpinned", "--benchmark_min_time=0.001s")
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert (elsewhere / "mine.json").is_file()
     assert "results: %s" % (elsewhere / "mine.json") in result.stdout

@@ -108,3 +108,26 @@ def test_synthesize_vanished_tasks_are_a_counter_not_a_skip():
     entry = results.entries["BM_Synthesize/workload:system/real_time"]
     assert entry.errors == [] and len(entry.real_ns) == 1
     assert entry.counters["tasks_vanished"] == [2.0]
+
+
+@pytest.mark.parametrize("row", [
+    # Google Benchmark 1.8+ (SkipWithMessage): a skip of its own.
+    {"skipped": True, "skip_message": "no breakpoint PMU"},
+    # 1.7 and before: perfscale's skips were errors whose message said SKIPPED.
+    {"error_occurred": True, "error_message": "SKIPPED: no breakpoint PMU"},
+])
+def test_a_skip_reads_the_same_in_the_old_and_the_new_format(row):
+    row = dict(row, name="BM_X/a:1/real_time", run_type="iteration", iterations=0,
+               real_time=0.0, cpu_time=0.0, time_unit="us")
+    results = results_io.parse_results(json.dumps({"context": {}, "benchmarks": [row]}))
+    entry = results.entries["BM_X/a:1/real_time"]
+    assert entry.errors == ["SKIPPED: no breakpoint PMU"] and entry.real_ns == []
+    assert entry.skipped
+
+
+def test_an_error_is_not_a_skip():
+    row = {"name": "BM_X", "run_type": "iteration", "error_occurred": True,
+           "error_message": "ERROR: INTERNAL: read failed", "real_time": 0.0, "cpu_time": 0.0}
+    results = results_io.parse_results(json.dumps({"context": {}, "benchmarks": [row]}))
+    assert results.entries["BM_X"].errors == ["ERROR: INTERNAL: read failed"]
+    assert not results.entries["BM_X"].skipped

@@ -45,7 +45,7 @@ def test_the_binary_gets_interleaved_repetitions_and_the_file():
                             flags=["--benchmark_filter=BM_X"])
     assert suite.binary_flags(options, "/r/x.json") == [
         "--benchmark_out=/r/x.json", "--benchmark_out_format=json",
-        "--benchmark_min_time=0.01", "--quick=true",
+        "--benchmark_min_time=0.01s", "--quick=true",
         "--profile", "--profile_out=/r/x.json.profile.json",
         "--benchmark_repetitions=10", "--benchmark_enable_random_interleaving=true",
         "--benchmark_display_aggregates_only=true", "--benchmark_min_warmup_time=0.02",

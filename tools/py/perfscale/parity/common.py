@@ -17,6 +17,7 @@ import subprocess
 import sys
 from typing import Callable, List, Optional
 
+from perfscale.results import io
 from perfscale.suite import runner
 
 
@@ -101,15 +102,16 @@ def run_benchmark_json(cmd: List[str]) -> List[dict]:
 
 def parse_benchmark_json(text: str, what: str) -> List[dict]:
     """The per-repetition runs of our binary's JSON output `text` (from command `what`);
-    an errored run, or none at all, raises."""
+    an errored or skipped run, or none at all, raises."""
     try:
         report = json.loads(text)
     except ValueError as err:
         raise ParityError("%s printed no valid JSON (%s)" % (what, err))
     runs = [b for b in report.get("benchmarks", []) if b.get("run_type") == "iteration"]
     for run in runs:
-        if run.get("error_occurred"):
-            raise ParityError("%s: %s" % (run.get("name"), run.get("error_message")))
+        reason = io.untimed_reason(run)  # a skip has no timing either
+        if reason is not None:
+            raise ParityError("%s: %s" % (run.get("name"), reason))
     if not runs:
         raise ParityError("%s ran no benchmark" % what)
     return runs

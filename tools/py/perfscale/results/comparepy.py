@@ -29,7 +29,7 @@ def clean_document(path):
         document = json.load(f)
     kept = []
     for item in document.get("benchmarks", []):
-        if item.get("error_occurred") or item.get("skipped"):
+        if io.untimed_reason(item) is not None:
             continue
         if any(io.finite_or_none(item.get(k)) is None for k in ("real_time", "cpu_time")):
             continue

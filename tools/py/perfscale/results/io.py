@@ -148,6 +148,9 @@ class Entry:
     real_ns: list = dataclasses.field(default_factory=list)  # one per repetition
     cpu_ns: list = dataclasses.field(default_factory=list)
     counters: dict = dataclasses.field(default_factory=dict)  # name -> finite values
+    # Why repetitions have no timing, one line each: a skip reads "SKIPPED: <reason>",
+    # whichever Google Benchmark wrote it (skip_message from 1.8, SKIPPED-prefixed
+    # error_message before), an error its own message.
     errors: list = dataclasses.field(default_factory=list)
     aggregates_only: bool = False  # the file had no per-repetition entries for it
     order: tuple = ()  # Google Benchmark's registration order, as compare.py sorts
@@ -155,6 +158,11 @@ class Entry:
     @property
     def family(self):
         return self.parsed.family
+
+    @property
+    def skipped(self):
+        """True when the only untimed repetitions were skips (what the machine forbids)."""
+        return bool(self.errors) and all(e.startswith(SKIP_PREFIX) for e in self.errors)
 
     @property
     def params(self):
@@ -321,12 +329,27 @@ def _add_item(item, entries, aggregates):
     entry = entries.get(instance)
     if entry is None:
         entry = entries[instance] = _new_entry(instance, item, len(entries))
-    if item.get("error_occurred") or item.get("skipped"):
-        message = str(item.get("error_message") or item.get("skip_message") or "error")
+    message = untimed_reason(item)
+    if message is not None:
         if message not in entry.errors:
             entry.errors.append(message)
         return
     _add_sample(entry, item)
+
+
+SKIP_PREFIX = "SKIPPED: "
+
+
+def untimed_reason(item):
+    """Why a benchmark row has no timing, or None when it was timed. Google Benchmark 1.8+
+    writes a skip as "skipped": true with "skip_message" (SkipWithMessage), and an error as
+    "error_occurred" with "error_message"; before 1.8 both were errors, and perfscale's
+    skips said "SKIPPED: <reason>". Both read the same: a skip is "SKIPPED: <reason>"."""
+    if item.get("skipped") is True:
+        return SKIP_PREFIX + str(item.get("skip_message") or "no reason given")
+    if item.get("error_occurred") is True:
+        return str(item.get("error_message") or "error")
+    return None
 
 
 def _add_sample(entry, item):

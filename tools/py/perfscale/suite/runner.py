@@ -239,7 +239,7 @@ def binary_flags(options: Options, out: Optional[str]) -> List[str]:
     if out is not None:
         flags += ["--benchmark_out=" + out, "--benchmark_out_format=json"]
     if options.quick:
-        flags += ["--benchmark_min_time=0.01", "--quick=true"]
+        flags += ["--benchmark_min_time=0.01s", "--quick=true"]
     if out is not None and options.profile:
         # Top kernel and user symbols of each benchmark, beside the results (docs/user-guide.md).
         flags += ["--profile", "--profile_out=%s.profile.json" % out]

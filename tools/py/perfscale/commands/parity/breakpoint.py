@@ -28,7 +28,7 @@ def cases(min_time: str):
             ours_args=["--breakpoint_breakpoints=%d" % b, "--breakpoint_parallelism=%d" % p,
                        "--breakpoint_threads=%d" % t, "--breakpoint_repeat=%d" % THREAD_REPEAT,
                        "--breakpoint_passive=0", "--breakpoint_active=0",
-                       "--benchmark_filter=^%s$" % name, "--benchmark_min_time=" + min_time],
+                       "--benchmark_filter=^%s$" % name, "--benchmark_min_time=%ss" % min_time],
             ours_repetitions=3))
     for passive, active, repeat in ENABLE_CASES:
         name = ("BM_BreakpointEnable/passive:%d/active:%d/placement:unpinned/real_time" %
@@ -41,7 +41,7 @@ def cases(min_time: str):
             ours_args=["--breakpoint_breakpoints=0", "--breakpoint_parallelism=1",
                        "--breakpoint_passive=%d" % passive, "--breakpoint_active=%d" % active,
                        "--breakpoint_placement=unpinned",
-                       "--benchmark_filter=^%s$" % name, "--benchmark_min_time=" + min_time],
+                       "--benchmark_filter=^%s$" % name, "--benchmark_min_time=%ss" % min_time],
             ours_repetitions=3))
     return result
 

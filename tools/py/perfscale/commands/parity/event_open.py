@@ -70,7 +70,7 @@ def cases(min_time: str):
                                "--event_open_phases=lifecycle",
                                "--event_open_pmu_lookup=per_pmu",
                                "--benchmark_filter=^%s$" % name,
-                               "--benchmark_min_time=" + min_time],
+                               "--benchmark_min_time=%ss" % min_time],
                     ours_counter="usecs/fd",
                     unit="usecs/fd",
                     gating=False))

@@ -61,7 +61,7 @@ def run_perf(args):
 def run_ours(binary, flags, min_time):
     """{strategy: (usecs/record, records)} from one run of our binary."""
     found = {}
-    cmd = [binary, "--benchmark_format=json", "--benchmark_min_time=" + min_time] + flags
+    cmd = [binary, "--benchmark_format=json", "--benchmark_min_time=%ss" % min_time] + flags
     for run in common.run_benchmark_json(cmd):
         strategy = re.search(r"strategy:(\w+)", run["name"]).group(1)
         found[strategy] = (float(run["usecs/record"]), float(run["records"]))

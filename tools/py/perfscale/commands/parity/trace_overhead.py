@@ -76,7 +76,7 @@ def perf_bench_pipe(loops, threads=False, under_lock_record=False, prefix=()):
 def run_ours(binary, flags, min_time, prefix=()):
     """{benchmark name: run} of one run of our binary; errors raise ParityError."""
     cmd = list(prefix) + [binary, "--benchmark_format=json",
-                          "--benchmark_min_time=" + min_time] + flags
+                          "--benchmark_min_time=%ss" % min_time] + flags
     return {run["name"]: run for run in common.run_benchmark_json(cmd)}
 
 

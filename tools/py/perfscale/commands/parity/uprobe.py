@@ -38,7 +38,7 @@ def hit_filter(probe: str) -> str:
 def ours_flags(probe: str, min_time: str):
     return ["--uprobe_probe=%s" % probe, "--uprobe_threads=1", "--uprobe_calls=%d" % CALLS,
             "--uprobe_processes=0", "--uprobe_attach_probes=1", hit_filter(probe),
-            "--benchmark_min_time=" + min_time]
+            "--benchmark_min_time=%ss" % min_time]
 
 
 def parse_added_event(text: str) -> str:
