@@ -8,8 +8,10 @@ Skips when Chromium, its driver or Selenium is missing (tools/setup test install
 
 import json
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -107,24 +109,39 @@ def artefacts(tmp_path_factory):
     return path
 
 
+def _chromium_dirs(folder):
+    return {n for n in os.listdir(folder) if n.startswith("org.chromium.Chromium.")}
+
+
 @pytest.fixture(scope="module")
 def browser():
     from selenium.webdriver.chrome.service import Service
+    # Chromium leaves its singleton socket folder (org.chromium.Chromium.XXXXXX) in TMPDIR
+    # when its driver ends it: 25 of them had piled up in this machine's /tmp. It and its
+    # driver get a TMPDIR of their own, removed with them; the system's must gain none.
+    system_tmp = tempfile.gettempdir()
+    before = _chromium_dirs(system_tmp)
+    own_tmp = tempfile.mkdtemp(prefix="perfscale-chromium-")
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                  "--window-size=1400,1000", "--no-first-run", "--disable-extensions"):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    service = Service(CHROMEDRIVER)
-    driver = webdriver.Chrome(service=service, options=options)
-    driver_pid = service.process.pid
+    service = Service(CHROMEDRIVER, env=dict(os.environ, TMPDIR=own_tmp))
     try:
-        yield driver
+        driver = webdriver.Chrome(service=service, options=options)
+        driver_pid = service.process.pid
+        try:
+            yield driver
+        finally:
+            driver.quit()  # ends chromium, then its driver
+            if service.process is not None and service.process.poll() is None:
+                os.kill(driver_pid, signal.SIGTERM)
     finally:
-        driver.quit()  # ends chromium, then its driver
-        if service.process is not None and service.process.poll() is None:
-            os.kill(driver_pid, signal.SIGTERM)
+        shutil.rmtree(own_tmp, ignore_errors=True)
+    leaked = _chromium_dirs(system_tmp) - before
+    assert not leaked, "the browser left %s in %s" % (sorted(leaked), system_tmp)
 
 
 def _console_errors(driver):
