@@ -73,6 +73,28 @@ def test_faster_is_reported_and_passes(cli):
     assert all(": faster (-" in verdict_lines(out)[name] for name in SLOWED)
 
 
+def test_skips_in_either_format_are_said_to_be_skips(cli, tmp_path):
+    # The same row skipped as Google Benchmark 1.9 writes it (new) and as perfscale's
+    # binaries on 1.7 did, an error saying SKIPPED (base): a skip on both sides, not judged.
+    name = "BM_PipePingPong/set:lockdep/callchain:0/real_time"
+    paths = []
+    for side in ("base", "new"):
+        with open(data("base.json")) as f:
+            document = json.load(f)
+        for item in document["benchmarks"]:
+            if item["name"] == name:
+                item.pop("error_occurred"), item.pop("error_message")
+                if side == "new":
+                    item.update(skipped=True, skip_message="no lockdep")
+                else:
+                    item.update(error_occurred=True, error_message="SKIPPED: no lockdep")
+        paths.append(tmp_path / (side + ".json"))
+        paths[-1].write_text(json.dumps(document))
+    code, out, _ = cli("compare", str(paths[0]), str(paths[1]), "--no-table")
+    assert verdict_lines(out)[name].endswith("skipped in both runs: no lockdep")
+    assert code == 0
+
+
 def test_errors_are_listed_not_judged(cli):
     code, out, _ = cli("compare", data("base.json"), data("clean.json"), "--no-table")
     line = verdict_lines(out)["BM_PipePingPong/set:lockdep/callchain:0/real_time"]

@@ -618,8 +618,14 @@ def _per_benchmark(base_entries, new_entries, options):
             verdicts.append(Verdict(name, MISSING, note="new benchmark, not in the baseline",
                                     baseline_valid=False))
         elif entry.errors and not entry.real_ns and old.errors and not old.real_ns:
-            verdicts.append(Verdict(name, MISSING, note="error in both runs: "
-                                    + "; ".join(entry.errors), baseline_valid=False))
+            # What the machine forbade on both sides (a skip, in either result format) is
+            # said as such: nothing failed.
+            if entry.skipped and old.skipped:
+                both = "skipped in both runs: " + "; ".join(
+                    e[len(io.SKIP_PREFIX):] for e in entry.errors)
+            else:
+                both = "error in both runs: " + "; ".join(entry.errors)
+            verdicts.append(Verdict(name, MISSING, note=both, baseline_valid=False))
         elif entry.errors and not entry.real_ns:
             verdicts.append(Verdict(name, ERROR, note="; ".join(entry.errors)))
         elif old.errors and not old.real_ns:
