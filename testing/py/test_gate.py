@@ -637,7 +637,7 @@ def test_trials_without_true_sizes_cannot_call_the_power_promise_kept(capsys):
 def test_calibrate_over_a_stretch_spaces_the_runs_and_can_be_interrupted(cli, tmp_path,
                                                                          monkeypatch):
     import time as real_time
-    from perfscale.commands import calibrate
+    from perfscale.suite import calibrate
     monkeypatch.setenv("PERFSCALE_BINARY", FAKE_RUN)
     starts, slept = [], []
     running = calibrate._run
@@ -700,7 +700,7 @@ def test_true_sizes_count_every_op_of_an_iteration():
 
 
 def test_calibrate_names_the_families_the_host_hides_a_10_percent_slowdown_from():
-    from perfscale.commands import calibrate
+    from perfscale.suite import calibrate
 
     def calibration(name, mdc):
         return (name, results_stats.REAL_TIME), history.Calibration(

@@ -22,7 +22,7 @@ import pytest
 from conftest import REPO_ROOT, data
 from perfscale.plots import cpus as plot_cpus
 from perfscale.results import io as results_io
-from perfscale.commands import bisect
+from perfscale.suite import bisect
 from perfscale.gate import comparability
 from perfscale.machine import identity
 from perfscale.vm import initramfs, kernel, qemu as vm
@@ -704,8 +704,9 @@ def test_vm_guest_checks_what_vm_checks(capsys):
     assert exit_info.value.code == 2
     assert vm.INSTRUCTIONS_NEED_SINGLE in capsys.readouterr().err
     # bisect boots the same machines and refuses the same ones.
+    from perfscale.commands import bisect as bisect_command
     with pytest.raises(SystemExit) as exit_info:
-        bisect.main(["--good", "a", "--bad", "b", "--kernels", "a,b", "--benchmark", "x",
+        bisect_command.main(["--good", "a", "--bad", "b", "--kernels", "a,b", "--benchmark", "x",
                      "--counter", "c", "--cpus", "0"])
     assert exit_info.value.code == 2
     assert "--cpus values must be in 1..255, got '0'" in capsys.readouterr().err
