@@ -6,9 +6,17 @@ Each failed on that main. Run:
     tools/py/python -m pytest -q testing/py/test_hostile_sweep_38.py
 """
 
+import http.server
+import json
+import shutil
+import threading
+import time
+
 import pytest
 
 import synthetic_history
+from conftest import data
+from perfscale.labs import kcidb, lava
 
 TOKEN = "a-triage-token-of-the-sweep"
 
@@ -77,3 +85,114 @@ def test_the_alert_form_refuses_a_nul_on_either_engine(alerted):
                        headers={web_app.TOKEN_HEADER: TOKEN})
     assert page.status_code == 400
     assert "NUL" in page.get_data(as_text=True)
+
+
+class Hostile(http.server.BaseHTTPRequestHandler):
+    """A lab's server gone wrong: MODE says how it answers every GET and POST."""
+    mode = "list"
+
+    def log_message(self, *_args):
+        pass
+
+    def _answer(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.mode == "drip":  # a byte every half second, for 20 s: never hangs a test
+            self.send_response(200)
+            self.end_headers()
+            for _ in range(40):
+                self.wfile.write(b" ")
+                self.wfile.flush()
+                time.sleep(0.5)
+            return
+        body = {"list": b"[1, 2]", "deep": b"[" * 100000, "ids-not-a-list": b'{"job_ids": 5}',
+                "log-deep": b"- {lvl: target, msg: " + b"[" * 50000 + b"}\n"}[self.mode]
+        if self.mode == "log-deep" and not self.path.endswith("/logs/"):
+            body = json.dumps({"state": "Finished", "health": "Complete",
+                               "definition": "a: [" * 5000}).encode()
+        self.send_response(201 if self.command == "POST" else 200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = _answer
+
+
+@pytest.fixture
+def hostile():
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield "http://127.0.0.1:%d" % httpd.server_port
+    httpd.shutdown()
+    thread.join()
+    httpd.server_close()
+
+
+@pytest.mark.parametrize("mode", ["list", "deep", "log-deep"])
+def test_import_from_a_server_that_answers_no_lava_job(cli, hostile, tmp_path, monkeypatch,
+                                                        mode):
+    """Before: AttributeError ('list' has no .get) or RecursionError, a traceback, exit 1."""
+    Hostile.mode = mode
+    monkeypatch.setenv("PERFSCALE_LAVA_TOKEN", "t")
+    code, _, err = cli("history", "import", "--history", tmp_path / "h.sqlite", "--lava",
+                       hostile, "7")
+    assert code == 2 and err.startswith("history import: LAVA job 7") \
+        and len(err.strip().splitlines()) == 1, err
+
+
+def test_submit_to_a_server_whose_job_ids_are_no_list(hostile):
+    """Before: TypeError ('int' object is not subscriptable)."""
+    Hostile.mode = "ids-not-a-list"
+    with pytest.raises(lava.LavaError, match="answered no job id"):
+        lava.submit_job(hostile, "device_type: qemu\n", "t")
+
+
+def test_a_server_that_drips_its_answer_is_cut_at_the_deadline(hostile, monkeypatch):
+    """Before: urllib's timeout bounds each wait, not the answer: kcidb's submit and LAVA's
+    fetch waited the whole 20 s of drip and took 40 spaces for an answer (a success for
+    kcidb)."""
+    Hostile.mode = "drip"
+    start = time.monotonic()
+    with pytest.raises(kcidb.KcidbError, match="no whole answer within 2 s"):
+        kcidb.submit(hostile + "/submit", b"{}", "t", timeout=2)
+    monkeypatch.setattr(lava, "TIMEOUT", 2)
+    with pytest.raises(lava.LavaError, match="no whole answer within 2 s"):
+        lava.fetch_job(hostile, "7")
+    assert time.monotonic() - start < 12
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    from test_lava import real_log
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "log.yaml").write_text(real_log())
+    shutil.copy(data("lava/job.yaml"), folder / "job.yaml")
+    shutil.copy(data("lava/lineage.json"), folder / "lineage.json")
+    return folder
+
+
+def test_a_lava_run_folder_with_a_hostile_line_or_lineage(cli, run_dir, tmp_path):
+    """Before: a log line nested 100,000 deep was a RecursionError (now that line is left
+    out, as any stray line is); lineage.json holding a list an AttributeError; a damaged
+    job.yaml was 'not YAML' without its file."""
+    history = str(tmp_path / "h.sqlite")
+    with open(run_dir / "log.yaml", "a", encoding="utf-8") as f:
+        f.write("{a: " + "[" * 100000 + "\n")
+    code, out, err = cli("history", "import", "--history", history, "--lava", run_dir)
+    assert code == 0 and "added as run 1" in out, err
+    (run_dir / "lineage.json").write_text("[1, 2]")
+    code, _, err = cli("history", "import", "--history", history, "--lava", run_dir)
+    assert code == 2 and "lineage.json is no JSON object" in err
+    shutil.copy(data("lava/lineage.json"), run_dir / "lineage.json")
+    (run_dir / "job.yaml").write_text("job: [unclosed\n")
+    code, _, err = cli("history", "import", "--history", history, "--lava", run_dir)
+    assert code == 2 and "%s: not YAML" % (run_dir / "job.yaml") in err
+
+
+def test_a_log_cut_inside_the_result_says_so(run_dir):
+    text = (run_dir / "log.yaml").read_text()
+    cut = text[:text.index("PERFSCALE-LAVA-RESULT-BEGIN") + 2000]
+    with pytest.raises(lava.LavaError, match="cut off|damaged"):
+        lava.parse_log(lava.log_entries(cut))

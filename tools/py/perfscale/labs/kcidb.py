@@ -34,6 +34,7 @@ import urllib.parse
 import urllib.request
 
 from perfscale.gate import stats
+from perfscale.labs import deadline
 from perfscale.history import store, transfer
 from perfscale.results import headlines, io
 
@@ -391,8 +392,7 @@ def submit(url, body, token, timeout=30):
     request = urllib.request.Request(url, data=body, method="POST", headers={
         "Content-Type": "application/json", "Authorization": "Bearer " + token})
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as reply:
-            return reply.read().decode("utf-8", "replace")
+        return deadline.read(request, timeout).decode("utf-8", "replace")
     except urllib.error.HTTPError as err:
         text = err.read().decode("utf-8", "replace").strip().splitlines()
         raise KcidbError("%s refused the report: HTTP %d %s%s" % (

@@ -32,11 +32,12 @@ import urllib.request
 
 from perfscale.gate import comparability, floors, stats
 from perfscale.history import store
-from perfscale.labs import kcidb
+from perfscale.labs import deadline, kcidb
 from perfscale.results import io
 from perfscale.vm import initramfs, qemu
 
 GUEST_OUT = "/tmp/out"
+TIMEOUT = 60  # seconds for one whole answer of a LAVA server (labs.deadline)
 RESULT = GUEST_OUT + "/result.json"
 BEGIN, END = "PERFSCALE-LAVA-RESULT-BEGIN", "PERFSCALE-LAVA-RESULT-END"
 CONFIG_MARK = "PERFSCALE-LAVA-KERNEL-CONFIG"
@@ -398,6 +399,8 @@ def load_yaml(path):
             document = yaml.safe_load(f)
         except yaml.YAMLError as err:
             raise LavaError("not YAML: %s" % str(err).splitlines()[0]) from None
+        except RecursionError:
+            raise LavaError("not a LAVA job: nested deeper than Python's stack") from None
     if not isinstance(document, dict):
         raise LavaError("not a LAVA job (a YAML mapping)")
     return document
@@ -415,7 +418,7 @@ def log_entries(text):
             continue
         try:
             entry = yaml.safe_load(line)
-        except yaml.YAMLError:
+        except (yaml.YAMLError, RecursionError):  # a line nested past Python's stack
             continue
         if isinstance(entry, dict):
             entries.append(entry)
@@ -542,8 +545,7 @@ def _get(url, token, what):
     request = urllib.request.Request(url, headers={"Authorization": "Token " + token}
                                      if token else {})
     try:
-        with urllib.request.urlopen(request, timeout=60) as reply:
-            return reply.read().decode("utf-8", "replace")
+        return deadline.read(request, TIMEOUT).decode("utf-8", "replace")
     except urllib.error.HTTPError as err:
         raise LavaError("%s: HTTP %d %s from %s" % (what, err.code, err.reason,
                                                      kcidb.shown_url(url))) from None
@@ -567,17 +569,26 @@ def counts_only(base_runs, entries, found, options, why):
     return verdicts
 
 
+def _json_object(text, what, url):
+    """`text` as a JSON object (a dict), as each of LAVA's REST answers is; LavaError
+    (one line) for anything else: no JSON, JSON nested past Python's stack, a list."""
+    try:
+        found = json.loads(text)
+    except (ValueError, RecursionError):
+        found = None
+    if not isinstance(found, dict):
+        raise LavaError("%s: %s answers no JSON object: not a LAVA server's REST API?"
+                        % (what, kcidb.shown_url(url)))
+    return found
+
+
 def fetch_job(url, job_id, token=""):
     """(Outcome, Lineage) of a finished job of the LAVA server at `url`, from its REST API
     (v0.2: the job, its log, its device's worker). LavaError (one line) when the job is
     not finished, or did not complete (LAVA's health and reason)."""
     base = url.rstrip("/") + "/api/v0.2/"
     what = "LAVA job %s" % job_id
-    try:
-        job = json.loads(_get(base + "jobs/%s/" % job_id, token, what))
-    except ValueError:
-        raise LavaError("%s: %s answers no JSON: not a LAVA server's REST API?"
-                        % (what, kcidb.shown_url(url))) from None
+    job = _json_object(_get(base + "jobs/%s/" % job_id, token, what), what, url)
     if job.get("state") != "Finished":
         raise LavaError("%s is %s, not finished: wait for it (lavacli jobs wait %s)"
                         % (what, str(job.get("state", "unknown")).lower(), job_id))
@@ -586,17 +597,17 @@ def fetch_job(url, job_id, token=""):
     worker = ""
     if device:
         try:
-            worker = str(json.loads(_get(base + "devices/%s/" % device, token,
-                                         what)).get("worker_host") or "")
-        except ValueError:
+            worker = str(_json_object(_get(base + "devices/%s/" % device, token, what),
+                                      what, url).get("worker_host") or "")
+        except LavaError:  # the worker is a detail of the lineage, not worth the run
             worker = ""
     if job.get("health") != "Complete" and not outcome.job_error:
         outcome.job_result = "fail"
         outcome.job_error = "health %s" % job.get("health", "unknown")
     try:
         import yaml
-        definition = yaml.safe_load(job.get("definition") or "") or {}
-    except yaml.YAMLError:
+        definition = yaml.safe_load(str(job.get("definition") or "")) or {}
+    except (yaml.YAMLError, RecursionError):
         definition = {}
     return outcome, Lineage(str(job_id), device, str(job.get("requested_device_type") or
                                                     definition.get("device_type", "")),
@@ -610,12 +621,20 @@ def read_run_dir(path):
     try:
         with open(os.path.join(path, "lineage.json"), encoding="utf-8") as f:
             facts = json.load(f)
+        if not isinstance(facts, dict):
+            raise ValueError("lineage.json is no JSON object")
         with open(os.path.join(path, "log.yaml"), encoding="utf-8", errors="replace") as f:
             outcome = parse_log(log_entries(f.read()))
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError, RecursionError) as err:
         raise LavaError("%s is not a folder `tools/perfscale lava run` wrote: %s"
                         % (path, getattr(err, "strerror", None) or err)) from None
-    definition = load_yaml(os.path.join(path, "job.yaml"))
+    job_path = os.path.join(path, "job.yaml")
+    try:
+        definition = load_yaml(job_path)
+    except OSError as err:
+        raise LavaError("%s: %s" % (job_path, err.strerror or err)) from None
+    except LavaError as err:
+        raise LavaError("%s: %s" % (job_path, err)) from None
     return outcome, Lineage(str(facts.get("job_id", "")), str(facts.get("device", "")),
                             str(facts.get("device_type", "")), str(facts.get("worker", "")),
                             "lava-run:%s" % facts.get("worker", ""), definition)
@@ -630,8 +649,7 @@ def submit_job(url, definition_text, token):
         data=json.dumps({"definition": definition_text}).encode(),
         headers={"Content-Type": "application/json", "Authorization": "Token " + token})
     try:
-        with urllib.request.urlopen(request, timeout=60) as reply:
-            answer = json.loads(reply.read().decode("utf-8", "replace"))
+        answer = json.loads(deadline.read(request, TIMEOUT).decode("utf-8", "replace"))
     except urllib.error.HTTPError as err:
         text = err.read().decode("utf-8", "replace")
         try:
@@ -640,11 +658,11 @@ def submit_job(url, definition_text, token):
             pass
         raise LavaError("LAVA at %s refused the job: HTTP %d: %s" % (
             kcidb.shown_url(url), err.code, " ".join(str(text).split())[:300])) from None
-    except (urllib.error.URLError, OSError, ValueError) as err:
+    except (urllib.error.URLError, OSError, ValueError, RecursionError) as err:
         raise LavaError("cannot submit to LAVA at %s: %s" % (
             kcidb.shown_url(url), getattr(err, "reason", err))) from None
     ids = answer.get("job_ids") if isinstance(answer, dict) else None
-    if not ids:
+    if not isinstance(ids, list) or not ids:
         raise LavaError("LAVA at %s answered no job id: %s" % (kcidb.shown_url(url),
                                                                answer))
     return str(ids[0])
@@ -653,10 +671,7 @@ def submit_job(url, definition_text, token):
 def job_state(url, job_id, token):
     """(state, health) of a job: Submitted/Scheduling/Scheduled/Running/Canceling/Finished,
     Unknown/Complete/Incomplete/Canceled."""
-    try:
-        job = json.loads(_get(url.rstrip("/") + "/api/v0.2/jobs/%s/" % job_id, token,
-                              "LAVA job %s" % job_id))
-    except ValueError:
-        raise LavaError("LAVA job %s: %s answers no JSON"
-                        % (job_id, kcidb.shown_url(url))) from None
+    what = "LAVA job %s" % job_id
+    job = _json_object(_get(url.rstrip("/") + "/api/v0.2/jobs/%s/" % job_id, token, what),
+                       what, url)
     return str(job.get("state", "")), str(job.get("health", ""))
