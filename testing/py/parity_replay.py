@@ -30,9 +30,11 @@ ARGS = {
 }
 
 
-def _module(family):
+def _module(family, command=False):
+    """The family's parity (perfscale.parity.<family>), or its command's module."""
     import importlib
-    return importlib.import_module("perfscale.commands.parity." + family)
+    return importlib.import_module(("perfscale.commands.parity." if command else
+                                    "perfscale.parity.") + family)
 
 
 def _normal(cmd, binary):
@@ -84,7 +86,7 @@ def _run_main(family, argv, run, binary, facts):
         if hasattr(module, "online_cpus"):
             stack.enter_context(_patched(module, "online_cpus", lambda: facts["cpus"]))
         stack.enter_context(contextlib.redirect_stdout(out))
-        code = module.main(list(argv) + ["--json", json_path])
+        code = _module(family, command=True).main(list(argv) + ["--json", json_path])
         rows = None
         if os.path.exists(json_path):
             with open(json_path) as f:
@@ -109,7 +111,7 @@ def record(family, binary):
                       "stdout": stdout, "stderr": result.stderr or ""})
         return result
 
-    from perfscale.commands.parity import event_open
+    from perfscale.parity import event_open
     facts = {"cpus": event_open.online_cpus(), "cpu": min(os.sched_getaffinity(0))}
     code, table, rows = _run_main(family, ARGS[family], recording_run, binary, facts)
     return {"family": family, "argv": ARGS[family], "facts": facts, "calls": calls,

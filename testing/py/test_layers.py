@@ -42,11 +42,6 @@ _ARGPARSE_CALLS = {"ArgumentParser", "add_argument", "add_argument_group",
                    "parse_known_args", "parse_intermixed_args"}
 # What checks options on a parser (its usage error) or parses them: called on a `parser`.
 _PARSER_METHODS = {"error", "parse_args", "print_usage", "print_help"}
-# The statistics of a command's results are the library's (gate/, suite/): a command
-# parses options, calls the library and prints, so it imports no `statistics`. The
-# parity commands still summarize their own runs (issue 41 item 4, not yet moved).
-_STATISTICS_EXCEPTIONS = {"perfscale.commands.parity.synthesize",
-                          "perfscale.commands.parity.trace_overhead"}
 TOP = ("perfscale",)  # the package's own __init__: documentation only
 
 
@@ -218,8 +213,6 @@ def test_the_library_has_no_argparse(module):
 def test_commands_compute_no_statistics(module):
     """A command holds option parsing and printing; what it computes from results lives in
     the library, where the other commands and the tests can reach it."""
-    if module in _STATISTICS_EXCEPTIONS:
-        pytest.skip("still summarizes its own runs: issue 41 item 4, not yet moved")
     assert STATISTICS[module] == []
 
 

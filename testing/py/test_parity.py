@@ -11,7 +11,7 @@ import pytest
 
 import parity_replay
 from perfscale.parity import common as pc
-from perfscale.commands.parity import event_open, synthesize
+from perfscale.parity import event_open, synthesize
 
 FAMILIES = sorted(parity_replay.ARGS)
 

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from perfscale.parity import common as pc
-from perfscale.commands.parity import uprobe
+from perfscale.parity import uprobe
 
 PROBE_ADDED = """Added new event:
   probe_uprobe:perfscale_uprobe_hit_target (on perfscale_uprobe_hit_target in /root/.cache/bazel/x/bin/benchmarks/uprobe/uprobe)

@@ -1,0 +1,54 @@
+"""`tools/perfscale parity breakpoint`: perf bench breakpoint thread|enable vs
+//benchmarks:breakpoint on the same parameters.
+
+perf bench does one timed run of --repeat operations per invocation. Ours repeats the
+same run until --benchmark_min_time has passed, three times over (Google Benchmark
+repetitions, each with fresh threads), and takes the median: where the threads land
+decides much of the figure, and three placements per round steady it.
+"""
+
+from perfscale.parity import common
+
+# The command's --help line (perfscale.commands.parity.breakpoint).
+DESCRIPTION = "perf bench breakpoint vs //benchmarks:breakpoint"
+
+# (label, perf bench args, our flags, our benchmark name)
+THREAD_CASES = [(b, 2, 20) for b in (0, 4)]
+ENABLE_CASES = [(0, 0, 20000), (8, 0, 5000), (0, 1, 5000)]
+THREAD_REPEAT = 56  # batches per run, as in the seed
+
+
+def cases(min_time: str):
+    result = []
+    for b, p, t in THREAD_CASES:
+        name = "BM_BreakpointThread/breakpoints:%d/parallelism:%d/threads:%d/real_time" % (b, p, t)
+        result.append(common.Case(
+            label="thread B=%d P=%d T=%d" % (b, p, t),
+            reference_cmd=["perf", "bench", "--repeat=%d" % THREAD_REPEAT, "breakpoint",
+                           "thread", "-b", str(b), "-p", str(p), "-t", str(t)],
+            reference_parse=common.parse_perf_usecs_per_op,
+            ours_args=["--breakpoint_breakpoints=%d" % b, "--breakpoint_parallelism=%d" % p,
+                       "--breakpoint_threads=%d" % t, "--breakpoint_repeat=%d" % THREAD_REPEAT,
+                       "--breakpoint_passive=0", "--breakpoint_active=0",
+                       "--benchmark_filter=^%s$" % name, "--benchmark_min_time=%ss" % min_time],
+            ours_repetitions=3))
+    for passive, active, repeat in ENABLE_CASES:
+        name = ("BM_BreakpointEnable/passive:%d/active:%d/placement:unpinned/real_time" %
+                (passive, active))
+        result.append(common.Case(
+            label="enable passive=%d active=%d" % (passive, active),
+            reference_cmd=["perf", "bench", "--repeat=%d" % repeat, "breakpoint", "enable",
+                           "-p", str(passive), "-a", str(active)],
+            reference_parse=common.parse_perf_usecs_per_op,
+            ours_args=["--breakpoint_breakpoints=0", "--breakpoint_parallelism=1",
+                       "--breakpoint_passive=%d" % passive, "--breakpoint_active=%d" % active,
+                       "--breakpoint_placement=unpinned",
+                       "--benchmark_filter=^%s$" % name, "--benchmark_min_time=%ss" % min_time],
+            ours_repetitions=3))
+    return result
+
+
+def run(args):
+    """The parity with common.Settings `args`: prints the table; 0 within tolerance, 1
+    not, 2 it could not run."""
+    return common.run_parity("breakpoint", cases("0.5"), args)
