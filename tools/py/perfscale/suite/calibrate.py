@@ -27,17 +27,12 @@ DEFAULT_RUNS = 8
 DEFAULT_INJECT_EVENTS = 2
 
 
-@dataclasses.dataclass
-class Settings:
+@dataclasses.dataclass(kw_only=True)
+class Settings(nightly.Lineage):
     """What one `tools/perfscale calibrate` does: its options, typed (the command parses and
-    checks them). run_cmd, guest, guest_cpus: how the suite runs, as nightly's; over:
-    seconds the runs' starts are spread over (None: back to back)."""
-    history: str
+    checks them). The lineage as nightly's; over: seconds the runs' starts are spread over
+    (None: back to back)."""
     out_dir: str
-    config: Optional[str] = None  # None: the run arguments
-    run_cmd: Optional[str] = None
-    guest: Optional[str] = None
-    guest_cpus: Optional[int] = None
     runs: int = DEFAULT_RUNS
     repetitions: int = nightly.DEFAULT_REPETITIONS
     over: Optional[float] = None

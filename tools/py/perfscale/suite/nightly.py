@@ -32,16 +32,23 @@ _RESULTS_LINE = "results: "  # the last line `tools/perfscale run` prints
 DEFAULT_HISTORY_TIMEOUT_S = 120.0
 
 
-@dataclasses.dataclass
-class Settings:
-    """What one nightly does: `tools/perfscale nightly`'s options, typed. The command
-    parses them (perfscale.commands.nightly); trials builds them for its nightlies.
-    history has no default here: the commands' one default is perfscale.options'."""
+@dataclasses.dataclass(kw_only=True)
+class Lineage:
+    """What nightly, calibrate and trials share (perfscale.options' lineage options,
+    typed): the history; the configuration's name (None: the run arguments); how the
+    suite runs: run_cmd, or guest on guest_cpus vCPUs, or neither (here). history has no
+    default here: the commands' one default is perfscale.options'."""
     history: str
-    config: Optional[str] = None  # None: the run arguments
+    config: Optional[str] = None
     run_cmd: Optional[str] = None
     guest: Optional[str] = None
     guest_cpus: Optional[int] = None
+
+
+@dataclasses.dataclass(kw_only=True)
+class Settings(Lineage):
+    """What one nightly does: `tools/perfscale nightly`'s options, typed. The command
+    parses them (perfscale.commands.nightly); trials builds them for its nightlies."""
     repetitions: int = DEFAULT_REPETITIONS
     baseline: Optional[int] = None
     report_dir: str = os.path.join(REPO_ROOT, "results", "nightly")

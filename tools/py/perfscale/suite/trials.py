@@ -31,17 +31,12 @@ DEFAULT_INJECT_EVENTS = 16  # the injector's strength: events per CPU and tracep
 POWER_TRIALS_FLAGGED = 0.9
 
 
-@dataclasses.dataclass
-class Settings:
+@dataclasses.dataclass(kw_only=True)
+class Settings(nightly.Lineage):
     """What one `tools/perfscale trials` does: its options, typed (the command parses
     them). history: the calibrated history, read and never changed (a server's is copied
-    into out_dir once); run_cmd, guest, guest_cpus: how the suite runs, as nightly's."""
-    history: str
+    into out_dir once); the rest of the lineage as nightly's."""
     out_dir: str
-    config: Optional[str] = None  # None: the run arguments
-    run_cmd: Optional[str] = None
-    guest: Optional[str] = None
-    guest_cpus: Optional[int] = None
     aa: int = DEFAULT_TRIALS
     power: int = DEFAULT_TRIALS
     inject_events: int = DEFAULT_INJECT_EVENTS
