@@ -17,6 +17,7 @@ import pytest
 import synthetic_history
 from conftest import data
 from perfscale.labs import kcidb, lava
+from test_lava import run_dir  # noqa: F401 (the fixture: the recorded job's folder)
 
 TOKEN = "a-triage-token-of-the-sweep"
 
@@ -162,17 +163,6 @@ def test_a_server_that_drips_its_answer_is_cut_at_the_deadline(hostile, monkeypa
     assert time.monotonic() - start < 12
 
 
-@pytest.fixture
-def run_dir(tmp_path):
-    from test_lava import real_log
-    folder = tmp_path / "run"
-    folder.mkdir()
-    (folder / "log.yaml").write_text(real_log())
-    shutil.copy(data("lava/job.yaml"), folder / "job.yaml")
-    shutil.copy(data("lava/lineage.json"), folder / "lineage.json")
-    return folder
-
-
 def test_a_lava_run_folder_with_a_hostile_line_or_lineage(cli, run_dir, tmp_path):
     """Before: a log line nested 100,000 deep was a RecursionError (now that line is left
     out, as any stray line is); lineage.json holding a list an AttributeError; a damaged
@@ -196,3 +186,13 @@ def test_a_log_cut_inside_the_result_says_so(run_dir):
     cut = text[:text.index("PERFSCALE-LAVA-RESULT-BEGIN") + 2000]
     with pytest.raises(lava.LavaError, match="cut off|damaged"):
         lava.parse_log(lava.log_entries(cut))
+
+
+@pytest.mark.parametrize("spec", ["debian:6.1\n", "debian:6.12.\u0661\u0661\u0668",
+                                  "debian:6.1.0-057", "debian:6.1.0-57\n"])
+def test_a_debian_kernel_has_one_spelling(spec):
+    """Before: a trailing newline (`$`), Arabic-Indic digits (\\d) and leading zeros were
+    each taken, the same kernel under a label of its own in the run's JSON."""
+    from perfscale.vm import kernel
+    with pytest.raises(kernel.VmUsageError, match="unknown Debian kernel"):
+        kernel.debian_package(spec)

@@ -79,8 +79,12 @@ def debian_package(spec):
     debian:6.12.N (each [-rt|-cloud]) that one (for bisecting Debian's own updates)."""
     match = None
     for series, (_, _, version, _, _) in SERIES.items():
-        match = re.match(r"^debian:%s(?:%s)?(?:-(rt|cloud))?$" % (re.escape(series), version),
-                         spec)
+        # fullmatch, ASCII: `$` would let a trailing newline through, and \d Arabic-Indic
+        # digits, each the same kernel under a label (in the run's JSON) of its own.
+        match = re.fullmatch(r"debian:%s(?:%s)?(?:-(rt|cloud))?" % (re.escape(series), version),
+                             spec, re.ASCII)
+        if match and match.group(1) not in (None, str(int(match.group(1)))):
+            match = None  # 057 for 57: one kernel, one spelling
         if match:
             break
     if not match:
