@@ -83,7 +83,7 @@ def debian_package(spec):
         # digits, each the same kernel under a label (in the run's JSON) of its own.
         match = re.fullmatch(r"debian:%s(?:%s)?(?:-(rt|cloud))?" % (re.escape(series), version),
                              spec, re.ASCII)
-        if match and match.group(1) not in (None, str(int(match.group(1)))):
+        if match and match.group(1) is not None and match.group(1) != str(int(match.group(1))):
             match = None  # 057 for 57: one kernel, one spelling
         if match:
             break
