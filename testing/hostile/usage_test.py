@@ -117,7 +117,7 @@ class UsageErrors(unittest.TestCase):
     def test_bad_values_name_the_flag_the_value_and_what_is_allowed(self):
         for arg, allowed in [
                 ("--breakpoint_passive=-1", "integers 0..1000000"),
-                ("--breakpoint_threads=0", "an integer 1..100000"),
+                ("--breakpoint_threads=0", "integers 1..100000"),
                 ("--event_open_strategy=fastest",
                  "one or more of event_major, cpu_major, parallel"),
                 ("--synthesize_comm=proc", "one of status, comm"),
