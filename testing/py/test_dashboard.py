@@ -243,3 +243,42 @@ def test_the_alert_page_shows_the_worst_members_profile_difference(tmp_path):
     assert page.status_code == 200
     assert "<h2>Profile difference</h2>" in text and "self share" in text
     assert 'class="no-profile"' not in text
+
+
+def test_the_scaling_page_draws_a_line_per_kernel(tmp_path):
+    """A kernel A/B of guests on one machine: 5.10's and 6.12's nights at 4 and 8 vCPUs
+    are one lineage per size, so the default page keeps only the last kernel's points;
+    by=kernel keeps each kernel's latest run, one line per kernel."""
+    path = str(tmp_path / "history.sqlite")
+    name = "BM_BreakpointThread/breakpoints:4/parallelism:8/threads:256/real_time"
+    medians = {}
+    with history.open_history(path) as conn:
+        night = 0
+        for kernel, cost in (("5.10.0-46-cloud-amd64", 29000.0),
+                             ("6.12.118+deb12-cloud-amd64", 5000.0)):
+            for cpus in (4, 8):
+                for _ in range(2):  # two nights each: the later one is the point
+                    night += 1
+                    real = [cost * cpus + night]
+                    ctx = {"host_name": "guest", "num_online_cpus": str(cpus),
+                           "kernel_release": kernel}
+                    entry = results_io.Entry(name, results_names.parse_name(name), "ns",
+                                             real, real)
+                    info = history.RunInfo("guest", cpus, "c", ["--"], 1, ctx,
+                                           recorded_at="2026-12-%02dT00:00:00+00:00" % night)
+                    history.record_run(conn, info, results_io.ResultSet("", ctx, {name: entry}),
+                                       [], None, complete=True)
+                    medians[(kernel, cpus)] = real[0]
+        by_kernel = {(p["kernel"], p["cpus"]): p["median_ns"]
+                     for p in views.scaling(conn, name, per_kernel=True)}
+        latest = {(p["kernel"], p["cpus"]): p["median_ns"] for p in views.scaling(conn, name)}
+    assert by_kernel == medians
+    assert latest == {k: v for k, v in medians.items() if k[0].startswith("6.12")}
+    client = web_app.create_app(path).test_client()
+    page = client.get("/scaling?by=kernel&name=" + name)
+    assert page.status_code == 200
+    data = json.loads(page.get_data(as_text=True).split(
+        '<script type="application/json" id="data">')[1].split("</script>")[0])
+    assert data["by"] == "kernel" and len(data["points"]) == 4
+    assert client.get("/scaling?name=%s" % name).status_code == 200
+    assert client.get("/scaling?by=cpu").status_code == 400

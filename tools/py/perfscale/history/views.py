@@ -40,6 +40,10 @@ def transaction(conn):
 _all = rows
 # Each lineage's latest run id: a constant subquery, joined into the queries below.
 _LATEST = "SELECT MAX(id) AS id FROM runs GROUP BY host, machine, cpus, config"
+# The latest run of each lineage on each kernel: an A/B of kernels on one machine (a 5.10
+# guest's nights beside 6.12's) keeps every kernel's point, where _LATEST keeps the last.
+_LATEST_PER_KERNEL = ("SELECT MAX(id) AS id FROM runs "
+                      "GROUP BY host, machine, cpus, config, kernel_release")
 
 
 def lineages(conn, since):
@@ -137,16 +141,18 @@ def latest_names(conn):
         "ON b.run_id = m.id ORDER BY b.name")]
 
 
-def scaling(conn, name):
-    """The benchmark's figure in each lineage's latest run, where that run has it:
+def scaling(conn, name, per_kernel=False):
+    """The benchmark's figure in each lineage's latest run (with `per_kernel`, its latest
+    run on each kernel), where that run has it:
     [dict(host, machine, cpus, config, run_id, recorded_at, kernel, median_ns, counters)]."""
+    latest = _LATEST_PER_KERNEL if per_kernel else _LATEST
     rows = _all(conn,
                 "SELECT r.id, r.host, r.machine, r.cpus, r.config, r.recorded_at, "
                 "r.kernel_release, "
-                "b.counters FROM (" + _LATEST + ") m JOIN runs r ON r.id = m.id "
+                "b.counters FROM (" + latest + ") m JOIN runs r ON r.id = m.id "
                 "JOIN benchmarks b ON b.run_id = r.id AND b.name = ? ORDER BY r.cpus, r.host",
                 (name,))
-    times = _medians(conn, "FROM (" + _LATEST + ") m JOIN samples s ON s.run_id = m.id "
+    times = _medians(conn, "FROM (" + latest + ") m JOIN samples s ON s.run_id = m.id "
                      "AND s.name = ?", (name,))
     return [dict(host=r["host"], machine=r["machine"], cpus=r["cpus"], config=r["config"],
                  run_id=r["id"],

@@ -537,12 +537,17 @@ def _routes(app):
     def scaling():
         conn = _db()
         name = flask.request.args.get("name", "")
+        # by=kernel: a line per kernel (each lineage's latest run on each kernel), for a
+        # kernel A/B of guests; by=machine (the default): a line per machine and config.
+        by = flask.request.args.get("by", "machine")
+        if by not in ("machine", "kernel"):
+            flask.abort(400, "by must be machine or kernel")
         names = views.latest_names(conn)
         if not name and names:
             name = names[0]
-        points = views.scaling(conn, name) if name else []
-        return flask.render_template("scaling.html", name=name, names=names,
-                                     data={"benchmark": name, "points": points})
+        points = views.scaling(conn, name, per_kernel=by == "kernel") if name else []
+        return flask.render_template("scaling.html", name=name, names=names, by=by,
+                                     data={"benchmark": name, "points": points, "by": by})
 
     @app.route("/triage", methods=["POST"])
     def set_triage():

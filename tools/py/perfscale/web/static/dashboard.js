@@ -152,8 +152,11 @@ function drawTrend(data) {
 
 function drawScaling(data) {
   const groups = new Map();
+  const byKernel = data.by === "kernel";
   for (const p of data.points) {
-    const key = p.host + " · " + (p.config || "default");
+    // by=kernel: one line per kernel (and config), so a kernel A/B reads as two lines.
+    const key = byKernel ? (p.kernel || "unknown kernel") + " · " + (p.config || "default")
+                         : p.host + " · " + (p.config || "default");
     if (!groups.has(key)) groups.set(key, []);
     groups.get(key).push({x: p.cpus, y: p.median_ns, run: p.run_id, label: p.host});
   }
