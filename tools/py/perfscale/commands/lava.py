@@ -13,6 +13,12 @@ booted over iPXE (LAVA's x86 device type); qemu is LAVA's QEMU device under TCG.
 
     tools/perfscale lava submit --url URL [--token-file F] [--wait S] DIR|JOB.yaml
 
+    tools/perfscale lava start DIR [--port N] | stop DIR
+
+`start` brings up Debian's LAVA 2023.01 in DIR: PostgreSQL (as `db start` runs it), the
+server (gunicorn, lava-scheduler), a worker and one qemu device (TCG), each by its PID;
+it prints the URL and the submitter's token (also in DIR/token). `stop` stops them all.
+
 `submit` sends the job to a LAVA server (its REST API; the token from --token-file or
 PERFSCALE_LAVA_TOKEN), prints its id and follows it until it finishes (--wait 0: not at
 all); exit 1 when LAVA says it did not complete, with its health.
@@ -34,7 +40,7 @@ import sys
 import time
 
 from perfscale.machine import identity
-from perfscale.labs import lava
+from perfscale.labs import lava, lava_server
 from perfscale.suite import runner
 from perfscale.vm import kernel
 
@@ -77,10 +83,13 @@ def main(argv):
         return run_main(argv[1:])
     if argv[:1] == ["submit"]:
         return submit_main(argv[1:])
+    if argv[:1] in (["start"], ["stop"]):
+        return server_main(argv[0], argv[1:])
     if argv[:1] in (["-h"], ["--help"]):
         print(__doc__)
         return 0
-    print("usage: tools/perfscale lava job|run|submit ...  (tools/perfscale lava --help)",
+    print("usage: tools/perfscale lava job|run|submit|start|stop ...  (tools/perfscale "
+          "lava --help)",
           file=sys.stderr)
     return 2
 
@@ -326,3 +335,38 @@ def submit_main(argv):
         return 1
     print("lava submit: job %s finished: %s" % (job_id, health))
     return 0 if health == "Complete" else 1
+
+
+def server_main(action, argv):
+    parser = argparse.ArgumentParser(
+        prog="tools/perfscale lava " + action,
+        description="%s a local LAVA server (docs/labs.md)" % action.capitalize())
+    parser.add_argument("directory", metavar="DIR")
+    if action == "start":
+        parser.add_argument("--port", type=int, default=0, metavar="N",
+                            help="the web server's port on 127.0.0.1 (default: the one "
+                                 "DIR's server had, else a free one)")
+    args = parser.parse_args(argv)
+    if action == "start" and not 0 <= args.port <= 65535:
+        print("lava start: --port %d: not a port" % args.port, file=sys.stderr)
+        return 2
+    try:
+        if action == "stop":
+            stopped = lava_server.stop(args.directory)
+            print("lava stop: %s" % (", ".join("%s (PID %d)" % item for item in
+                                               stopped.items()) or "nothing was running"))
+            return 0
+        started = lava_server.start(args.directory, args.port)
+    except lava_server.ServerError as err:
+        print("lava %s: %s" % (action, err), file=sys.stderr)
+        return 2
+    print("lava start: LAVA 2023.01 at %s (web PID %d, scheduler PID %d, worker %s PID %d, "
+          "PostgreSQL PID %d); device %s (qemu, TCG)" % (
+              started["url"], started["pids"]["web"], started["pids"]["scheduler"],
+              started["worker"], started["pids"]["worker"], started["db_pid"],
+              started["device"]))
+    # The submitter's token, as the lab set-up asks: it is this trial server's own.
+    print("lava start: token %s (in %s)" % (started["token"], started["token_file"]))
+    print("lava start: tools/perfscale lava submit --url %s --token-file %s JOB"
+          % (started["url"], started["token_file"]))
+    return 0

@@ -308,17 +308,23 @@ def find_templates(extra=()):
     return ""
 
 
+# A qemu device's dictionary: amd64 under TCG (no KVM here, as `vm` boots its guests), user
+# networking. `lava run` adds the memory and the vCPUs; a server's device (`lava start`)
+# leaves them to each job's context, which perfscale's jobs set.
+QEMU_DICTIONARY = ("{% extends 'qemu.jinja2' %}\n{% set arch = 'amd64' %}\n"
+                   "{% set no_kvm = True %}\n{% set netdevice = 'user' %}\n")
+
+
 def device_description(templates, cpus, mem_mib, name="perfscale-qemu01"):
     """A qemu device's description as LAVA's server renders it for its worker: the
     device-type template qemu.jinja2 with a device dictionary (TCG, no KVM)."""
     import jinja2
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader([templates]),
                                      autoescape=False, trim_blocks=True)
-    dictionary = ("{%% extends 'qemu.jinja2' %%}\n{%% set arch = 'amd64' %%}\n"
-                  "{%% set no_kvm = True %%}\n{%% set memory = %d %%}\n"
-                  "{%% set netdevice = 'user' %%}\n"
-                  "{%% set extra_options = ['-smp %d', '-accel tcg,thread=single'] %%}\n"
-                  % (mem_mib, cpus))
+    dictionary = QEMU_DICTIONARY + (
+        "{%% set memory = %d %%}\n"
+        "{%% set extra_options = ['-smp %d', '-accel tcg,thread=single'] %%}\n"
+        % (mem_mib, cpus))
     return "# device %s\n" % name + environment.from_string(dictionary).render()
 
 
