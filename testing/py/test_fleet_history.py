@@ -500,6 +500,15 @@ def test_db_stop_signals_nothing_but_its_own_server(tmp_path, cli, pg_server):
         stranger.wait()
 
 
+def test_db_stop_after_a_failed_initdb_is_nothing_to_stop(tmp_path):
+    """An initdb that failed leaves its single-user backend's postmaster.pid, a negative
+    number: no server runs, and stop says so (pidfd_open refused it with EINVAL)."""
+    from perfscale.history import cluster
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "postmaster.pid").write_text("-25313\n%s\n" % (tmp_path / "data"))
+    assert cluster.stop(str(tmp_path)) is None
+
+
 def _sha(path):
     import hashlib
     with open(path, "rb") as f:

@@ -231,9 +231,12 @@ def _pid_file(data):
     """The PID postmaster.pid names, or None (no file, or not a number)."""
     try:
         with open(os.path.join(data, "postmaster.pid")) as f:
-            return int(f.readline())
+            pid = int(f.readline())
     except (OSError, ValueError):
         return None
+    # A negative number is a single-user backend's (initdb's bootstrap, left by an initdb
+    # that failed): no postmaster to stop, and pidfd_open would refuse it (EINVAL).
+    return pid if pid > 0 else None
 
 
 def _is_postmaster_of(pid, data):

@@ -188,6 +188,13 @@ def _port_free(port):
     return True
 
 
+def _db_error(err):
+    """A DbError in one line: its first line and, when it has more (initdb's or pg_ctl's
+    output), the last of those, which says why."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    return ServerError("PostgreSQL: " + " ".join(lines[:1] + lines[1:][-1:]))
+
+
 def _check_directory(directory):
     try:
         os.makedirs(directory, exist_ok=True)
@@ -237,7 +244,7 @@ def _start(directory, state):
     try:
         db = cluster.start(_paths(directory)["db"])
     except cluster.DbError as err:
-        raise ServerError("PostgreSQL: %s" % str(err).splitlines()[0]) from None
+        raise _db_error(err) from None
     state.setdefault("secret", secrets.token_urlsafe(32))
     state["db_port"] = db["port"]
     _write_state(directory, state)
@@ -349,7 +356,7 @@ def stop(directory, timeout_s=30):
     try:
         db = cluster.stop(_paths(directory)["db"])
     except cluster.DbError as err:
-        raise ServerError("PostgreSQL: %s" % str(err).splitlines()[0]) from None
+        raise _db_error(err) from None
     if db:
         stopped["postgresql"] = db
     return stopped
