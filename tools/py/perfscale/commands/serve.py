@@ -119,8 +119,10 @@ def _gunicorn(app, host, port, args, token):
     class Application(BaseApplication):
         def load_config(self):
             bind = "[%s]:%d" % (host, port) if ":" in host else "%s:%d" % (host, port)
+            # The worker: gthread with a deadline on each request's headers (web/worker.py).
             for key, value in {"bind": bind, "workers": args.workers, "threads": THREADS,
-                               "worker_class": "gthread", "loglevel": "warning",
+                               "worker_class": "perfscale.web.worker.Worker",
+                               "loglevel": "warning",
                                "accesslog": None, "timeout": 120, "graceful_timeout": 10,
                                "when_ready": self.ready}.items():
                 self.cfg.set(key, value)

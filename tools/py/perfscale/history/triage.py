@@ -72,23 +72,29 @@ def checked(state, who, why):
         raise TriageError("say who changes the state and why")
     if len(who) > MAX_TEXT or len(why) > MAX_TEXT:
         raise TriageError("who and why are limited to %d characters" % MAX_TEXT)
-    for text in (who, why):
-        # A NUL is refused by PostgreSQL's text, and bytes that are not UTF-8 (a shell
-        # hands them on as lone surrogates) by both engines: refused here, on either, as
-        # bad input, never a traceback from the driver.
+    _storable("who and why", who, why)
+    return who, why
+
+
+def _storable(what, *texts):
+    """TriageError unless each of `texts` is text both engines store: a NUL is refused by
+    PostgreSQL's text, bytes that are not UTF-8 (a shell hands them on as lone surrogates)
+    by both; refused here as bad input, never a traceback from the driver."""
+    for text in texts:
         if "\x00" in text:
-            raise TriageError("who and why must not contain a NUL character")
+            raise TriageError("%s must not contain a NUL character" % what)
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:
-            raise TriageError("who and why must be UTF-8 text") from None
-    return who, why
+            raise TriageError("%s must be UTF-8 text" % what) from None
 
 
 def set_state(conn, item, state, who, why):
     """Stores `state` for `item` and logs it, in one transaction."""
     if item.kind not in KINDS:
         raise TriageError("kind must be one of %s" % ", ".join(KINDS))
+    _storable("host, machine, config and name", item.host, item.machine, item.config,
+              item.name)
     who, why = checked(state, who, why)
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     values = dataclasses.astuple(item) + (state, who, now, why)

@@ -70,6 +70,12 @@ def create_app(history_path, token=None):
 def _db():
     if "db" not in flask.g:
         config = flask.current_app.config
+        # A writer's open creates a missing SQLite file: a history moved or deleted under a
+        # server with a token came back empty ('no alert #1', triage into a new file).
+        if not store.is_server(config["HISTORY"]) and not os.path.isfile(config["HISTORY"]):
+            raise store.HistoryError("%s: the history is gone (moved or deleted since the "
+                                     "server started); nothing was made in its place"
+                                     % config["HISTORY"])
         # No token: opened read-only, so this server cannot write, whatever its code does.
         # Its pages were checked once, by create_app: not again for every request.
         flask.g.db = store.open_history(config["HISTORY"], read_only=not config["TOKEN"],
