@@ -16,6 +16,7 @@ SECRET_KEY, LAVA_SETTINGS_*), so nothing under /etc changes. Every process is st
 a session of its own and stopped by its PID (lava.json); `stop` leaves nothing running.
 """
 
+import contextlib
 import grp
 import json
 import os
@@ -326,6 +327,28 @@ def _wait_until_ready(url, token, pids, seconds=120):
                       "log/)" % (url, seconds))
 
 
+def _jobs_of(directory, pids):
+    """The download folders of the jobs this worker is running (its own record, in
+    DIR/worker, of each job's lava-run PID): lava-run keeps a job's images in LAVA's fixed
+    /var/lib/lava/dispatcher/tmp/JOB and removes them when the job ends, which a job cut
+    by `stop` never does."""
+    try:
+        from lava_common.constants import DISPATCHER_DOWNLOAD_DIR
+    except ImportError:
+        return []
+    path = os.path.join(_paths(directory)["worker"], "db.sqlite3")
+    if not os.path.exists(path):
+        return []
+    import sqlite3
+    try:
+        with contextlib.closing(sqlite3.connect("file:%s?mode=ro" % path, uri=True)) as db:
+            rows = db.execute("SELECT id, pid, prefix FROM jobs").fetchall()
+    except sqlite3.Error:
+        return []
+    return [os.path.join(DISPATCHER_DOWNLOAD_DIR, "%s%d" % (prefix or "", job))
+            for job, pid, prefix in rows if pid in pids]
+
+
 def stop(directory, timeout_s=30):
     """Stops the worker (with any job's lava-run and QEMU), the scheduler, the web server
     (each by its PID, checked by its start time: SIGTERM to its session, then SIGKILL to
@@ -334,12 +357,15 @@ def stop(directory, timeout_s=30):
     directory = os.path.abspath(directory)
     state = _read_state(directory)
     stopped = {}
+    cut = []
     if state:
         for name in _PROCESSES:
             pid, started = state.get("pids", {}).get(name) or [0, None]
             if not _alive(pid, started):
                 continue
             tree = [(kid, (_stat(kid) or [None, None])[1]) for kid in _children(pid)]
+            if name == "worker":
+                cut = _jobs_of(directory, {kid for kid, _ in tree})
             try:
                 os.killpg(pid, signal.SIGTERM)  # its session: gunicorn's workers too
             except ProcessLookupError:
@@ -353,6 +379,8 @@ def stop(directory, timeout_s=30):
             stopped[name] = pid
         state["pids"] = {}
         _write_state(directory, state)
+    for folder in cut:  # what lava-run would have removed at the job's end
+        shutil.rmtree(folder, ignore_errors=True)
     try:
         db = cluster.stop(_paths(directory)["db"])
     except cluster.DbError as err:
