@@ -76,11 +76,16 @@ def test_a_package_it_cannot_have_is_one_line(cli, tmp_path, monkeypatch):
     _one_line_refusal(code, out, err, "is not installed", "tools/setup lava-server")
 
 
-def test_stop_ends_the_tree_qemu_s_session_too(tmp_path):
+def test_stop_ends_the_tree_qemu_s_session_too(tmp_path, monkeypatch):
     """lava-run starts QEMU in a session of its own (pexpect), out of reach of a signal to
-    the worker's process group: `stop` finds it through /proc and kills it by PID."""
+    the worker's process group: `stop` finds it through /proc and kills it by PID; and
+    removes the download folder of the job it cut (which lava-run removes at a job's end),
+    not another's."""
+    constants = pytest.importorskip("lava_common.constants")
+    downloads = tmp_path / "dispatcher-tmp"
+    monkeypatch.setattr(constants, "DISPATCHER_DOWNLOAD_DIR", str(downloads))
     folder = tmp_path / "lava"
-    folder.mkdir()
+    (folder / "worker").mkdir(parents=True)
     pidfile = tmp_path / "grandchild"
     # A leader that ignores SIGTERM and a grandchild in a new session, as QEMU is.
     script = ("import os, signal, subprocess, time\n"
@@ -94,9 +99,21 @@ def test_stop_ends_the_tree_qemu_s_session_too(tmp_path):
     assert wait_for(lambda: pidfile.read_text().strip(), 5)
     grandchild = int(pidfile.read_text())
     (folder / "lava.json").write_text(json.dumps({"pids": {"worker": leader}}))
+    # The worker's record: job 7 is this tree's (its lava-run, here the grandchild), job 8
+    # another's (a PID outside it).
+    import sqlite3
+    with sqlite3.connect(folder / "worker" / "db.sqlite3") as db:
+        db.execute("CREATE TABLE jobs(id INTEGER PRIMARY KEY, pid INTEGER, status INTEGER, "
+                   "last_update INTEGER, prefix VARCHAR(100) DEFAULT '', token TEXT)")
+        db.executemany("INSERT INTO jobs VALUES (?, ?, 0, 0, '', 't')",
+                       [(7, grandchild), (8, os.getpid())])
+    db.close()
+    for job in ("7", "8"):
+        (downloads / job).mkdir(parents=True)
     stopped = lava_server.stop(str(folder), timeout_s=1)
     assert stopped == {"worker": leader[0]}
     assert wait_for(lambda: not alive(leader[0]) and not alive(grandchild), 10)
+    assert sorted(os.listdir(downloads)) == ["8"]
     assert json.loads((folder / "lava.json").read_text())["pids"] == {}
 
 
