@@ -32,6 +32,21 @@ def alerted(tmp_path_factory):
     return path
 
 
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def either(request, alerted):
+    """The same small history on each engine: the SQLite file, or a PostgreSQL database
+    built alike (its writer's URL)."""
+    if request.param == "sqlite":
+        return alerted
+    from conftest import pg_history
+    from perfscale.history import cluster
+    urls = pg_history(request.getfixturevalue("pg_server"), "t_sweep38")
+    synthetic_history.build(urls[cluster.OWNER], machines=2, nights=12, benchmarks=1,
+                            step_at=8, kernel_change_at=8, step_lineages=2, alerts=True,
+                            judge=False, calibrate=False)
+    return urls[cluster.WRITER]
+
+
 NOT_UTF8 = b"\xff\xfe".decode("utf-8", "surrogateescape")  # what argv holds for such bytes
 
 
@@ -76,11 +91,11 @@ def test_alerts_set_through_the_dashboard_checks_the_text_first(cli, monkeypatch
     assert code == 2 and err.strip() == "alerts: who and why must be UTF-8 text"
 
 
-def test_the_alert_form_refuses_a_nul_on_either_engine(alerted):
+def test_the_alert_form_refuses_a_nul_on_either_engine(either):
     """Before: SQLite stored the NUL in the log; the same form on PostgreSQL failed in the
     driver (a NUL is no text there)."""
     from perfscale.web import app as web_app
-    client = web_app.create_app(alerted, TOKEN).test_client()
+    client = web_app.create_app(either, TOKEN).test_client()
     page = client.post("/alert/1/state", data={"state": "acknowledged", "who": "a",
                                                "why": "x\x00y"},
                        headers={web_app.TOKEN_HEADER: TOKEN})
@@ -255,14 +270,14 @@ def test_a_history_that_vanishes_under_the_dashboard_is_503_not_a_new_one(alerte
     assert not path.exists()
 
 
-def test_the_triage_form_refuses_a_nul_in_the_item(alerted):
+def test_the_triage_form_refuses_a_nul_in_the_item(either):
     """Before: a triage row for host '\\0' was stored on SQLite (303), and the driver
     refused the same on PostgreSQL."""
     from perfscale.history import store
     from perfscale.web import app as web_app
-    with store.open_history(alerted, read_only=True) as conn:
+    with store.open_history(either, read_only=True) as conn:
         run = store.all_runs(conn)[0]
-    client = web_app.create_app(alerted, TOKEN).test_client()
+    client = web_app.create_app(either, TOKEN).test_client()
     page = client.post("/triage", data={
         "kind": "regression", "host": "\x00", "machine": run["machine"], "cpus": run["cpus"],
         "config": run["config"], "name": "BM_X", "run_id": run["id"], "state": "fixed",
