@@ -16,9 +16,9 @@
 // as one BPF uprobe is. Manual time: from releasing the threads to the last one done.
 // usecs/hit is that time over the calls of one thread (what one caller waits per call;
 // flat when hits scale), hits/s the machine's rate (all threads' hits over the same
-// time). The probe's own count must reach the calls (a wrong file offset counts 0):
-// fewer is an error, not a figure; more (a call counted twice, seen with threads) is
-// reported in the label and counted/hit. Kernel-cost counters per hit
+// time). The probe must count (a wrong file offset counts 0: an error, not a figure);
+// a count above or below the calls (a call counted twice, a hit lost) is reported in
+// the label and counted/hit. Kernel-cost counters per hit
 // (bench_support.h; from the counting pass): lock_contended, lock_wait_us, xcalls, ...
 //
 // BM_UprobeAttach: P child processes (forked before timing: they map this binary and
@@ -310,22 +310,23 @@ void BM_UprobeHit(benchmark::State& state, HitParams params) {
     const double hits = iterations * params.threads * static_cast<double>(params.calls);
     pass.SetOps(hits);
     if (probe.valid()) {
-      // The inherited copies in the threads are summed into the parent's count. Fewer
-      // counts than calls is a probe in the wrong place (a wrong file offset counts 0)
-      // or lost hits: an error, in either pass. More is the kernel counting some call
-      // twice (seen with several threads on 6.1 and 6.12 guests): reported, kept.
+      // The inherited copies in the threads are summed into the parent's count. None
+      // counted is a probe in the wrong place (a wrong file offset counts 0): an error,
+      // in either pass. Fewer or more than the calls is the kernel's count, reported and
+      // kept: more is some call counted twice (several threads on 6.1 and 6.12 guests),
+      // fewer a hit lost (1 in 4,000 with 4 threads on a 2-vCPU 5.10 guest).
       absl::StatusOr<uint64_t> read = probe.ReadCount();
       if (pass.SkipIfError(read.status())) return;
       const uint64_t counted = *read - counted_before;
-      if (static_cast<double>(counted) < hits) {
+      if (counted == 0 && hits > 0) {
         pass.SkipIfError(absl::InternalError(
             absl::StrCat("the ", ProbeKindName(params.probe), " on ", location.path, "+0x",
-                         absl::Hex(location.offset), " counted ", counted, " hits of ", hits,
+                         absl::Hex(location.offset), " counted 0 hits of ", hits,
                          " calls (a wrong file offset counts 0)")));
         return;
       }
       if (pass.timed()) {
-        if (static_cast<double>(counted) > hits) {
+        if (static_cast<double>(counted) != hits) {
           state.SetLabel(absl::StrCat("the probe counted ", counted, " hits of ", hits, " calls"));
         }
         state.counters["counted/hit"] = static_cast<double>(counted) / hits;
