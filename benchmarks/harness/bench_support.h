@@ -67,8 +67,9 @@
 
 namespace perfscale {
 
-// Marks the benchmark skipped (what the environment forbids: SkipWithMessage, the reason) or
-// failed (anything else: SkipWithError, "ERROR: <status>"). Returns true when `status` was not ok.
+// Marks the benchmark skipped (what the environment forbids: SkipWithMessage, the reason)
+// or failed (anything else: SkipWithError, "ERROR: <status>"). Returns true when `status`
+// was not ok.
 bool SkipIfError(benchmark::State& state, const absl::Status& status);
 
 // How the attributed counters are taken (--attribution and the kernel decide).
