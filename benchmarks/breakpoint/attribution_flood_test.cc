@@ -45,8 +45,9 @@ Counts RunEnable() {
   ::perfscale::testing::CommandResult result = ::perfscale::testing::RunRunfile(
       "benchmarks/breakpoint/breakpoint",
       {"--benchmark_filter=BM_BreakpointEnable", "--breakpoint_passive=8", "--breakpoint_active=0",
-       "--breakpoint_placement=other_cpus", "--benchmark_min_time=0.1s", "--benchmark_repetitions=5",
-       "--benchmark_report_aggregates_only=false", "--benchmark_format=json"});
+       "--breakpoint_placement=other_cpus", "--benchmark_min_time=0.1s",
+       "--benchmark_repetitions=5", "--benchmark_report_aggregates_only=false",
+       "--benchmark_format=json"});
   EXPECT_EQ(result.exit_code, 0) << result.err;
   absl::StatusOr<nlohmann::json> doc = ParseBenchmarkJson(result.out);
   EXPECT_TRUE(doc.ok()) << doc.status();

@@ -192,8 +192,7 @@ TEST_F(BreakpointBinaryTest, CountsFromTheCountingPassEqualThoseCountedWhileTime
           // that was under the minimum of 16.
           EXPECT_LE(benchmark.Number("count_ops"), 200.0);
           EXPECT_GE(benchmark.Number("count_ops"), 16.0);
-          EXPECT_LE(benchmark.Number("count_ops"),
-                    std::max(16.0, benchmark.Number("iterations")));
+          EXPECT_LE(benchmark.Number("count_ops"), std::max(16.0, benchmark.Number("iterations")));
         } else {
           EXPECT_EQ(benchmark.Number("count_ops"), benchmark.Number("iterations"));
         }

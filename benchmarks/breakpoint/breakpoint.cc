@@ -354,9 +354,9 @@ absl::Status RegisterThreadFamily(const Flags& f, const Capabilities& caps) {
       absl::Status fits = caps.RequireThreads(
           ThreadsNeeded(ThreadParams{0, static_cast<int>(p), static_cast<int>(t), 1}));
       if (!fits.ok() && (flags.Given(&Flags::parallelism) || flags.Given(&Flags::threads))) {
-        return absl::InvalidArgumentError(absl::StrCat(flags.Name(&Flags::parallelism), "=", p,
-                                                       " ", flags.Name(&Flags::threads), "=", t,
-                                                       ": ", fits.message()));
+        return absl::InvalidArgumentError(absl::StrCat(flags.Name(&Flags::parallelism), "=", p, " ",
+                                                       flags.Name(&Flags::threads), "=", t, ": ",
+                                                       fits.message()));
       }
     }
   }
@@ -365,8 +365,8 @@ absl::Status RegisterThreadFamily(const Flags& f, const Capabilities& caps) {
       for (int64_t p : f.parallelism) {
         ThreadParams params{static_cast<int>(b), static_cast<int>(p), static_cast<int>(t),
                             f.repeat};
-        std::string name = absl::StrCat("BM_BreakpointThread/breakpoints:", b,
-                                        "/parallelism:", p, "/threads:", t);
+        std::string name =
+            absl::StrCat("BM_BreakpointThread/breakpoints:", b, "/parallelism:", p, "/threads:", t);
         // One iteration creates and joins repeat x threads threads, plus the workers.
         const double threads_per_iteration = static_cast<double>(f.repeat) * t + p;
         RegisterPlanned(

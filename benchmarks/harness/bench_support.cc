@@ -305,8 +305,7 @@ bool WillBeReported(double manual_seconds, double loop_seconds, int64_t iteratio
 
 int64_t CountingIterations(int64_t count_iterations, int64_t timed_iterations) {
   const int64_t wanted = std::max<int64_t>(1, count_iterations);
-  return std::max(std::min(wanted, kMinCountingIterations),
-                  std::min(wanted, timed_iterations));
+  return std::max(std::min(wanted, kMinCountingIterations), std::min(wanted, timed_iterations));
 }
 
 void RunPasses(benchmark::State& state, const PassOptions& options, const PassBody& body) {

@@ -75,9 +75,9 @@ absl::Status CheckOne(absl::string_view name, absl::string_view value) {
     if (name == "benchmark_min_time") absl::ConsumeSuffix(&number, "s");
     double seconds = 0;
     if (!absl::SimpleAtod(number, &seconds) || !(seconds >= 0) || seconds > 1e6) {
-      return Bad(name, value,
-                 name == "benchmark_min_time" ? "seconds >= 0, such as 0.5s"
-                                              : "a number of seconds >= 0");
+      return Bad(
+          name, value,
+          name == "benchmark_min_time" ? "seconds >= 0, such as 0.5s" : "a number of seconds >= 0");
     }
   } else if (name == "benchmark_format" || name == "benchmark_out_format") {
     if (!IsOneOf(value, {"console", "json", "csv"}))

@@ -45,15 +45,14 @@ TEST(BenchmarkFlagsTest, RejectsWhatGoogleBenchmarkWouldIgnoreOrMisread) {
 }
 
 TEST(BenchmarkFlagsTest, LetsGoodValuesAndOtherFlagsThrough) {
-  EXPECT_TRUE(
-      CheckBenchmarkFlags({"--benchmark_repetitions=10", "--benchmark_min_time=0.5",
-                           "--benchmark_min_time=0.5s",
-                           "--benchmark_format=json", "--benchmark_out_format=csv",
-                           "--benchmark_out=/tmp/x.json", "--benchmark_out=x.json",
-                           "--benchmark_color=false", "--benchmark_filter=-Thread|Enable$",
-                           "--benchmark_time_unit=ms", "--benchmark_list_tests=false",
-                           "--breakpoint_breakpoints=-1", "--benchmark_list_tests", "positional"})
-          .ok());
+  EXPECT_TRUE(CheckBenchmarkFlags({"--benchmark_repetitions=10", "--benchmark_min_time=0.5",
+                                   "--benchmark_min_time=0.5s", "--benchmark_format=json",
+                                   "--benchmark_out_format=csv", "--benchmark_out=/tmp/x.json",
+                                   "--benchmark_out=x.json", "--benchmark_color=false",
+                                   "--benchmark_filter=-Thread|Enable$", "--benchmark_time_unit=ms",
+                                   "--benchmark_list_tests=false", "--breakpoint_breakpoints=-1",
+                                   "--benchmark_list_tests", "positional"})
+                  .ok());
   EXPECT_TRUE(CheckBenchmarkFlags({}).ok());
 }
 

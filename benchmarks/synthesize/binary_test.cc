@@ -157,11 +157,11 @@ void ExpectNothingLeftAfter(int signal) {
   ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
   std::string sink_dir = MakeDir("interrupted");
   std::string out_dir = MakeDir("out");
-  pid_t binary =
-      Spawn({"--synthesize_workload=controlled", "--synthesize_sink=file",
-             "--synthesize_strategy=mutex", "--synthesize_workers=1", "--synthesize_processes=4",
-             "--synthesize_threads=3", "--synthesize_dir=" + sink_dir, "--benchmark_min_time=1000s"},
-            out_dir);
+  pid_t binary = Spawn(
+      {"--synthesize_workload=controlled", "--synthesize_sink=file", "--synthesize_strategy=mutex",
+       "--synthesize_workers=1", "--synthesize_processes=4", "--synthesize_threads=3",
+       "--synthesize_dir=" + sink_dir, "--benchmark_min_time=1000s"},
+      out_dir);
   ASSERT_GT(binary, 0);
   std::vector<pid_t> tree;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);

@@ -216,8 +216,7 @@ TEST_F(TraceOverheadBinaryTest, RingBuffersOverTheMlockLimitExitTwo) {
   ASSERT_TRUE(recorded.contains("skipped"));
   EXPECT_EQ(recorded.at("skipped"), true);
   std::string why = recorded.value("skip_message", "");
-  EXPECT_TRUE(absl::StartsWith(why, "the default --trace_overhead_ring_pages=1024"))
-      << why;
+  EXPECT_TRUE(absl::StartsWith(why, "the default --trace_overhead_ring_pages=1024")) << why;
   EXPECT_TRUE(absl::StrContains(why, "RLIMIT_MEMLOCK 64 KiB")) << why;
 
   // The baseline alone maps nothing: no limit applies.

@@ -45,9 +45,8 @@ std::string VerifierRefusal(const std::string& libbpf_message) {
   size_t close = head.rfind('\'');
   size_t open = close == absl::string_view::npos || close == 0 ? absl::string_view::npos
                                                                : head.rfind('\'', close - 1);
-  std::string program = open == absl::string_view::npos
-                            ? "?"
-                            : std::string(head.substr(open + 1, close - open - 1));
+  std::string program =
+      open == absl::string_view::npos ? "?" : std::string(head.substr(open + 1, close - open - 1));
   absl::string_view log = message.substr(begin + kBegin.size());
   log = log.substr(0, std::min(log.size(), log.find(kEnd)));
   std::string last;
@@ -56,8 +55,8 @@ std::string VerifierRefusal(const std::string& libbpf_message) {
     // The verifier's closing statistics are not its reason.
     if (!line.empty() && !absl::StartsWith(line, "processed ")) last = std::string(line);
   }
-  return absl::StrCat("the verifier refused program '", program, "': ",
-                      last.empty() ? "(an empty log)" : last);
+  return absl::StrCat("the verifier refused program '", program,
+                      "': ", last.empty() ? "(an empty log)" : last);
 }
 
 uint64_t BpfStats::QuantileNs(double q) const {
@@ -188,11 +187,11 @@ absl::Status NeedTracepoint(const char* name, int wanted, const char* what, cons
   if (id > 0 && (args < 0 || args >= wanted)) return absl::OkStatus();
   struct utsname kernel {};
   uname(&kernel);
-  return absl::FailedPreconditionError(absl::StrCat(
-      "the BPF recorder needs ", what, " (Linux ", since, " and later); this kernel (",
-      kernel.release, ") ",
-      id > 0 ? absl::StrCat("passes ", name, " ", args, " arguments, not ", wanted)
-             : absl::StrCat("has no tracepoint ", name)));
+  return absl::FailedPreconditionError(
+      absl::StrCat("the BPF recorder needs ", what, " (Linux ", since, " and later); this kernel (",
+                   kernel.release, ") ",
+                   id > 0 ? absl::StrCat("passes ", name, " ", args, " arguments, not ", wanted)
+                          : absl::StrCat("has no tracepoint ", name)));
 }
 
 absl::Status BpfRecorderAvailable() {

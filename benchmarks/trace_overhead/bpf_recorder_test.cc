@@ -139,7 +139,8 @@ TEST(BpfRecorderTest, SchedSetSeesThisProcessSwitchAndWake) {
   for (const BpfKeyStats& key : stats->keys) {
     if (key.object == static_cast<uint64_t>(getpid())) mine += key.count;
   }
-  const uint64_t switched = (after.ru_nvcsw - before.ru_nvcsw) + (after.ru_nivcsw - before.ru_nivcsw);
+  const uint64_t switched =
+      (after.ru_nvcsw - before.ru_nvcsw) + (after.ru_nivcsw - before.ru_nivcsw);
   ASSERT_GT(switched, 0u) << "20 sleeps of 100 us and not one context switch";
   EXPECT_GE(mine, switched);
   EXPECT_GT(stats->wakeups, 0u);

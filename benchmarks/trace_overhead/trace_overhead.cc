@@ -338,7 +338,7 @@ void BM_PipePingPong(benchmark::State& state, Params params) {
     }
     double elapsed_us =
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
-    PauseProfile();                      // stopping the recorder and reaping the peer are not timed
+    PauseProfile();               // stopping the recorder and reaping the peer are not timed
     if (state.skipped()) return;  // the destructors stop, reap and close
 
     TraceStats stats;

@@ -43,7 +43,9 @@ namespace testing {
 using BenchmarkRun = benchmark::BenchmarkReporter::Run;
 
 // A row the library timed: neither skipped (SkipWithMessage) nor failed (SkipWithError).
-inline bool Timed(const BenchmarkRun& run) { return run.skipped == benchmark::internal::NotSkipped; }
+inline bool Timed(const BenchmarkRun& run) {
+  return run.skipped == benchmark::internal::NotSkipped;
+}
 inline bool Skipped(const BenchmarkRun& run) {
   return run.skipped == benchmark::internal::SkippedWithMessage;
 }

@@ -30,8 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::memcpy(&header, rest.data(), sizeof(header));
     if (header.size < sizeof(header) || header.size > rest.size()) {
       // What is left, whole, must be refused (its header overruns it), never crash.
-      if (header.size > rest.size() &&
-          perfscale::ParseLockSample(rest, begin_id, end_id).ok()) {
+      if (header.size > rest.size() && perfscale::ParseLockSample(rest, begin_id, end_id).ok()) {
         std::abort();
       }
       break;
