@@ -4,8 +4,11 @@ Run with perfscale's interpreter (tools/py/python: Debian's, it has scipy and ma
     tools/py/python -m pytest -q testing/py
 """
 
+import contextlib
+import http.server
 import os
 import sys
+import threading
 import time
 
 import pytest
@@ -98,3 +101,20 @@ def pg_history(server, name):
     """{role: url} of a new history database `name` in the cluster `server`, plus its dir."""
     from perfscale.history import cluster as db
     return dict(db.create_history(server["dir"], name), dir=server["dir"])
+
+
+@contextlib.contextmanager
+def http_server(handler, threaded=False):
+    """A real HTTP server on a free 127.0.0.1 port, serving `handler` from a thread until
+    the block ends: yields the server (its port is server.server_port)."""
+    kind = http.server.ThreadingHTTPServer if threaded else http.server.HTTPServer
+    httpd = kind(("127.0.0.1", 0), handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield httpd
+    finally:
+        httpd.shutdown()
+        thread.join()
+        httpd.server_close()

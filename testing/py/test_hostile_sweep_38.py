@@ -9,13 +9,12 @@ Each failed on that main. Run:
 import http.server
 import json
 import shutil
-import threading
 import time
 
 import pytest
 
 import synthetic_history
-from conftest import data
+from conftest import data, http_server
 from perfscale.labs import kcidb, lava
 from test_lava import run_dir  # noqa: F401 (the fixture: the recorded job's folder)
 
@@ -135,14 +134,8 @@ class Hostile(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def hostile():
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield "http://127.0.0.1:%d" % httpd.server_port
-    httpd.shutdown()
-    thread.join()
-    httpd.server_close()
+    with http_server(Hostile, threaded=True) as httpd:
+        yield "http://127.0.0.1:%d" % httpd.server_port
 
 
 @pytest.mark.parametrize("mode", ["list", "deep", "log-deep"])

@@ -7,11 +7,10 @@ import json
 import os
 import socket
 import statistics
-import threading
 
 import pytest
 
-from conftest import data
+from conftest import data, http_server
 
 jsonschema = pytest.importorskip("jsonschema", reason="python3-jsonschema is not installed "
                                  "(tools/setup test installs it)")
@@ -175,13 +174,8 @@ class Recorder(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def server():
     Recorder.received, Recorder.reply = [], 200
-    httpd = http.server.HTTPServer(("127.0.0.1", 0), Recorder)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield httpd
-    httpd.shutdown()
-    thread.join()
-    httpd.server_close()
+    with http_server(Recorder) as httpd:
+        yield httpd
 
 
 def test_submit_posts_the_report_with_the_bearer_token(cli, server, tmp_path, monkeypatch):

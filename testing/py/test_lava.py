@@ -11,11 +11,10 @@ import json
 import os
 import shutil
 import subprocess
-import threading
 
 import pytest
 
-from conftest import data
+from conftest import data, http_server
 
 from perfscale.gate import stats
 from perfscale.history import store
@@ -364,13 +363,8 @@ class Rest(http.server.BaseHTTPRequestHandler):
 def rest():
     Rest.health, Rest.seen = "Complete", []
     Rest.log = "".join("- %s\n" % line for line in real_log().splitlines())
-    httpd = http.server.HTTPServer(("127.0.0.1", 0), Rest)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield "http://127.0.0.1:%d" % httpd.server_port
-    httpd.shutdown()
-    thread.join()
-    httpd.server_close()
+    with http_server(Rest) as httpd:
+        yield "http://127.0.0.1:%d" % httpd.server_port
 
 
 def test_import_from_a_lava_server(cli, rest, tmp_path, monkeypatch):
