@@ -2,11 +2,13 @@
 through the real nightly with the fake binary, and `tools/perfscale alerts`."""
 
 import json
+import os
 import sqlite3
 
 import pytest
 
-from conftest import FAKE_RUN
+from conftest import DATA, FAKE_RUN
+from perfscale.gate import stats
 from perfscale.history import alerts, store as history, triage
 
 SLOWED = ("BM_BreakpointEnable/passive:8/active:0/placement:0/real_time",
@@ -90,6 +92,74 @@ def test_three_bad_nights_are_one_alert_acknowledged_then_found_fixed(nightly, c
         assert lines == []
         assert [all(n in runs for n in SLOWED) for runs in base] == [True, False, True]
         assert all(len(runs) > 10 for runs in base)  # the rest of the suite stays
+
+
+def _slow_only(tmp_path, name):
+    """A fixture slow in `name` alone: base.json with slow.json's entries of that benchmark."""
+    documents = []
+    for fixture in ("base.json", "slow.json"):
+        with open(os.path.join(DATA, fixture), encoding="utf-8") as f:
+            documents.append(json.load(f))
+    slow = iter([b for b in documents[1]["benchmarks"] if b["run_name"] == name])
+    documents[0]["benchmarks"] = [next(slow) if b["run_name"] == name else b
+                                  for b in documents[0]["benchmarks"]]
+    path = tmp_path / "slow-one.json"
+    path.write_text(json.dumps(documents[0]), encoding="utf-8")
+    return str(path)
+
+
+def _mail(report_dir):
+    """The regression mail of the latest night, None when it wrote none."""
+    path = max(report_dir.iterdir()) / "regression-mail.txt"
+    return path.read_text(encoding="utf-8") if path.exists() else None
+
+
+def test_one_mail_per_alert_written_again_only_when_it_grows(nightly, tmp_path):
+    kernel = "--context=kernel_release=6.1.0-28-amd64"  # the change that keys the alert
+    assert nightly("--fixture=base.json")[0] == 0
+    code, out, _ = nightly("--fixture=" + _slow_only(tmp_path, SLOWED[0]), kernel)
+    assert code == 1 and "opens alert #1" in out and "regression mail:" in out
+    mail = _mail(nightly.report_dir)
+    assert mail.startswith("=" * 100 + "\nperfscale: alert #1 (regression, new): 1 benchmark(s) "
+                           "on 1 machine(s) moved at one change")
+    assert "\nkernel:    6.1.0-27-amd64 -> 6.1.0-28-amd64\n" in mail
+    assert "\nperfscale: 4aa63e4 (unchanged)\n" in mail and "\ncommit:" not in mail
+    assert "This mail: the alert opened with run 2." in mail
+    first, second = (stats.display_name(n) for n in SLOWED)
+    assert "perfscale noticed a +" in mail and "regression of %s.real_time_ns" % first in mail
+    assert "%s.real_time_ns" % second not in mail
+    assert "run 1, " in mail and "(last good)" in mail and "run 2, " in mail
+    assert "tools/perfscale bisect --good 6.1.0-27-amd64 --bad 6.1.0-28-amd64 " in mail
+    assert "tools/perfscale nightly --history" in mail and "--baseline 1" in mail
+    assert "tools/perfscale compare" in mail
+
+    # The same step a second night: attached, no mail.
+    code, out, _ = nightly("--fixture=" + _slow_only(tmp_path, SLOWED[0]), kernel)
+    assert code == 1 and "night 2 of its step (attached)" in out
+    assert "regression mail:" not in out and _mail(nightly.report_dir) is None
+
+    # A second benchmark moves at the same change: the alert grows, and its mail names both,
+    # the newcomer marked.
+    code, out, _ = nightly("--fixture=slow.json", kernel)
+    assert code == 1 and "joins alert #1" in out and "regression mail:" in out
+    mail = _mail(nightly.report_dir)
+    assert "alert #1 (regression, new): 2 benchmark(s) on 1 machine(s)" in mail
+    assert ("This mail: the alert grew with run 4: 1 new member(s), marked NEW, since the "
+            "mail of run 2.") in mail
+    assert "  NEW: %s on perfscale-ci-1" % second in mail
+    assert "%s.real_time_ns  (NEW)" % second in mail
+    table = [line for line in mail.splitlines() if line.startswith("| ")]
+    assert len(table) == 3  # the header and the two members
+    assert any(line.startswith("|     | %s " % first) for line in table)
+    assert any(line.startswith("| NEW | %s " % second) for line in table)
+    assert mail.count("(first bad)") == 2  # one section per lineage x step
+    [(_alert, members)] = _alerts(nightly.db)
+    assert sorted((m["name"], m["first_bad_run_id"], m["nights"]) for m in members) == sorted(
+        [(SLOWED[0], 2, 3), (SLOWED[1], 4, 1)])
+
+    # Both attached on the next night: no mail.
+    code, out, _ = nightly("--fixture=slow.json", kernel)
+    assert code == 1 and "regression mail:" not in out
 
 
 def test_machines_that_move_at_the_same_change_share_the_alert(nightly):

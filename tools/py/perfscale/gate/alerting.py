@@ -89,9 +89,9 @@ def after_night(conn, lineage, run, good_run, verdicts):
     """Opens, joins, attaches and finds fixed the alerts of one recorded night: `run`
     (row) of `lineage` (host, machine, cpus, config), judged against runs whose newest is
     `good_run` (row). Returns (lines for the log, {benchmark: alert id} of benchmarks
-    that passed within an acknowledged alert, True when an alert opened or grew: the
-    night that writes the regression mail)."""
-    lines, within, grew = [], {}, False
+    that passed within an acknowledged alert, {ids of the alerts that opened or grew}:
+    the night that writes their regression mail)."""
+    lines, within, grown = [], {}, set()
     open_ = alerts.open_members(conn, lineage)
     change = None
     for verdict in verdicts:
@@ -108,7 +108,7 @@ def after_night(conn, lineage, run, good_run, verdicts):
                 conn, "regression", change,
                 alerts.Member(*lineage, verdict.name, good_run["id"] if good_run else None,
                               verdict.change, verdict.ci, verdict.noise_floor), run["id"])
-            grew = True
+            grown.add(alert_id)
             lines.append("%s: %s alert #%d (%s)" % (
                 label, "opens" if opened else "joins", alert_id, change.describe()))
         elif member is not None and verdict.verdict in stats.JUDGED:
@@ -122,7 +122,7 @@ def after_night(conn, lineage, run, good_run, verdicts):
                 within[verdict.name] = member["alert_id"]
                 lines.append("%s: within alert #%d (acknowledged)"
                              % (label, member["alert_id"]))
-    return lines, within, grew
+    return lines, within, grown
 
 
 # A change point within this many runs of a member's first bad run is that member's step.

@@ -1,12 +1,18 @@
 """The regression mail: a plain-text report in the kernel test robot's shape.
 
-Kernel developers read regressions as LKP mails: the two commits, then a table of
-`base %stddev %change head %stddev metric`, then the profile deltas, then how to
-reproduce. The nightly writes one beside its report when it finds a regression
-(regression-mail.txt) and the dashboard's Compare page exports the same text, both
-through regression_mail() here.
+Kernel developers read regressions as LKP mails: a headline naming the worst metric and
+the commit, the other tests the same commit moved, then per test machine the two commits
+and a table of `base %stddev %change head %stddev metric`, the profile deltas, and how to
+reproduce. Two texts here share those pieces:
+
+- alert_mail: one mail per alert (one change: every benchmark x machine that moved at it),
+  which the nightly writes beside its report (regression-mail.txt) on the night the alert
+  opens and again only on a night it grows; its data is perfscale.plots.alert_view's, the same
+  as the dashboard's alert page.
+- regression_mail: any two runs, the dashboard's Compare page's export.
 """
 
+import dataclasses
 import math
 import re
 import shlex
@@ -139,6 +145,152 @@ def regression_mail(lineage, base_label, head_label, base_runs, head_runs, verdi
     out += ["        " + shlex.join(command) for command in reproduce]
     out.append("")
     return "\n".join(out)
+
+
+@dataclasses.dataclass
+class AlertSection:
+    """One lineage's part of an alert mail: its members (alert_members rows with counts
+    and mdc, perfscale.plots.alert_view.details'), its last good and first bad runs (rows;
+    good None when unknown) and their {name: Entry}, and the commands that reproduce it."""
+    members: list
+    good: object
+    bad: dict
+    base_entries: dict
+    head_entries: dict
+    reproduce: list
+
+
+def _percent(value):
+    return "%+.1f%%" % (100 * value) if value is not None and math.isfinite(value) else "-"
+
+
+def _share(value):
+    return "%.1f%%" % (100 * value) if value is not None and math.isfinite(value) else "-"
+
+
+def _interval(member):
+    if member["ci_low"] is None or member["ci_high"] is None:
+        return "-"
+    return "[%s, %s]" % (_percent(member["ci_low"]), _percent(member["ci_high"]))
+
+
+def _run_label(run):
+    if run is None:
+        return "unknown (no earlier passing run)"
+    return "run %d, %s: kernel %s, perfscale %s" % (
+        run["id"], run["recorded_at"], run["kernel_release"] or "?",
+        run["perfscale_revision"] or "?")
+
+
+def _alert_table(members, run_id):
+    """The robot's '+----+' table: one line per member, the new ones marked."""
+    header = ("", "benchmark", "machine", "change", "%d%% interval" %
+              round(100 * stats.CONFIDENCE), "noise floor", "MDC", "nights")
+    lines = [header]
+    for m in members:
+        lines.append(("NEW" if m["first_bad_run_id"] == run_id else "",
+                      display_name(m["name"]), "%s/%d CPUs/%s" % (
+                          m["host"], m["cpus"], m["config"] or "default"),
+                      _percent(m["change"]), _interval(m), _share(m["noise_floor"]),
+                      _share(m["mdc"]), str(m["nights"])))
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
+    out = [rule]
+    for index, line in enumerate(lines):
+        out.append("|" + "|".join(" %-*s " % (w, cell) for w, cell in zip(widths, line)) + "|")
+        if index == 0:
+            out.append(rule)
+    out.append(rule)
+    return out
+
+
+def alert_mail(found, sections, run_id):
+    """The mail of one alert after run `run_id` opened it or made it grow.
+
+    found: perfscale.plots.alert_view.details(); sections: AlertSection per lineage (the worst
+    first). The members whose first bad run is `run_id` are what is new in this mail: each
+    earlier growth of the alert wrote its own mail."""
+    alert, members = found["alert"], found["members"]
+    worst = found["worst"]
+    new = [m for m in members if m["first_bad_run_id"] == run_id]
+    opened = alert["opened_run_id"] == run_id
+    earlier = [m["first_bad_run_id"] for m in members if m["first_bad_run_id"] < run_id]
+    out = [_RULE, "perfscale: alert #%d (%s, %s): %d benchmark(s) on %d machine(s) moved at "
+           "one change" % (alert["id"], alert["kind"], alert["state"], found["benchmarks"],
+                           found["lineages"]), _RULE, ""]
+    if worst is not None:
+        out += ["perfscale noticed a %s regression of %s.real_time_ns on host %s, %d CPUs, "
+                "config '%s', at:" % (_percent(worst["change"]), display_name(worst["name"]),
+                                      worst["host"], worst["cpus"],
+                                      worst["config"] or "default"), ""]
+    out += ["change:    %s" % found["change"]]
+    for label, good, bad in (("kernel", alert["good_kernel"], alert["bad_kernel"]),
+                             ("commit", alert["good_commit"], alert["bad_commit"]),
+                             ("config", alert["good_config"], alert["bad_config"]),
+                             ("perfscale", alert["good_revision"], alert["bad_revision"])):
+        if good or bad:  # a commit or config digest the runs never named is left out
+            out.append("%-10s %s" % (label + ":", "%s -> %s" % (good or "?", bad or "?")
+                                     if good != bad else "%s (unchanged)" % good))
+    out += ["alert:     #%d, opened %s by run %d, state %s (%s: %s)" % (
+        alert["id"], alert["opened_at"], alert["opened_run_id"], alert["state"], alert["who"],
+        alert["why"]), ""]
+    if opened:
+        out.append("This mail: the alert opened with run %d." % run_id)
+    else:
+        out.append("This mail: the alert grew with run %d: %d new member(s), marked NEW, since "
+                   "the mail of run %d." % (run_id, len(new), max(earlier) if earlier else 0))
+        out += ["  NEW: %s on %s, %d CPUs, config '%s'" % (
+            display_name(m["name"]), m["host"], m["cpus"], m["config"] or "default")
+            for m in new]
+    out += ["", "Every benchmark x machine that moved at this change (the gate's figures of "
+            "its first bad night):", ""]
+    out += _alert_table(members, run_id)
+    out += ["", "Details are as below:",
+            "-" * 98 + "->", ""]
+    for section in sections:
+        out += _alert_section(section, run_id)
+    if found["profile"]:
+        out += ["profile of the worst member (perf cpu-clock, self share of its samples, "
+                "last good run -> first bad run):", ""]
+        out += found["profile"]
+    if found["bisect"]:
+        out += ["To narrow the kernel range (list the kernels between the two in order):", "",
+                "        " + found["bisect"], ""]
+    return "\n".join(out)
+
+
+def _alert_section(section, run_id):
+    first = section.members[0]
+    out = [_RULE, "host/cpus/config/machine:",
+           "  %s/%d/%s/%s" % (first["host"], first["cpus"], first["config"] or "default",
+                              first["machine"][:12] or "-"), "",
+           "runs:", "  %s (last good)" % _run_label(section.good),
+           "  %s (first bad)" % _run_label(section.bad), "",
+           "%14s %s %10s %14s %s" % ("base", "       ", "", "head", ""),
+           "---------------- --------------------------- ----------------------",
+           "%14s %s %10s %14s %s" % ("", "%stddev", "%change", "", "%stddev"),
+           "%14s %s %10s %14s %s" % ("", "     \\ ", "|", "", "     \\")]
+    base, head = [section.base_entries], [section.head_entries]
+    for member in section.members:
+        label = display_name(member["name"])
+        out.append(_row(_values(base, member["name"]), _values(head, member["name"]),
+                        "%s.real_time_ns%s" % (label, "  (NEW)" if member["first_bad_run_id"]
+                                               == run_id else "")))
+        for counter, _before, _after in member["counts"]:
+            out.append(_row(_values(base, member["name"], counter),
+                            _values(head, member["name"], counter),
+                            "%s.%s" % (label, counter)))
+    out += ["", "gate (first bad night, %d%% intervals):" % round(100 * stats.CONFIDENCE)]
+    for member in section.members:
+        out.append("  %s: %s %s, noise floor %s, MDC %s, %d night(s)%s" % (
+            display_name(member["name"]), _percent(member["change"]), _interval(member),
+            _share(member["noise_floor"]), _share(member["mdc"]), member["nights"],
+            ", level returned at run %d" % member["fixed_run_id"]
+            if member["fixed_run_id"] else ""))
+    out += ["", "To reproduce (on %s):" % first["host"], ""]
+    out += ["        " + shlex.join(command) for command in section.reproduce]
+    out.append("")
+    return out
 
 
 def _moved(base, head):

@@ -297,15 +297,14 @@ def _judge_and_record(args, run_args, options, conn, named, run_dir, results, in
         print(verdict.line())
     page_paths = _write_report(conn, args, run_dir, run_id, info, results, baseline, verdicts)
     store.mark_complete(conn, run_id)
-    grew = False
+    grown = set()
     if baseline is not None:  # one alert per change: opened, joined, attached or fixed
-        lines, _within, grew = alerting.after_night(
+        lines, _within, grown = alerting.after_night(
             conn, _lineage_key(info), store.get_run(conn, run_id), base_rows[0], verdicts)
         for line in lines:
             print("nightly: %s" % line)
-    if grew:  # one mail per alert: when it opens and when it grows, not every night
-        print("nightly: regression mail: %s" % _write_mail(
-            args, run_args, run_dir, run_id, info, results, base_rows, base_runs, verdicts))
+    if grown:  # one mail per alert: when it opens and when it grows, not every night
+        print("nightly: regression mail: %s" % _write_mail(args, run_dir, conn, run_id, grown))
     print("nightly: run %d recorded in %s; report: %s" % (run_id, conn.name, page_paths[0]))
     slower = [v.name for v in verdicts if v.regression]
     if baseline is None:
@@ -452,44 +451,22 @@ def _write_report(conn, args, run_dir, run_id, info, results, baseline, verdicts
     return page.write(os.path.join(run_dir, "nightly"))
 
 
-def _write_mail(args, run_args, run_dir, run_id, info, results, base_rows, base_runs,
-                verdicts):
-    """regression-mail.txt beside the report: the LKP-shaped text (plots/mail.py)."""
-    from perfscale.plots import mail
-    base = base_rows[0]
-    slower = [v.name for v in verdicts if v.regression]
-    text = mail.regression_mail(
-        (info.host, info.cpus, info.config),
-        "run%s %s (kernel %s, perfscale %s)" % (
-            "s" if len(base_rows) > 1 else "", ", ".join(str(r["id"]) for r in base_rows),
-            base["kernel_release"], base["perfscale_revision"]),
-        "run %d (kernel %s, perfscale %s)" % (run_id, info.context.get("kernel_release"),
-                                              info.context.get("perfscale_revision")),
-        base_runs, [results.entries], verdicts,
-        mail.reproduce_commands(slower, args.repetitions, base["id"], info.config, run_args,
-                                store.describe(args.history), _baseline_file_if_kept(base)),
-        base_profile=_profile_of(base["results_path"]), head_profile=_profile_of(results.source))
-    path = os.path.join(run_dir, "regression-mail.txt")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
-    return path
-
-
-def _baseline_file_if_kept(base):
-    path = base["results_path"]
-    return path if path and os.path.isfile(path) else None
-
-
-def _profile_of(results_path):
-    """The --profile document of a results file, None when absent or unreadable (the
-    mail then goes without profile deltas)."""
-    from perfscale.results import profile
-    try:
-        results = io.load_results(results_path)
-        path = profile.find_profile(results)
-        return profile.load_profile(path) if path else None
-    except (io.ResultsError, profile.ProfileError, TypeError):
-        return None
+def _write_mail(args, run_dir, conn, run_id, grown):
+    """The regression mail of each alert that opened or grew tonight, beside the report:
+    the alert's, in the kernel test robot's shape (perfscale.plots.alert_view, the data
+    of the dashboard's alert page too). One night is one change, so one alert at most;
+    more get a file each."""
+    from perfscale.plots import alert_view
+    paths = []
+    for alert_id in sorted(grown):
+        name = ("regression-mail.txt" if len(grown) == 1 else
+                "regression-mail-alert-%d.txt" % alert_id)
+        text = alert_view.mail_text(conn, alert_id, run_id, store.describe(args.history))
+        path = os.path.join(run_dir, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        paths.append(path)
+    return ", ".join(paths)
 
 
 def _baseline_file(conn, baseline, run_dir):

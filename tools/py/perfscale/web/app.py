@@ -20,8 +20,6 @@ import hmac
 import json
 import math
 import os
-import re
-import shlex
 import statistics
 
 import flask
@@ -31,6 +29,7 @@ from werkzeug import exceptions as werkzeug_exceptions
 from perfscale.gate import changepoints, stats
 from perfscale.gate.floors import BASELINE_RUNS, for_lineage
 from perfscale.history import alerts, store, triage, views
+from perfscale.plots import alert_view
 from perfscale.plots import mail
 from perfscale.plots.page import Page
 from perfscale.plots import report
@@ -263,20 +262,8 @@ def compare_mail(conn, base, head, verdicts):
                                 run_args, store.describe(flask.current_app.config["HISTORY"]),
                                 base["results_path"] if base["results_path"] and
                                 os.path.isfile(base["results_path"]) else None),
-        base_profile=_profile(base), head_profile=_profile(head))
-
-
-def _profile(run):
-    from perfscale.results import profile
-    path = run["results_path"]
-    if not path or not os.path.isfile(path):
-        return None
-    try:
-        results = io.load_results(path)
-        found = profile.find_profile(results)
-        return profile.load_profile(found) if found else None
-    except (io.ResultsError, profile.ProfileError):
-        return None
+        base_profile=alert_view.profile_of(base["results_path"]),
+        head_profile=alert_view.profile_of(head["results_path"]))
 
 
 def _pct(value):
@@ -306,10 +293,6 @@ def _safe_next(target):
     return flask.url_for("fleet")
 
 
-_CHANGE_FIELDS = ("good_kernel", "bad_kernel", "good_config", "bad_config", "good_commit",
-                  "bad_commit", "good_revision", "bad_revision")
-
-
 def _check_token(form):
     """Aborts 403 unless the server has a triage token and the request carries it."""
     expected = flask.current_app.config["TOKEN"]
@@ -319,59 +302,6 @@ def _check_token(form):
     given = flask.request.headers.get(TOKEN_HEADER) or form.get("token", "")
     if not hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8")):
         flask.abort(403, "wrong or missing triage token")
-
-
-# A count that moved by at least this share between the last good and first bad run is
-# shown with the alert's member: what moved with the time.
-COUNT_MOVED = 0.10
-
-
-def _mdc(conn, member):
-    """The member's calibrated minimum detectable change (`tools/perfscale calibrate`),
-    or None: how big a step its lineage can see at all."""
-    found = store.load_calibration(conn, member["host"], member["cpus"], member["config"],
-                                   member["machine"], member["name"])
-    calibration = found.get((member["name"], stats.REAL_TIME))
-    return calibration.mdc if calibration is not None else None
-
-
-def _counts_moved(conn, member):
-    """[(counter, before, after)] of the member's benchmark that moved by COUNT_MOVED or
-    more between its last good run and its first bad one."""
-    if not member["good_run_id"]:
-        return []
-    before = alerts.counters_of(conn, member["good_run_id"], member["name"])
-    after = alerts.counters_of(conn, member["first_bad_run_id"], member["name"])
-    return [(c, before[c], after[c]) for c in sorted(before)
-            if c in after and before[c] and after[c] is not None
-            and abs(after[c] / before[c] - 1) >= COUNT_MOVED]
-
-
-def _profile_difference(conn, member):
-    """The regression mail's profile lines for the member, when both its runs were
-    recorded with --profile and their files are still there ([] otherwise)."""
-    if not member["good_run_id"]:
-        return []
-    runs = [store.get_run(conn, member[k]) for k in ("good_run_id", "first_bad_run_id")]
-    if None in runs:
-        return []
-    return mail.profile_deltas(_profile(runs[0]), _profile(runs[1]), [member["name"]])
-
-
-def _bisect_command(conn, alert, worst):
-    """The `tools/perfscale bisect` that would narrow the alert's kernel range, for its
-    worst member: judged by the counter that moved most between its good and bad runs."""
-    good, bad = alert["good_kernel"] or "GOOD_KERNEL", alert["bad_kernel"] or "BAD_KERNEL"
-    before = alerts.counters_of(conn, worst["good_run_id"], worst["name"]) \
-        if worst["good_run_id"] else {}
-    after = alerts.counters_of(conn, worst["first_bad_run_id"], worst["name"])
-    moved = sorted(((abs(after[c] / before[c] - 1), c) for c in before
-                    if c in after and before[c] and after[c] is not None), reverse=True)
-    counter = moved[0][1] if moved else "instructions"
-    benchmark = "^" + re.escape(worst["name"].removesuffix("/real_time"))
-    return ("tools/perfscale bisect --good %s --bad %s --kernels %s,...,%s "
-            "--benchmark %s --counter %s --cpus %s" % tuple(shlex.quote(str(v)) for v in (
-                good, bad, good, bad, benchmark, counter, worst["cpus"])))
 
 
 def _routes(app):
@@ -434,20 +364,10 @@ def _routes(app):
 
     @app.route("/alert/<%s:alert_id>" % _ID)
     def alert(alert_id):
-        conn = _db()
-        row = alerts.get(conn, alert_id)
-        if row is None:
+        found = alert_view.details(_db(), alert_id)  # the alert mail's data too
+        if found is None:
             flask.abort(404, "no alert #%d" % alert_id)
-        members = [dict(m, counts=_counts_moved(conn, m), mdc=_mdc(conn, m))
-                   for m in alerts.members(conn, alert_id)]
-        worst = max(members, key=lambda m: m["change"] or 0, default=None)
-        return flask.render_template(
-            "alert.html", alert=row, members=members, log=alerts.log(conn, alert_id),
-            change=alerts.Change(*(row[f] for f in _CHANGE_FIELDS)).describe(),
-            bisect=_bisect_command(conn, row, worst) if worst else "",
-            worst=worst, profile=_profile_difference(conn, worst) if worst else [],
-            lineages=len({(m["host"], m["machine"], m["cpus"], m["config"]) for m in members}),
-            benchmarks=len({m["name"] for m in members}))
+        return flask.render_template("alert.html", **found)
 
     @app.route("/alert/<%s:alert_id>/state" % _ID, methods=["POST"])
     def set_alert_state(alert_id):
