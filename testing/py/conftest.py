@@ -5,6 +5,8 @@ Run with perfscale's interpreter (tools/py/python: Debian's, it has scipy and ma
 """
 
 import contextlib
+import json
+import math
 import http.server
 import os
 import sys
@@ -101,6 +103,37 @@ def pg_history(server, name):
     """{role: url} of a new history database `name` in the cluster `server`, plus its dir."""
     from perfscale.history import cluster as db
     return dict(db.create_history(server["dir"], name), dir=server["dir"])
+
+
+def as_schema_5(conn, digest_of=None):
+    """Rewrites a schema-6 history (an open store) as schema 5 stored it: a row per
+    sample; with `digest_of(context)`, the machine digests of runs, calibration, triage
+    and alert members as that gives them (schema 5's took the mitigations in). The tests
+    of older histories start from it."""
+    from perfscale.history import packed
+    engine = conn.engine
+    with engine.transaction():
+        engine.execute(engine.script(
+            "CREATE TABLE samples (run_id BIGINT NOT NULL REFERENCES runs(id), name TEXT NOT "
+            "NULL, repetition INTEGER NOT NULL, real_ns {real} NOT NULL, cpu_ns {real}, "
+            "PRIMARY KEY (run_id, name, repetition))")[0])
+        for row in engine.execute("SELECT run_id, name, real_ns, cpu_ns FROM benchmarks"):
+            real = packed.unpack(row["real_ns"])
+            cpu = packed.unpack(row["cpu_ns"]) or [math.nan] * len(real)
+            engine.executemany("INSERT INTO samples VALUES (?, ?, ?, ?, ?)", [
+                (row["run_id"], row["name"], i, r, None if math.isnan(c) else c)
+                for i, (r, c) in enumerate(zip(real, cpu))])
+        engine.execute("ALTER TABLE benchmarks DROP COLUMN real_ns")
+        engine.execute("ALTER TABLE benchmarks DROP COLUMN cpu_ns")
+        for row in engine.execute("SELECT id, machine, context FROM runs"):
+            if digest_of is None:
+                break
+            old = digest_of(json.loads(row["context"]))
+            engine.execute("UPDATE runs SET machine = ? WHERE id = ?", (old, row["id"]))
+            for table in ("calibration", "triage", "triage_log", "alert_members"):
+                engine.execute("UPDATE %s SET machine = ? WHERE machine = ?" % table,
+                               (old, row["machine"]))
+        engine.set_version(5)
 
 
 @contextlib.contextmanager

@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from conftest import DATA, FAKE_RUN
+from conftest import DATA, FAKE_RUN, as_schema_5
 from perfscale.gate import stats
 from perfscale.history import alerts, store as history, triage
 
@@ -225,13 +225,15 @@ def test_set_follows_the_web_forms_rules(nightly, cli):
 
 def test_a_version_4_history_is_migrated_with_empty_alert_tables(tmp_path, nightly):
     assert nightly("--fixture=base.json")[0] == 0
+    with history.open_history(str(nightly.db)) as conn:
+        as_schema_5(conn)
     old = sqlite3.connect(nightly.db)
     old.executescript("DROP TABLE alert_log; DROP TABLE alert_members; DROP TABLE alerts; "
                       "PRAGMA user_version = 4;")
     old.close()
     assert nightly("--fixture=slow.json")[0] == 1  # migrated, then opens the alert
     conn = sqlite3.connect(nightly.db)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == history.SCHEMA_VERSION == 5
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == history.SCHEMA_VERSION == 6
     assert conn.execute("SELECT COUNT(*) FROM alerts").fetchone()[0] == 1
     conn.close()
 

@@ -100,9 +100,9 @@ def test_the_pages_are_checked_once_at_start_not_on_every_request(small, monkeyp
 
 @pytest.mark.parametrize("engine", ["sqlite", "postgresql"])
 def test_the_medians_the_database_takes_are_the_samples_medians(engine, tmp_path, request):
-    """The trend and scaling pages take each run's median in SQL (views._medians): it must
-    be statistics.median's figure, for odd and even repetitions and ties, on both
-    engines."""
+    """The trend and scaling pages take each run's median from its packed samples
+    (views._median): it must be statistics.median's figure, for odd and even repetitions
+    and ties, on both engines."""
     if engine == "sqlite":
         target = str(tmp_path / "history.sqlite")
     else:

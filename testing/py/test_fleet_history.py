@@ -11,7 +11,8 @@ import subprocess
 
 import pytest
 
-from conftest import FAKE_RUN, REPO_ROOT, alive, data, pg_history, postgres_missing
+from conftest import (FAKE_RUN, REPO_ROOT, alive, as_schema_5, data, pg_history,
+                      postgres_missing)
 from perfscale.history import cluster as db, spool, store as history, transfer
 from perfscale.machine import identity
 from perfscale.results import io as results_io
@@ -69,8 +70,8 @@ def test_eight_machines_write_at_once_each_judged_against_its_own_lineage(lab, t
         assert json.loads(base["context"])["machine_microcode"] == json.loads(
             run["context"])["machine_microcode"]
     assert len({(r["host"], r["machine"]) for r in runs}) == 8
-    counts = _rows(url, "SELECT r.id, COUNT(s.name) AS n FROM runs r JOIN samples s "
-                   "ON s.run_id = r.id GROUP BY r.id")
+    counts = _rows(url, "SELECT r.id, SUM(LENGTH(b.real_ns)) AS n FROM runs r "
+                   "JOIN benchmarks b ON b.run_id = r.id GROUP BY r.id")
     assert len({c["n"] for c in counts}) == 1 and len(counts) == 16  # every run whole
 
 
@@ -88,8 +89,8 @@ def test_server_stopped_mid_write_spools_the_run_and_sync_stores_it_once(
     stopped = []
 
     def stop_midway(self, sql, rows):
-        if "INSERT INTO samples" in sql and not stopped:
-            stopped.append(db.stop(lab["dir"]))  # the benchmarks are in, the samples not
+        if "INSERT INTO benchmarks" in sql and not stopped:
+            stopped.append(db.stop(lab["dir"]))  # the run's row is in, its benchmarks not
         return real(self, sql, rows)
     monkeypatch.setattr(postgres_engine.Engine, "executemany", stop_midway)
     try:
@@ -146,7 +147,7 @@ def test_a_writer_killed_mid_transaction_leaves_nothing(lab, tmp_path):
         proc.wait()
         proc.stdout.close()
     # The server sees the connection drop and rolls the transaction back.
-    for table in ("runs", "benchmarks", "samples"):
+    for table in ("runs", "benchmarks"):
         assert _rows(url, "SELECT COUNT(*) AS n FROM %s" % table)[0]["n"] == 0
     results = results_io.load_results(data("base.json"))
     with history.open_history(url) as conn:  # and nothing is left locked
@@ -325,7 +326,7 @@ def test_an_older_sqlite_history_is_migrated_with_stable_run_keys(tmp_path, lab,
         assert history.find_baseline(conn, "h", 2, "ci")["id"] == 2
         assert history.load_calibration(conn, "h", 2, "ci")[("BM_A", "real_time")].mdc == 0.2
     migrated = sqlite3.connect(path)
-    assert migrated.execute("PRAGMA user_version").fetchone()[0] == history.SCHEMA_VERSION == 5
+    assert migrated.execute("PRAGMA user_version").fetchone()[0] == history.SCHEMA_VERSION == 6
     # Version 4: the dashboard's triage tables; version 5: the alerts; all empty.
     for table in ("triage", "triage_log", "alerts", "alert_members", "alert_log"):
         assert migrated.execute("SELECT COUNT(*) FROM %s" % table).fetchone()[0] == 0
@@ -351,7 +352,8 @@ def test_sql_and_markup_in_benchmark_names_are_stored_as_text(lab, tmp_path, cli
     assert names and all(n.startswith("BM_X'); DROP TABLE runs; --/<script>") for n in names)
     assert _rows(lab[db.WRITER], "SELECT host FROM runs")[0]["host"] == \
         "h'; DELETE FROM samples; --"
-    assert _rows(lab[db.WRITER], "SELECT COUNT(*) AS n FROM samples")[0]["n"] > 0
+    assert _rows(lab[db.WRITER], "SELECT COUNT(*) AS n FROM benchmarks "
+                 "WHERE real_ns IS NOT NULL")[0]["n"] > 0
 
 
 def test_the_reader_reads_and_cannot_write(lab):
@@ -363,7 +365,7 @@ def test_the_reader_reads_and_cannot_write(lab):
                                results, [], None)
     import psycopg
     with history.open_history(lab[db.WRITER]) as conn:  # the writer only adds
-        for sql in ("DROP TABLE samples", "DELETE FROM runs", "UPDATE runs SET host = 'x'"):
+        for sql in ("DROP TABLE benchmarks", "DELETE FROM runs", "UPDATE runs SET host = 'x'"):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.engine.execute(sql)
 
@@ -386,10 +388,20 @@ def test_identity_changes_are_named():
                                                     "mds": "Not affected"}),
                kernel_release="6.12")
     assert identity.changes(old, new) == ["mitigations: spectre_v2 changed"]
-    assert identity.digest(old) != identity.digest(new)
-    # The kernel under test stays inside the lineage.
+    assert identity.kernel_reported_changes(old, new) == ["mitigations: spectre_v2 changed"]
+    # The kernel under test stays inside the lineage, and so do the mitigations it reports
+    # (5.10 and 6.12 word them differently on one CPU); the machine does not.
+    assert identity.digest(old) == identity.digest(new)
     assert identity.digest(old) == identity.digest(dict(old, kernel_release="6.12",
                                                         kernel_cmdline="quiet"))
+    assert identity.digest(old) != identity.digest(dict(old, machine_microcode="0xf4"))
+    assert identity.kernel_reported_changes(old, dict(old, machine_microcode="0xf4")) == []
+    host = dict(old, machine_host_mitigations=old["machine_mitigations"])
+    assert identity.digest(host) == identity.digest(
+        dict(host, machine_host_mitigations=new["machine_mitigations"]))
+    # Text perfscale did not write is named, not parsed into a traceback.
+    assert identity.changes(old, dict(old, machine_mitigations="[1")) == [
+        "mitigations: %s -> [1" % old["machine_mitigations"]]
     here = identity.collect()
     assert here["machine_threads"] == str(os.cpu_count()) or here["machine_threads"] != "0"
     assert set(json.loads(here["machine_mitigations"])) == set(
@@ -397,17 +409,39 @@ def test_identity_changes_are_named():
         "/sys/devices/system/cpu/vulnerabilities") else True
 
 
-def test_the_nightly_says_what_changed_when_a_host_is_another_machine(tmp_path, cli,
-                                                                       monkeypatch):
+def _two_nights(tmp_path, cli, monkeypatch, first, second):
+    """The fake suite's nightly twice in one history, the context set as given; the
+    second night's (exit status, output)."""
     monkeypatch.setenv("PERFSCALE_BINARY", FAKE_RUN)
     monkeypatch.setenv("PERFSCALE_COMPARE_PY", str(tmp_path / "none.py"))
     argv = ["nightly", "--history", tmp_path / "h.sqlite", "--report-dir", tmp_path / "n",
             "--no-plots", "--config", "ci", "--", "--", "--fixture=base.json"]
-    assert cli(*argv, '--context=machine_mitigations={"spectre_v2": "Mitigation"}')[0] == 0
-    code, out, _ = cli(*argv, '--context=machine_mitigations={"spectre_v2": "Vulnerable"}')
+    assert cli(*argv, "--context=" + first)[0] == 0
+    code, out, _ = cli(*argv, "--context=" + second)
+    return code, out
+
+
+def test_the_nightly_says_what_changed_when_a_host_is_another_machine(tmp_path, cli,
+                                                                       monkeypatch):
+    code, out = _two_nights(tmp_path, cli, monkeypatch, "machine_microcode=0xf0",
+                            "machine_microcode=0xf4")
     assert code == 0
-    assert "is another machine than at run 1 (mitigations: spectre_v2 changed)" in out
+    assert "is another machine than at run 1 (microcode: 0xf0 -> 0xf4)" in out
     assert "no baseline yet" in out  # not compared silently
+
+
+def test_mitigations_the_kernel_reports_otherwise_are_judged_in_the_lineage_and_named(
+        tmp_path, cli, monkeypatch):
+    """A kernel A/B (issue 37: 5.10 against 6.12 in one guest) changes the mitigations'
+    text; the nights stay one lineage, judged, and the nightly names what moved."""
+    code, out = _two_nights(tmp_path, cli, monkeypatch,
+                            'machine_mitigations={"spectre_v2": "Mitigation"}',
+                            'machine_mitigations={"spectre_v2": "Vulnerable"}')
+    assert code == 0, out
+    assert "another machine" not in out and "no baseline yet" not in out
+    assert "no regression against run 1" in out
+    assert "reports otherwise than at baseline run 1" in out
+    assert "mitigations: spectre_v2 changed" in out
 
 
 def test_trials_take_a_private_sqlite_copy_of_a_server_history(lab, tmp_path):
@@ -434,6 +468,7 @@ def test_db_start_migrates_an_older_history_and_grants_its_new_tables(pg_server)
     running = db.start(pg_server["dir"])  # already running: nothing to start
     urls = running["urls"]
     with history.open_history(urls[db.OWNER]) as conn:
+        as_schema_5(conn)
         with conn.engine.transaction():
             for table in ("alert_log", "alert_members", "alerts", "triage_log", "triage"):
                 conn.engine.execute("DROP TABLE %s" % table)
@@ -443,7 +478,7 @@ def test_db_start_migrates_an_older_history_and_grants_its_new_tables(pg_server)
     assert db.start(pg_server["dir"])["pid"] == running["pid"]  # the same server
     item = triage.Item("regression", "lab-1", "5b25", 2, "ci", "BM_X", 1)
     with history.open_history(urls[db.WRITER]) as conn:
-        assert conn.engine.version() == history.SCHEMA_VERSION == 5
+        assert conn.engine.version() == history.SCHEMA_VERSION == 6
         triage.set_state(conn, item, "acknowledged", "alice", "known")
         alert_id, opened = alerts.open_or_join(
             conn, "regression", alerts.Change("6.1", "6.12"),

@@ -22,7 +22,7 @@ import statistics
 import sys
 import time
 
-from perfscale.history import store
+from perfscale.history import packed, store
 from perfscale.machine import identity
 from perfscale.results import io
 
@@ -50,13 +50,15 @@ def _run(machine, day, names, repetitions, rng):
            "kernel_release": context["kernel_release"], "perf_event_paranoid": "2",
            "perfscale_revision": "0" * 40, "context": json.dumps(context),
            "results_path": "", "regressions": 0, "complete": 1}
-    benchmarks, samples = [], []
+    benchmarks = []
     for position, name in enumerate(names):
         base = 1000.0 * (1 + position % 50)
-        benchmarks.append((position, name, "ns", "{}", "[]", "same", 0.0, 0.5))
-        samples.extend((name, r, base * (1 + rng.gauss(0, 0.02)), base)
-                       for r in range(repetitions))
-    return row, benchmarks, samples
+        benchmarks.append(dict(
+            position=position, name=name, time_unit="ns", counters="{}", errors="[]",
+            verdict="same", change=0.0, pvalue=0.5,
+            real_ns=packed.pack([base * (1 + rng.gauss(0, 0.02)) for _ in range(repetitions)]),
+            cpu_ns=packed.pack([base] * repetitions)))
+    return row, benchmarks
 
 
 def _timed(fn, times=7):
@@ -100,8 +102,8 @@ def main(argv):
         started = time.monotonic()
         for day in range(args.days):
             for machine in machines:
-                run, benchmarks, samples = _run(machine, day, names, args.repetitions, rng)
-                store.copy_run(conn, run, benchmarks, samples, None, bulk=True)
+                run, benchmarks = _run(machine, day, names, args.repetitions, rng)
+                store.copy_run(conn, run, benchmarks, None, bulk=True)
             figures["days_loaded"] = day + 1
             if args.load_budget_s and time.monotonic() - started > args.load_budget_s:
                 break

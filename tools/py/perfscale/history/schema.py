@@ -6,11 +6,11 @@ A version is a list of statements in a neutral dialect; each engine (perfscale.h
 is refused, naming both versions.
 
 Lineage: (host, machine, cpus, config). `machine` is the digest of the machine's identity
-(perfscale.machine.identity): the same hostname on other hardware, microcode,
-mitigations or governor is another lineage. The kernel under test is not in it.
+(perfscale.machine.identity): the same hostname on other hardware, microcode or governor
+is another lineage. The kernel under test is not in it, nor what it reports (mitigations).
 """
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 RUNS = """
 CREATE TABLE runs (
@@ -44,17 +44,11 @@ CREATE TABLE benchmarks (
     verdict TEXT,                       -- against the baseline; NULL without one
     change {real},
     pvalue {real},
+    real_ns {blob},                     -- the repetitions' times, packed (history.packed)
+    cpu_ns {blob},                      -- ... their CPU times; NULL: none measured
     PRIMARY KEY (run_id, name)
 );
 CREATE INDEX benchmarks_by_name ON benchmarks(name, run_id);
-CREATE TABLE samples (
-    run_id BIGINT NOT NULL REFERENCES runs(id),
-    name TEXT NOT NULL,
-    repetition INTEGER NOT NULL,
-    real_ns {real} NOT NULL,
-    cpu_ns {real},
-    PRIMARY KEY (run_id, name, repetition)
-);
 """
 
 CALIBRATION = """
@@ -177,9 +171,21 @@ CREATE TABLE calibration (
 );
 """
 
+# Version 6: a benchmark's samples packed into its row (history.packed) instead of a row per
+# repetition (about 270 bytes per sample in PostgreSQL); and machine digests without the
+# mitigations (machine.identity.KERNEL_REPORTED). The store packs version 5's samples
+# (each engine's `packed` aggregate), drops the table (AFTER_PACKING) and digests every run
+# again, renaming the lineages it keeps elsewhere (calibration, triage, alert members).
+PACKED_SAMPLES = """
+ALTER TABLE benchmarks ADD COLUMN real_ns {blob};
+ALTER TABLE benchmarks ADD COLUMN cpu_ns {blob};
+"""
+AFTER_PACKING = "DROP TABLE samples"
+
 # Migrations of SQLite files written by earlier perfscale versions: {from version:
 # statements to the next}. PostgreSQL histories start at version 3; a later version adds
-# its step here, for both engines (version 3's step to 4: the triage tables; 4 to 5: the alerts). After the step from 2, the store fills the run keys
+# its step here, for both engines (version 3's step to 4: the triage tables; 4 to 5: the
+# alerts; 5 to 6: packed samples). After the step from 2, the store fills the run keys
 # (store.run_key: Python, so both engines compute the same key).
 MIGRATIONS = {
     1: "ALTER TABLE runs ADD COLUMN complete INTEGER NOT NULL DEFAULT 1;"  # v1 runs were whole
@@ -203,6 +209,7 @@ CREATE INDEX benchmarks_by_name ON benchmarks(name, run_id);
 """,
     3: TRIAGE,
     4: ALERTS,
+    5: PACKED_SAMPLES,
 }
 # After the version-2 step, the run keys are filled (store) and made unique here.
 AFTER_RUN_KEYS = "CREATE UNIQUE INDEX runs_by_key ON runs(run_key)"
@@ -211,7 +218,7 @@ AFTER_RUN_KEYS = "CREATE UNIQUE INDEX runs_by_key ON runs(run_key)"
 # its own server grants the same): a writer adds runs and calibrations and reads
 # baselines; a reader only reads.
 WRITER_GRANTS = """
-GRANT SELECT, INSERT ON runs, benchmarks, samples, perfscale_schema TO {writer};
+GRANT SELECT, INSERT ON runs, benchmarks, perfscale_schema TO {writer};
 GRANT UPDATE (complete) ON runs TO {writer};
 GRANT SELECT, INSERT, DELETE ON calibration TO {writer};
 GRANT USAGE ON SEQUENCE runs_id_seq TO {writer};
@@ -222,7 +229,7 @@ GRANT SELECT, INSERT ON alert_log TO {writer};
 GRANT USAGE ON SEQUENCE alerts_id_seq, alert_log_id_seq TO {writer};
 """
 READER_GRANTS = """
-GRANT SELECT ON runs, benchmarks, samples, calibration, perfscale_schema, triage,
+GRANT SELECT ON runs, benchmarks, calibration, perfscale_schema, triage,
     triage_log, alerts, alert_members, alert_log TO {reader};
 """
 

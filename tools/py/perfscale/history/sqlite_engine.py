@@ -9,11 +9,11 @@ import os
 import sqlite3
 import urllib.parse
 
-from perfscale.history import schema
+from perfscale.history import packed, schema
 
 # How long to wait for another writer (a second nightly on the same file) before failing.
 _LOCK_TIMEOUT_S = 60
-_TYPES = {"id": "INTEGER PRIMARY KEY AUTOINCREMENT", "real": "REAL"}
+_TYPES = {"id": "INTEGER PRIMARY KEY AUTOINCREMENT", "real": "REAL", "blob": "BLOB"}
 
 Error = sqlite3.Error
 
@@ -46,6 +46,7 @@ class Engine:
             raise failure("%s: cannot open the history: %s" % (path, err)) from None
         self._conn.row_factory = sqlite3.Row
         self._conn.isolation_level = None  # we say where transactions begin and end
+        self._conn.create_aggregate("perfscale_pack", 2, packed.Aggregate)
         self._depth = 0
 
     def close(self):
@@ -59,6 +60,11 @@ class Engine:
 
     def executemany(self, sql, rows):
         self._conn.executemany(sql, rows)
+
+    @staticmethod
+    def packed(column):
+        """SQL packing a group's `column` in repetition order (perfscale.history.packed)."""
+        return "perfscale_pack(repetition, %s)" % column
 
     @contextlib.contextmanager
     def transaction(self):

@@ -23,7 +23,7 @@ import math
 import statistics
 import uuid
 
-from perfscale.history import schema, sqlite_engine, targets
+from perfscale.history import packed, schema, sqlite_engine, targets
 from perfscale.machine import identity
 from perfscale.results import io, names
 
@@ -185,6 +185,9 @@ def _create_or_migrate(store, read_only=False):
                 engine.execute(statement)
             if version == 2:
                 _fill_run_keys(engine)
+            if version == 5:
+                _pack_samples(store)
+                _digest_again(engine)
             version += 1
         engine.set_version(SCHEMA_VERSION)
 
@@ -195,6 +198,62 @@ def _fill_run_keys(engine):
             derived_run_key([row["host"], row["cpus"], row["config"], row["recorded_at"],
                              row["context"], row["id"]]), row["id"]))
     engine.execute(schema.AFTER_RUN_KEYS)
+
+
+def _pack_samples(store):
+    """Version 5's row per sample into each benchmark's row (history.packed), by the
+    engine's own aggregate; refuses (rolling the migration back) if any sample would be
+    left behind."""
+    engine = store.engine
+    before = engine.execute("SELECT COUNT(*) AS n FROM samples")[0]["n"]
+    engine.execute(
+        "UPDATE benchmarks SET real_ns = s.real_ns, cpu_ns = s.cpu_ns FROM (SELECT run_id, "
+        "name, %s AS real_ns, %s AS cpu_ns FROM samples GROUP BY run_id, name) AS s "
+        "WHERE benchmarks.run_id = s.run_id AND benchmarks.name = s.name"
+        % (engine.packed("real_ns"), engine.packed("cpu_ns")))
+    after = _stored_samples(engine)
+    if after != before:
+        raise HistoryError("%s: packing the samples (schema 5 to 6) would keep %d of %d (some "
+                           "belong to no stored benchmark); nothing was changed, keep the "
+                           "history with a perfscale of schema 5" % (store.name, after, before))
+    engine.execute(schema.AFTER_PACKING)
+
+
+def _digest_again(engine):
+    """Every run's machine digest as identity.digest gives it now (schema 6 left the
+    mitigations out), and the lineages kept in other tables renamed with them. Where two
+    old lineages become one, the calibration and alert members of the one that ran last
+    are kept (a lineage has one calibration, an alert one member per benchmark)."""
+    renamed, latest, changed = {}, {}, []
+    for row in engine.execute("SELECT id, host, machine, context FROM runs ORDER BY id"):
+        try:
+            context = json.loads(row["context"])
+        except ValueError:
+            continue  # no identity to read: its digest stays
+        new = identity.digest(context if isinstance(context, dict) else {})
+        if new != row["machine"]:
+            changed.append((new, row["id"]))
+            renamed[(row["host"], row["machine"])] = new
+            latest[(row["host"], row["machine"])] = row["id"]
+    engine.executemany("UPDATE runs SET machine = ? WHERE id = ?", changed)
+    for (host, old), new in sorted(renamed.items(), key=lambda kv: -latest[kv[0]]):
+        for table in ("triage", "triage_log"):  # keyed by run too: no two rows meet
+            engine.execute("UPDATE %s SET machine = ? WHERE host = ? AND machine = ?" % table,
+                           (new, host, old))
+        for table, key in (("calibration", ("cpus", "config", "name", "metric")),
+                           ("alert_members", ("alert_id", "cpus", "config", "name"))):
+            same = " AND ".join("o.%s = %s.%s" % (c, table, c) for c in key)
+            engine.execute(
+                "UPDATE %s SET machine = ? WHERE host = ? AND machine = ? AND NOT EXISTS "
+                "(SELECT 1 FROM %s o WHERE o.host = %s.host AND o.machine = ? AND %s)"
+                % (table, table, table, same), (new, host, old, new))
+            engine.execute("DELETE FROM %s WHERE host = ? AND machine = ?" % table,
+                           (host, old))
+
+
+def _stored_samples(engine):
+    return engine.execute("SELECT COALESCE(SUM(LENGTH(real_ns)), 0) / %d AS n FROM benchmarks"
+                          % packed.SIZE)[0]["n"]
 
 
 def new_run_key():
@@ -303,14 +362,24 @@ def load_entries(conn, run_id):
                                      row["time_unit"], errors=json.loads(row["errors"]))
             entry.counters = {k: [v] for k, v in json.loads(row["counters"]).items()
                               if v is not None}
+            entry.real_ns, entry.cpu_ns = _times(conn, row)
             entries[row["name"]] = entry
-        for row in conn.engine.execute("SELECT name, real_ns, cpu_ns FROM samples "
-                                       "WHERE run_id = ? ORDER BY name, repetition", (run_id,)):
-            entry = entries.get(row["name"])
-            if entry is not None:
-                entry.real_ns.append(row["real_ns"])
-                entry.cpu_ns.append(row["cpu_ns"] if row["cpu_ns"] is not None else math.nan)
     return entries
+
+
+def _unpacked(conn, row, column):
+    try:
+        return packed.unpack(row[column])
+    except packed.Damaged as err:
+        raise HistoryError("%s: run %s's %s of %s are damaged (%s)" % (
+            conn.name, row.get("run_id", "?"), column, row.get("name", "?"), err)) from None
+
+
+def _times(conn, row):
+    """(real_ns, cpu_ns) of a benchmark row: the CPU times NaN where none was measured."""
+    real = _unpacked(conn, row, "real_ns")
+    cpu = _unpacked(conn, row, "cpu_ns") or [math.nan] * len(real)
+    return real, cpu
 
 
 def check_attribution(info, rows):
@@ -334,20 +403,30 @@ def utc_now():
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
+# A benchmark row as run_rows, run_content and copy_run pass it: the table's columns but
+# the run's id.
+BENCHMARK_COLUMNS = ("position", "name", "time_unit", "counters", "errors", "verdict",
+                     "change", "pvalue", "real_ns", "cpu_ns")
+
+
 def run_rows(info, results, verdicts):
-    """(benchmark rows, sample rows) of a run, without its id: what record_run inserts."""
+    """The benchmark rows of a run ({column: value}, BENCHMARK_COLUMNS), without its id:
+    what record_run inserts."""
     by_name = {v.name: v for v in verdicts}
-    benchmarks, samples = [], []
+    benchmarks = []
     for position, (name, entry) in enumerate(results.entries.items()):
         verdict = by_name.get(name)
         counters = {k: statistics.median(v) for k, v in entry.counters.items() if v}
-        benchmarks.append((position, name, entry.time_unit, io.dumps(counters),
-                           io.dumps(entry.errors), verdict.verdict if verdict else None,
-                           _finite(verdict.change) if verdict else None,
-                           _finite(verdict.pvalue) if verdict else None))
-        samples.extend((name, i, real, _finite(cpu))
-                       for i, (real, cpu) in enumerate(zip(entry.real_ns, entry.cpu_ns)))
-    return benchmarks, samples
+        cpu = list(entry.cpu_ns[:len(entry.real_ns)])
+        benchmarks.append(dict(
+            position=position, name=name, time_unit=entry.time_unit,
+            counters=io.dumps(counters), errors=io.dumps(entry.errors),
+            verdict=verdict.verdict if verdict else None,
+            change=_finite(verdict.change) if verdict else None,
+            pvalue=_finite(verdict.pvalue) if verdict else None,
+            real_ns=packed.pack(entry.real_ns),
+            cpu_ns=packed.pack(cpu + [math.nan] * (len(entry.real_ns) - len(cpu)))))
+    return benchmarks
 
 
 def record_run(conn, info, results, verdicts, baseline_id, complete=False):
@@ -355,7 +434,7 @@ def record_run(conn, info, results, verdicts, baseline_id, complete=False):
     stored (sent twice) is not stored again: its stored id is returned. Refuses
     (HistoryError) a run timed otherwise than its lineage's latest run
     (check_attribution)."""
-    benchmarks, samples = run_rows(info, results, verdicts)
+    benchmarks = run_rows(info, results, verdicts)
     context = info.context
     info.recorded_at = info.recorded_at or utc_now()
     with conn._errors(), conn.engine.transaction():  # all of it, or nothing
@@ -381,14 +460,18 @@ def record_run(conn, info, results, verdicts, baseline_id, complete=False):
             return conn.engine.execute("SELECT id FROM runs WHERE run_key = ?",
                                        (info.run_key,))[0]["id"]
         run_id = rows[0]["id"]
-        conn.engine.executemany(
-            "INSERT INTO benchmarks (run_id, position, name, time_unit, counters, errors, "
-            "verdict, change, pvalue) VALUES (?,?,?,?,?,?,?,?,?)",
-            [(run_id,) + row for row in benchmarks])
-        conn.engine.executemany(
-            "INSERT INTO samples (run_id, name, repetition, real_ns, cpu_ns) "
-            "VALUES (?,?,?,?,?)", [(run_id,) + row for row in samples])
+        _insert_benchmarks(conn, run_id, benchmarks)
     return run_id
+
+
+def _insert_benchmarks(conn, run_id, benchmarks, bulk=False):
+    columns = ("run_id",) + BENCHMARK_COLUMNS
+    rows = [(run_id,) + tuple(b[c] for c in BENCHMARK_COLUMNS) for b in benchmarks]
+    if bulk and hasattr(conn.engine, "copy"):
+        conn.engine.copy("benchmarks", columns, rows)
+    else:
+        conn.engine.executemany("INSERT INTO benchmarks (%s) VALUES (%s)" % (
+            ", ".join(columns), ",".join("?" * len(columns))), rows)
 
 
 def has_run(conn, run_key):
@@ -471,23 +554,21 @@ def as_results_document(conn, run_id):
     results file is gone: per-repetition entries, then the aggregates compare.py shows."""
     run = get_run(conn, run_id)
     with conn._errors():
-        units = {r["name"]: r["time_unit"] for r in conn.engine.execute(
-            "SELECT name, time_unit FROM benchmarks WHERE run_id = ?", (run_id,))}
         rows = conn.engine.execute(
-            "SELECT s.name, s.repetition, s.real_ns, s.cpu_ns FROM samples s JOIN benchmarks b "
-            "ON b.run_id = s.run_id AND b.name = s.name WHERE s.run_id = ? "
-            "ORDER BY b.position, s.repetition", (run_id,))
-    benchmarks, times = [], {}
+            "SELECT run_id, name, time_unit, real_ns, cpu_ns FROM benchmarks WHERE run_id = ? "
+            "ORDER BY position", (run_id,))
+    benchmarks, times, units = [], {}, {}
     for row in rows:
-        name, scale = row["name"], io.TIME_UNIT_NS[units[row["name"]]]
-        real = row["real_ns"] / scale
-        cpu = row["cpu_ns"] / scale if row["cpu_ns"] is not None else 0.0
-        times.setdefault(name, []).append((real, cpu))
-        benchmarks.append({
-            "name": name, "run_name": name, "run_type": "iteration",
-            "repetitions": run["repetitions"], "repetition_index": row["repetition"],
-            "threads": 1, "iterations": 1, "real_time": real, "cpu_time": cpu,
-            "time_unit": units[name]})
+        name, scale = row["name"], io.TIME_UNIT_NS[row["time_unit"]]
+        units[name] = row["time_unit"]
+        for repetition, (real, cpu) in enumerate(zip(*_times(conn, row))):
+            real, cpu = real / scale, cpu / scale if math.isfinite(cpu) else 0.0
+            times.setdefault(name, []).append((real, cpu))
+            benchmarks.append({
+                "name": name, "run_name": name, "run_type": "iteration",
+                "repetitions": run["repetitions"], "repetition_index": repetition,
+                "threads": 1, "iterations": 1, "real_time": real, "cpu_time": cpu,
+                "time_unit": units[name]})
     for name, pairs in times.items():
         if len(pairs) < 2:
             continue  # Google Benchmark writes aggregates only for repeated runs
@@ -525,43 +606,33 @@ def trends(conn, host=None, config=None):
         where.append("r.config = ?")
         params.append(config)
     clause = " WHERE " + " AND ".join(where) if where else ""
-    with conn._errors(), conn.snapshot():
+    with conn._errors():
         rows = conn.engine.execute(
-            "SELECT r.id, r.recorded_at, r.host, r.machine, r.cpus, r.config, b.name, "
-            "b.counters, b.verdict FROM runs r JOIN benchmarks b ON b.run_id = r.id" + clause
-            + " ORDER BY r.id, b.position", params)
-        samples = {}
-        for s in conn.engine.execute(
-                "SELECT s.run_id, s.name, s.real_ns FROM samples s JOIN runs r "
-                "ON r.id = s.run_id" + clause + " ORDER BY s.run_id, s.name, s.repetition",
-                params):
-            samples.setdefault((s["run_id"], s["name"]), []).append(s["real_ns"])
+            "SELECT r.id, r.recorded_at, r.host, r.machine, r.cpus, r.config, b.run_id, "
+            "b.name, b.counters, b.verdict, b.real_ns FROM runs r JOIN benchmarks b "
+            "ON b.run_id = r.id" + clause + " ORDER BY r.id, b.position", params)
     out = {}
     for row in rows:
         out.setdefault(row["name"], []).append({
             "run_id": row["id"], "recorded_at": row["recorded_at"],
             "lineage": "%s/%dcpu/%s%s" % (row["host"], row["cpus"], row["config"] or "default",
                                           "/" + row["machine"][:8] if row["machine"] else ""),
-            "real_ns": samples.get((row["id"], row["name"]), []),
+            "real_ns": _unpacked(conn, row, "real_ns"),
             "counters": json.loads(row["counters"]), "verdict": row["verdict"]})
     return out
 
 
 def series(conn, host, machine, cpus, config, name):
     """One benchmark's samples on one lineage, oldest first: [(run_id, recorded_at,
-    [real_ns...])]. Served by runs_by_lineage and the samples' primary key."""
+    [real_ns...])], runs that timed it only. Served by runs_by_lineage and the benchmarks'
+    primary key."""
     with conn._errors():
         rows = conn.engine.execute(
-            "SELECT r.id, r.recorded_at, s.real_ns FROM runs r JOIN samples s "
-            "ON s.run_id = r.id AND s.name = ? WHERE r.host = ? AND r.machine = ? AND "
-            "r.cpus = ? AND r.config = ? ORDER BY r.id, s.repetition",
-            (name, host, machine, cpus, config))
-    out = []
-    for row in rows:
-        if not out or out[-1][0] != row["id"]:
-            out.append((row["id"], row["recorded_at"], []))
-        out[-1][2].append(row["real_ns"])
-    return out
+            "SELECT r.id, r.recorded_at, b.run_id, b.name, b.real_ns FROM runs r "
+            "JOIN benchmarks b ON b.run_id = r.id AND b.name = ? WHERE r.host = ? AND "
+            "r.machine = ? AND r.cpus = ? AND r.config = ? AND b.real_ns IS NOT NULL "
+            "ORDER BY r.id", (name, host, machine, cpus, config))
+    return [(row["id"], row["recorded_at"], _unpacked(conn, row, "real_ns")) for row in rows]
 
 
 def latest_runs(conn):
@@ -581,16 +652,10 @@ def all_runs(conn):
 
 
 def run_content(conn, run_id):
-    """(benchmark rows, sample rows) of a stored run, as run_rows gives them."""
+    """The benchmark rows of a stored run, as run_rows gives them."""
     with conn._errors():
-        benchmarks = [(r["position"], r["name"], r["time_unit"], r["counters"], r["errors"],
-                       r["verdict"], r["change"], r["pvalue"]) for r in conn.engine.execute(
-            "SELECT * FROM benchmarks WHERE run_id = ? ORDER BY position", (run_id,))]
-        samples = [(r["name"], r["repetition"], r["real_ns"], r["cpu_ns"])
-                   for r in conn.engine.execute(
-                       "SELECT name, repetition, real_ns, cpu_ns FROM samples WHERE run_id = ? "
-                       "ORDER BY name, repetition", (run_id,))]
-    return benchmarks, samples
+        return conn.engine.execute("SELECT %s FROM benchmarks WHERE run_id = ? ORDER BY "
+                                   "position" % ", ".join(BENCHMARK_COLUMNS), (run_id,))
 
 
 _RUN_COLUMNS = ("run_key", "recorded_at", "host", "machine", "cpus", "config", "run_args",
@@ -598,7 +663,7 @@ _RUN_COLUMNS = ("run_key", "recorded_at", "host", "machine", "cpus", "config", "
                 "context", "results_path", "baseline_id", "regressions", "complete")
 
 
-def copy_run(conn, run, benchmarks, samples, baseline_id, bulk=False):
+def copy_run(conn, run, benchmarks, baseline_id, bulk=False):
     """Stores a run read from another history (a row of all_runs and its run_content) in
     one transaction, keeping its verdicts; its baseline is `baseline_id` in this history.
     Returns (id, True) or, for a key already here, (stored id, False)."""
@@ -612,20 +677,7 @@ def copy_run(conn, run, benchmarks, samples, baseline_id, bulk=False):
             return conn.engine.execute("SELECT id FROM runs WHERE run_key = ?",
                                        (run["run_key"],))[0]["id"], False
         run_id = rows[0]["id"]
-        insert = conn.engine.copy if bulk and hasattr(conn.engine, "copy") else None
-        columns_b = ("run_id", "position", "name", "time_unit", "counters", "errors",
-                     "verdict", "change", "pvalue")
-        columns_s = ("run_id", "name", "repetition", "real_ns", "cpu_ns")
-        rows_b = [(run_id,) + tuple(b) for b in benchmarks]
-        rows_s = [(run_id,) + tuple(s) for s in samples]
-        if insert:
-            insert("benchmarks", columns_b, rows_b)
-            insert("samples", columns_s, rows_s)
-        else:
-            conn.engine.executemany("INSERT INTO benchmarks (%s) VALUES (%s)" % (
-                ", ".join(columns_b), ",".join("?" * len(columns_b))), rows_b)
-            conn.engine.executemany("INSERT INTO samples (%s) VALUES (%s)" % (
-                ", ".join(columns_s), ",".join("?" * len(columns_s))), rows_s)
+        _insert_benchmarks(conn, run_id, benchmarks, bulk)
     return run_id, True
 
 
@@ -650,8 +702,10 @@ def all_calibrations(conn):
 def counts(conn):
     """{table: rows}: what tests and the import report check."""
     with conn._errors(), conn.snapshot():
-        return {t: conn.engine.execute("SELECT COUNT(*) AS n FROM %s" % t)[0]["n"]
-                for t in ("runs", "benchmarks", "samples", "calibration")}
+        found = {t: conn.engine.execute("SELECT COUNT(*) AS n FROM %s" % t)[0]["n"]
+                 for t in ("runs", "benchmarks", "calibration")}
+        found["samples"] = _stored_samples(conn.engine)
+    return found
 
 
 def size_bytes(conn):

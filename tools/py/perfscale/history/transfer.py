@@ -20,9 +20,9 @@ def copy_history(source, dest, bulk=False, progress=None):
     added = skipped = 0
     ids = {}  # source id -> dest id
     for run in store.all_runs(source):
-        benchmarks, samples = store.run_content(source, run["id"])
+        benchmarks = store.run_content(source, run["id"])
         baseline = ids.get(run["baseline_id"]) if run["baseline_id"] is not None else None
-        new_id, fresh = store.copy_run(dest, run, benchmarks, samples, baseline, bulk=bulk)
+        new_id, fresh = store.copy_run(dest, run, benchmarks, baseline, bulk=bulk)
         ids[run["id"]] = new_id
         added += fresh
         skipped += not fresh

@@ -15,6 +15,9 @@ digest (perfscale.machine.identity).
 
 import contextlib
 import json
+import statistics
+
+from perfscale.history import packed
 
 REGRESSION_VERDICTS = ("slower", "counts up")  # gate/stats.py SLOWER, COUNTS
 
@@ -104,32 +107,26 @@ def benchmark_names(conn, run_id):
                                     "ORDER BY name", (run_id,))]
 
 
-def _medians(conn, source, params):
-    """{run_id: median real_ns} of the samples `source` selects ("FROM ... s ..." giving
-    s.run_id and s.real_ns), each run's median taken by the database: one row per run
-    comes back, not ten. A PostgreSQL driver without its C part converts each value in
-    Python, which was most of a trend page's time. Same figure as statistics.median: the
-    middle value, or the mean of the two middle ones."""
-    return {r["run_id"]: r["median_ns"] for r in _all(
-        conn, "SELECT run_id, AVG(real_ns) AS median_ns FROM (SELECT s.run_id, s.real_ns, "
-        "ROW_NUMBER() OVER (PARTITION BY s.run_id ORDER BY s.real_ns) AS k, "
-        "COUNT(*) OVER (PARTITION BY s.run_id) AS n " + source + ") ranked "
-        "WHERE k IN ((n + 1) / 2, (n + 2) / 2) GROUP BY run_id", params)}
+def _median(row):
+    """The median of a benchmark row's packed times (history.packed), or None: one value
+    per run comes from the database, not one per repetition."""
+    try:
+        values = packed.unpack(row["real_ns"])
+    except packed.Damaged:
+        return None  # a page shows the run without its time rather than fail
+    return statistics.median(values) if values else None
 
 
 def trend(conn, name, host, machine, cpus, config):
     """One benchmark over one lineage's runs, oldest first: [dict(run_id, recorded_at,
     kernel, median_ns, counters, verdict)]."""
     rows = _all(conn,
-                "SELECT r.id, r.recorded_at, r.kernel_release, b.counters, b.verdict "
-                "FROM runs r JOIN benchmarks b ON b.run_id = r.id AND b.name = ? "
+                "SELECT r.id, r.recorded_at, r.kernel_release, b.counters, b.verdict, "
+                "b.real_ns FROM runs r JOIN benchmarks b ON b.run_id = r.id AND b.name = ? "
                 "WHERE r.host = ? AND r.machine = ? AND r.cpus = ? AND r.config = ? "
                 "ORDER BY r.id", (name, host, machine, cpus, config))
-    medians = _medians(conn, "FROM runs r JOIN samples s ON s.run_id = r.id AND s.name = ? "
-                       "WHERE r.host = ? AND r.machine = ? AND r.cpus = ? AND r.config = ?",
-                       (name, host, machine, cpus, config))
     return [dict(run_id=r["id"], recorded_at=r["recorded_at"], kernel=r["kernel_release"],
-                 median_ns=medians.get(r["id"]), counters=json.loads(r["counters"]),
+                 median_ns=_median(r), counters=json.loads(r["counters"]),
                  verdict=r["verdict"])
             for r in rows]
 
@@ -148,16 +145,13 @@ def scaling(conn, name, per_kernel=False):
     latest = _LATEST_PER_KERNEL if per_kernel else _LATEST
     rows = _all(conn,
                 "SELECT r.id, r.host, r.machine, r.cpus, r.config, r.recorded_at, "
-                "r.kernel_release, "
-                "b.counters FROM (" + latest + ") m JOIN runs r ON r.id = m.id "
-                "JOIN benchmarks b ON b.run_id = r.id AND b.name = ? ORDER BY r.cpus, r.host",
-                (name,))
-    times = _medians(conn, "FROM (" + latest + ") m JOIN samples s ON s.run_id = m.id "
-                     "AND s.name = ?", (name,))
+                "r.kernel_release, b.counters, b.real_ns FROM (" + latest + ") m "
+                "JOIN runs r ON r.id = m.id JOIN benchmarks b ON b.run_id = r.id AND b.name = ? "
+                "ORDER BY r.cpus, r.host", (name,))
     return [dict(host=r["host"], machine=r["machine"], cpus=r["cpus"], config=r["config"],
                  run_id=r["id"],
                  recorded_at=r["recorded_at"], kernel=r["kernel_release"],
-                 median_ns=times.get(r["id"]), counters=json.loads(r["counters"]))
+                 median_ns=_median(r), counters=json.loads(r["counters"]))
             for r in rows]
 
 

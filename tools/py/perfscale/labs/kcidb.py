@@ -331,8 +331,8 @@ def from_history(origin, conn, run_id):
     calibration = store.load_calibration(conn, run["host"], run["cpus"], run["config"],
                                          run["machine"])
     judgements = {}
-    benchmarks, _samples = store.run_content(conn, run_id)
-    for _position, name, _unit, _counters, _errors, verdict, change, pvalue in benchmarks:
+    for row in store.run_content(conn, run_id):
+        name, verdict, change, pvalue = row["name"], row["verdict"], row["change"], row["pvalue"]
         if verdict is None:
             continue  # not judged (no baseline): DONE
         cal = calibration.get((name, stats.REAL_TIME))

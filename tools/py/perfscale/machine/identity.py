@@ -10,7 +10,11 @@ and perfscale.vm.qemu after a guest's run: the guest kernel's config digest, and
 guest on the real clock its host's identity (`as_host`).
 
 A lineage's `machine` is the digest of the machine_* fields only: the kernel under test
-(kernel_*, kernel_release) stays inside a lineage, since judging kernels is the point.
+(kernel_*, kernel_release) stays inside a lineage, since judging kernels is the point. So do
+the mitigations, though recorded as machine_* fields: which are in force is the kernel's
+answer (its version and command line) as much as the CPU's, and 5.10 and 6.12 word
+spectre_v2 differently on one CPU, so a kernel A/B would otherwise never be judged.
+`kernel_reported_changes` names them when they move inside a lineage.
 """
 
 import glob
@@ -26,6 +30,9 @@ HOST = "host_"
 # Memory rounded to this (KiB): MemTotal moves by a few MiB between kernels, which
 # reserve different amounts; a machine with another DIMM moves by GiBs.
 _MEM_ROUND_KIB = 1 << 20
+# Fields of the identity that the kernel under test reports (see above): in the context, not
+# in the digest; a guest's host's too, whose kernel is not under test but changes with it.
+KERNEL_REPORTED = ("mitigations", HOST + "mitigations")
 _LABELS = {"cpu_model": "CPU model", "microcode": "microcode", "sockets": "sockets",
            "cores": "cores", "threads": "threads", "numa_nodes": "NUMA nodes",
            "memory_gib": "memory (GiB)", "governor": "governor", "boost": "boost",
@@ -150,8 +157,9 @@ def as_host(context):
 
 
 def digest(context):
-    """The machine part of a lineage: '' for a run without identity (older runs)."""
-    found = fields(context)
+    """The machine part of a lineage: '' for a run without identity (older runs). The
+    KERNEL_REPORTED fields are left out."""
+    found = {k: v for k, v in fields(context).items() if k not in KERNEL_REPORTED}
     if not found:
         return ""
     text = json.dumps(found, sort_keys=True, separators=(",", ":"))
@@ -164,17 +172,37 @@ def changes(old_context, new_context):
     old, new = fields(old_context), fields(new_context)
     if not old:
         return ["no identity recorded before"] if new else []
+    return _phrases(old, new, sorted(set(old) | set(new)))
+
+
+def kernel_reported_changes(old_context, new_context):
+    """What the kernel under test reports otherwise than before, inside one lineage
+    (KERNEL_REPORTED): ["mitigations: spectre_v2, spectre_v1 changed"], or []."""
+    old, new = fields(old_context), fields(new_context)
+    return _phrases(old, new, [k for k in KERNEL_REPORTED if k in old and k in new])
+
+
+def _phrases(old, new, keys):
     out = []
-    for key in sorted(set(old) | set(new)):
+    for key in keys:
         before, after = old.get(key), new.get(key)
         if before == after:
             continue
         field = key[len(HOST):] if key.startswith(HOST) else key
         label = ("host's " if field != key else "") + _LABELS.get(field, field)
-        if field == "mitigations" and before and after:
-            a, b = json.loads(before), json.loads(after)
+        a, b = _json_object(before), _json_object(after)
+        if field == "mitigations" and a is not None and b is not None:
             moved = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
             out.append("%s: %s changed" % (label, ", ".join(moved)))
         else:
             out.append("%s: %s -> %s" % (label, before or "none", after or "none"))
     return out
+
+
+def _json_object(text):
+    """The dict `text` holds, or None (absent, or not what perfscale wrote)."""
+    try:
+        value = json.loads(text) if text else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None

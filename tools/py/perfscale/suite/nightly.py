@@ -337,6 +337,13 @@ def _read_baseline(conn, named, info, options):
             changed = identity.changes(json.loads(other["context"]), info.context)
             print("nightly: host %s is another machine than at run %d (%s): a new lineage, "
                   "not compared with it" % (info.host, other["id"], "; ".join(changed)))
+    if baseline is not None:
+        moved = identity.kernel_reported_changes(json.loads(baseline["context"]), info.context)
+        if moved:  # part of the kernel's change, so judged, and named beside it
+            print("nightly: the kernel under test reports otherwise than at baseline run %d "
+                  "(kernel %s -> %s): %s" % (baseline["id"], baseline["kernel_release"],
+                                             info.context.get("kernel_release", "?"),
+                                             "; ".join(moved)))
     floors, floor_source = for_lineage(conn, *info.key(), options.alpha,
                                                    info.machine)
     base_rows, base_runs = [], []
