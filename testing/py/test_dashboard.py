@@ -282,3 +282,34 @@ def test_the_scaling_page_draws_a_line_per_kernel(tmp_path):
     assert data["by"] == "kernel" and len(data["points"]) == 4
     assert client.get("/scaling?name=%s" % name).status_code == 200
     assert client.get("/scaling?by=cpu").status_code == 400
+
+
+def test_a_pair_of_runs_is_judged_once_and_again_after_a_new_calibration(tmp_path,
+                                                                         monkeypatch):
+    import collections
+    from perfscale.gate import stats
+    path = str(tmp_path / "history.sqlite")
+    built = synthetic_history.build(path, machines=1, nights=6, benchmarks=2, judge=False,
+                                    calibrate=False, hostile=False)
+    runs = built["runs"][built["lineages"][0]]
+    judged = []
+    real = stats.compare_runs
+    monkeypatch.setattr(stats, "compare_runs", lambda *a: judged.append(1) or real(*a))
+    monkeypatch.setattr(web_app, "_verdicts", collections.OrderedDict())
+    client = web_app.create_app(path).test_client()
+    pair = {"a": runs[3], "b": runs[5]}
+    first = client.get("/compare", query_string=pair).get_data(as_text=True)
+    assert client.get("/compare", query_string=pair).get_data(as_text=True) == first
+    assert client.get("/compare.txt", query_string=pair).status_code == 200
+    assert len(judged) == 1  # the page again and its mail: the verdicts kept
+    assert client.get("/compare", query_string={"a": runs[4], "b": runs[5]}).status_code \
+        == 200
+    assert len(judged) == 2  # another pair is judged
+    with history.open_history(path) as conn:
+        run = history.get_run(conn, runs[5])
+        name = views.benchmark_names(conn, runs[5])[0]
+        history.store_calibration(conn, run["host"], run["cpus"], run["config"], [
+            history.Calibration(name, "real_time", 0.4321, 0.5, 0.2, 8)], run["machine"])
+    again = client.get("/compare", query_string=pair).get_data(as_text=True)
+    assert len(judged) == 3  # judged again, with the new floor
+    assert again != first  # the calibrated benchmark's floor and interval

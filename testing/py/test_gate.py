@@ -715,3 +715,67 @@ def test_calibrate_names_the_families_the_host_hides_a_10_percent_slowdown_from(
     assert "--guest KERNEL" in hint and "instruction clock" in hint
     assert calibrate.clock_hint(learned, "instructions") == ""  # already there
     assert calibrate.clock_hint(dict([calibration("BM_A/real_time", 0.05)]), "real") == ""
+
+
+def _samples(rng, kind, n):
+    """Timings of the kinds the gate meets: spread, tied (coarse counts), all equal."""
+    if kind == 0:
+        return [rng.lognormvariate(0, 0.1) for _ in range(n)]
+    if kind == 1:
+        return [float(rng.randrange(4)) for _ in range(n)]
+    return [2.0] * n
+
+
+def test_the_u_test_is_scipys_to_the_last_bits():
+    from scipy.stats import mannwhitneyu
+    rng = random.Random(3)
+    for trial in range(600):
+        x = _samples(rng, trial % 3, rng.randrange(1, 40))
+        y = _samples(rng, (trial // 3) % 3, rng.randrange(1, 40))
+        if trial % 7 == 0:
+            y = [v * 1.5 for v in y]  # far apart: p in the tail
+        for alternative in ("two-sided", "greater", "less"):
+            theirs = float(mannwhitneyu(x, y, alternative=alternative).pvalue)
+            ours = results_stats.u_test(x, y, alternative)
+            assert ours == pytest.approx(theirs, rel=1e-12, abs=1e-300) or (
+                math.isnan(ours) and math.isnan(theirs)), (x, y, alternative)
+
+
+def test_the_bootstrap_medians_are_numpys_to_the_bit():
+    import numpy
+    rng = random.Random(4)
+    for trial in range(300):
+        values = _samples(rng, trial % 3, rng.randrange(1, 60))
+        if trial % 50 == 0:
+            values[0] = math.nan  # numpy's own way then
+        seed = rng.randrange(1 << 30)
+        array = numpy.asarray(values)
+        expected = numpy.median(array[numpy.random.default_rng(seed).integers(
+            0, len(values), (500, len(values)))], 1)
+        found = results_stats.resampled_medians(values, numpy.random.default_rng(seed), 500)
+        assert numpy.array_equal(found, expected, equal_nan=True), values
+
+
+def test_floors_are_learned_once_from_the_same_runs_and_again_from_new_ones(tmp_path,
+                                                                             monkeypatch):
+    learned = []
+    real_learn = floors.learn
+    monkeypatch.setattr(floors, "learn", lambda runs, alpha: learned.append(len(runs)) or
+                        real_learn(runs, alpha))
+    conn = history.open_history(str(tmp_path / "h.sqlite"))
+    try:
+        def night(seed):
+            entries = suite(benchmarks=3, seed=seed)
+            results = results_io.ResultSet("", {"host_name": "host", "num_cpus": 2}, entries)
+            info = history.RunInfo("host", 2, "ci", ["--"], 10, results.context)
+            history.record_run(conn, info, results, [], None, complete=True)
+        for seed in range(5):
+            night(seed)
+        first = floors.for_lineage(conn, "host", 2, "ci")
+        assert floors.for_lineage(conn, "host", 2, "ci") == first
+        assert learned == [5]  # the second time from what the first learned
+        night(5)  # a new passing run: learned again, from the six
+        assert floors.for_lineage(conn, "host", 2, "ci")[0] != first[0]
+        assert learned == [5, 6]
+    finally:
+        conn.close()

@@ -19,9 +19,12 @@ by `tools/perfscale calibrate` (stored in the history), or from the lineage's re
 complete, passing runs.
 """
 
+import collections
 import dataclasses
+import functools
 import math
 import statistics
+import threading
 
 from scipy.stats import norm
 
@@ -38,7 +41,10 @@ BASELINE_RUNS = 8  # the nightly's baseline: the mean of the lineage's last pass
 CONFIRM_RUNS = 1 + confirm.DEFAULT_ROUNDS
 
 
+@functools.lru_cache(maxsize=256)
 def z_suite(alpha, tests):
+    """The one-sided z of Holm's first step over `tests` (kept: scipy's ppf costs a
+    millisecond, and a suite's 200 benchmarks ask it of the same two numbers)."""
     return float(norm.ppf(1 - alpha / max(1, tests)))
 
 
@@ -47,16 +53,21 @@ def floor_and_mdc(sigma, alpha, tests, base_runs=BASELINE_RUNS, new_runs=CONFIRM
     """(noise floor, minimum detectable change) of a benchmark whose log(median) spreads
     by sigma between runs, judged as the nightly does (see the module comment)."""
     confirmed = stats.between_runs_spread(sigma, base_runs, new_runs)
-    floor = math.expm1(z_suite(alpha, tests) * confirmed)
+    z = z_suite(alpha, tests)
+    floor = math.expm1(z * confirmed)
     if sigma <= 0:
         return floor, threshold
+    first = stats.between_runs_spread(sigma, base_runs, 1)
+    screen = float(norm.isf(stats.SCREEN_P))
 
     def power(shift):
-        chance = norm.cdf((shift - z_suite(alpha, tests) * confirmed) / confirmed)
-        chance *= norm.cdf((shift - math.log1p(threshold)) / confirmed)
+        # The normal CDF from math.erfc: the same figure as scipy's norm.cdf, without its
+        # per-call overhead (60 steps x 3 CDFs x 200 benchmarks took seconds whenever a
+        # compare page learned a lineage's floors).
+        chance = _cdf((shift - z * confirmed) / confirmed)
+        chance *= _cdf((shift - math.log1p(threshold)) / confirmed)
         if new_runs > 1:  # it must first be screened as a suspect, on the first run alone
-            first = stats.between_runs_spread(sigma, base_runs, 1)
-            chance *= norm.cdf((shift - norm.isf(stats.SCREEN_P) * first) / first)
+            chance *= _cdf((shift - screen * first) / first)
         return chance
 
     low, high = 0.0, math.log1p(threshold) + 20 * sigma * math.sqrt(2) + 1
@@ -66,9 +77,20 @@ def floor_and_mdc(sigma, alpha, tests, base_runs=BASELINE_RUNS, new_runs=CONFIRM
     return floor, math.expm1(high)
 
 
+def _cdf(x):
+    return 0.5 * math.erfc(-x / math.sqrt(2))
+
+
 def counter_floor(relative_sigma, alpha, tests):
     """A count's floor: two runs of it differ by sqrt(2) * its relative spread."""
     return math.expm1(z_suite(alpha, tests) * math.sqrt(2) * relative_sigma)
+
+
+def _stdev(values):
+    """statistics.stdev in floats (it sums exact fractions: a quarter second over a
+    lineage's 10 runs of 200 benchmarks, on every compare page); equal to 1e-15."""
+    mean = math.fsum(values) / len(values)
+    return math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (len(values) - 1))
 
 
 def learn(runs, alpha=stats.DEFAULT_ALPHA):
@@ -90,11 +112,11 @@ def learn(runs, alpha=stats.DEFAULT_ALPHA):
         if len(values) < MIN_RUNS:
             continue
         if metric == stats.REAL_TIME:
-            sigma = statistics.stdev(values)
+            sigma = _stdev(values)
             floor, mdc = floor_and_mdc(sigma, alpha, tests, min(len(values), BASELINE_RUNS))
         else:  # relative spread of a count; a constant count has none
-            mean = statistics.mean(values)
-            sigma = statistics.stdev(values) / abs(mean) if mean else 0.0
+            mean = math.fsum(values) / len(values)
+            sigma = _stdev(values) / abs(mean) if mean else 0.0
             floor = counter_floor(sigma, alpha, tests)
             mdc = floor
         learned[(name, metric)] = store.Calibration(name, metric, floor, mdc, sigma,
@@ -102,12 +124,31 @@ def learn(runs, alpha=stats.DEFAULT_ALPHA):
     return learned
 
 
+# What from_history learned, per history, runs and alpha, kept in the process (a server's
+# compare pages of one lineage learn from the same runs again and again: 10 runs of 200
+# benchmarks read and learned took a quarter second a page). A run's figures never change
+# once recorded, so the ids of the runs are the key; a new passing run is another key.
+_LEARNED_KEPT = 32
+_learned = collections.OrderedDict()
+_learned_lock = threading.Lock()
+
+
 def from_history(conn, host, cpus, config, alpha=stats.DEFAULT_ALPHA, machine=""):
     """Learned from the lineage's latest complete, passing runs; {} with too few."""
-    ids = store.passing_run_ids(conn, host, cpus, config, HISTORY_RUNS, machine)
+    ids = tuple(store.passing_run_ids(conn, host, cpus, config, HISTORY_RUNS, machine))
     if len(ids) < MIN_RUNS:
         return {}
-    return learn([store.load_entries(conn, run_id) for run_id in ids], alpha)
+    key = (conn.name, ids, alpha)
+    with _learned_lock:
+        if key in _learned:
+            _learned.move_to_end(key)
+            return dict(_learned[key])
+    found = learn([store.load_entries(conn, run_id) for run_id in ids], alpha)
+    with _learned_lock:
+        _learned[key] = found
+        while len(_learned) > _LEARNED_KEPT:
+            _learned.popitem(last=False)
+    return dict(found)
 
 
 def for_lineage(conn, host, cpus, config, alpha=stats.DEFAULT_ALPHA, machine=""):

@@ -14,6 +14,7 @@ charts' data travels as JSON in a <script type="application/json"> block that th
 own script reads with textContent and shows with textContent, never as markup.
 """
 
+import collections
 import datetime
 import functools
 import hmac
@@ -21,6 +22,7 @@ import json
 import math
 import os
 import statistics
+import threading
 
 import flask
 import markupsafe
@@ -236,17 +238,38 @@ def _entries_runs(conn, run_ids):
     return [store.load_entries(conn, run_id) for run_id in run_ids]
 
 
+# The verdicts of a pair of runs, kept in each server process for the next request of the
+# same pair (the page, then its mail export, then a reload): the gate's bootstrap over 200
+# benchmarks is most of a second. A run's figures never change once recorded, so the key
+# is the two ids and every floor the verdicts were judged with: a new calibration or
+# passing run of the lineage is another key.
+_VERDICTS_KEPT = 64
+_verdicts = collections.OrderedDict()
+_verdicts_lock = threading.Lock()
+
+
 def compare_runs(conn, base, head):
     """The gate's verdicts of run `head` against run `base` (one run each side), with the
-    lineage's calibration when both are of one lineage."""
-    floors = None
+    lineage's calibration when both are of one lineage. The list is shared: read it,
+    never change it."""
+    floors = {}
     if _lineage(base) == _lineage(head):
         host, machine, cpus, config = _lineage(head)
         floors, _source = for_lineage(conn, host, cpus, config,
                                                   stats.DEFAULT_ALPHA, machine)
-    return stats.compare_runs(_entries_runs(conn, [base["id"]]),
-                                   _entries_runs(conn, [head["id"]]),
-                                   stats.Options(), floors)
+    key = (conn.name, tuple((r["id"], r["recorded_at"], r["complete"]) for r in (base, head)),
+           tuple(sorted((k, c.noise_floor, c.mdc, c.sigma) for k, c in floors.items())))
+    with _verdicts_lock:
+        if key in _verdicts:
+            _verdicts.move_to_end(key)
+            return _verdicts[key]
+    verdicts = stats.compare_runs(_entries_runs(conn, [base["id"]]),
+                                  _entries_runs(conn, [head["id"]]), stats.Options(), floors)
+    with _verdicts_lock:
+        _verdicts[key] = verdicts
+        while len(_verdicts) > _VERDICTS_KEPT:
+            _verdicts.popitem(last=False)
+    return verdicts
 
 
 def compare_mail(conn, base, head, verdicts):
