@@ -59,7 +59,7 @@ def test_too_few_repetitions_never_make_a_regression():
     assert verdict.change == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize("option,value", [("--threshold", "25"), ("--alpha", "1e-6")])
+@pytest.mark.parametrize("option,value", [("--threshold", "60"), ("--alpha", "1e-6")])
 def test_the_gate_follows_threshold_and_alpha(cli, option, value):
     code, out, _ = cli("compare", data("base.json"), data("slow.json"), "--no-table",
                        option, value)

@@ -183,8 +183,9 @@ def write(name, doc):
 def main():
     write("base.json", document(seed=1))
     write("clean.json", document(seed=2))
-    write("slow.json", document(seed=3, slower=("BM_BreakpointEnable/passive:8/",
-                                                "BM_BreakpointThread/breakpoints:4/parallelism:2/threads:20/")))
+    # +50%: past the between-run floor an uncalibrated compare assumes (25%).
+    write("slow.json", document(seed=3, factor=1.5, slower=("BM_BreakpointEnable/passive:8/",
+                                                            "BM_BreakpointThread/breakpoints:4/parallelism:2/threads:20/")))
     write("few_reps.json", document(seed=5, repetitions=3))
     write("nan.json", nan_document())
     write("no_benchmarks.json", {"context": CONTEXT, "benchmarks": []})

@@ -79,7 +79,8 @@ def check_run_args(parser, args, run_args):
 
 
 def add_gate_options(parser):
-    """The options that define a regression (--alpha, --threshold, --min-repetitions):
+    """The options that define a regression (--alpha, --threshold, --min-repetitions,
+    --between-runs-floor):
     compare and nightly take the same ones."""
     parser.add_argument("--alpha", type=float, default=stats.DEFAULT_ALPHA,
                         help="significance level of the U test (default %(default)s)")
@@ -90,6 +91,12 @@ def add_gate_options(parser):
                         default=stats.DEFAULT_MIN_REPETITIONS, metavar="N",
                         help="fewest repetitions on each side for the U test "
                         "(default %(default)s, as compare.py recommends)")
+    parser.add_argument("--between-runs-floor", type=float,
+                        default=stats.DEFAULT_BETWEEN_RUNS_FLOOR_PCT, metavar="PCT",
+                        help="a benchmark with no calibrated noise floor is slower only "
+                        "past this change of its median, in percent: how far whole runs "
+                        "of one build move on a shared machine, which the repetitions of "
+                        "one run do not show (default %(default)s; docs/gate.md)")
 
 
 def check_gate_options(parser, args):
@@ -100,12 +107,15 @@ def check_gate_options(parser, args):
                      "threshold would pass every slowdown)")
     if args.min_repetitions < 2:
         parser.error("--min-repetitions must be at least 2 (the U test needs two values)")
+    if not 0 <= args.between_runs_floor < float("inf"):
+        parser.error("--between-runs-floor must be a number of percent, 0 or more")
 
 
 def gate_options(args):
     """The gate options add_gate_options declared, as the gate's own typed value."""
     return stats.Options(alpha=args.alpha, threshold_pct=args.threshold,
-                         min_repetitions=args.min_repetitions)
+                         min_repetitions=args.min_repetitions,
+                         between_runs_floor_pct=args.between_runs_floor)
 
 
 def add_strength_option(parser, default):

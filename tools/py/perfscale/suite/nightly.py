@@ -61,6 +61,7 @@ class Settings(Lineage):
     alpha: float = stats.DEFAULT_ALPHA
     threshold: float = stats.DEFAULT_THRESHOLD_PCT
     min_repetitions: int = stats.DEFAULT_MIN_REPETITIONS
+    between_runs_floor: float = stats.DEFAULT_BETWEEN_RUNS_FLOOR_PCT  # percent, uncalibrated
     # The longest one statement to a history server may go unanswered before the nightly
     # gives up on it and spools its run, as for a server that is gone.
     history_timeout: float = DEFAULT_HISTORY_TIMEOUT_S
@@ -68,7 +69,8 @@ class Settings(Lineage):
     def gate_options(self):
         """The gate's options of this nightly (what counts as a regression)."""
         return stats.Options(alpha=self.alpha, threshold_pct=self.threshold,
-                             min_repetitions=self.min_repetitions)
+                             min_repetitions=self.min_repetitions,
+                             between_runs_floor_pct=self.between_runs_floor)
 
 
 def lineage_of(settings):
@@ -417,14 +419,16 @@ def _write_report(conn, args, run_dir, run_id, info, results, baseline, verdicts
         page.text("Run %d of %s (kernel %s, perfscale %s)%s. Gate: a benchmark calibrated "
                   "on this host is judged on whole runs (the median of the new run and the "
                   "reruns of a suspect against the mean of the baseline runs, against its "
-                  "spread between runs); the others by the U test over >= %d repetitions. "
+                  "spread between runs); the others by the U test over >= %d repetitions "
+                  "and past a between-run floor of %g%% assumed for them. "
                   "Either way p < %g after Holm's correction over the suite and slower by "
                   "more than %g%%; or an attributed count up beyond its noise." % (
                       baseline["id"], baseline["recorded_at"], baseline["kernel_release"],
                       baseline["perfscale_revision"],
                       " named with --baseline" if args.baseline is not None else
                       " and the lineage's earlier passing runs",
-                      args.min_repetitions, args.alpha, args.threshold))
+                      args.min_repetitions, args.between_runs_floor, args.alpha,
+                      args.threshold))
         order = {stats.SLOWER: 0, stats.COUNTS: 1, stats.FASTER: 2}
         page.table(["benchmark", "verdict", "median change [95% CI]", "p (Holm)",
                     "noise floor", "runs (repetitions)", "counters moved", "note"],
