@@ -6,8 +6,10 @@ the figures docs/measurements/2026-12-02-dashboard.md records.
 HISTORY: an SQLite file or a PostgreSQL URL, as `tools/perfscale serve` takes.
 
 Each page is requested through Flask's test client (the whole WSGI handling: queries,
-change points, templates; no network), the first time (cold: change points not yet
-cached in the process) and then --repeat times (warm); the median is printed.
+change points, templates; no network), the first time (cold: change points, floors and
+verdicts not yet kept in the process) and then --repeat times (warm); the median is
+printed. The compare page is also timed on a pair never asked for before, each time
+another (the server keeps a pair's verdicts, so the same pair again is a lookup).
 """
 
 import argparse
@@ -40,8 +42,9 @@ def main(argv):
         mine = [r for r in lineages if (r["host"], r["machine"], r["cpus"], r["config"])
                 == (first["host"], first["machine"], first["cpus"], first["config"])][0]
         lineage_last = mine["last_id"]
-        night_before = views.runs_of(conn, mine["host"], mine["machine"], mine["cpus"],
-                                     mine["config"])[-2]["id"]
+        earlier = [r["id"] for r in views.runs_of(conn, mine["host"], mine["machine"],
+                                                   mine["cpus"], mine["config"])][:-1]
+        night_before = earlier[-1]
         name = views.one(conn, "SELECT name FROM benchmarks WHERE run_id = ? "
                          "ORDER BY position LIMIT 1", (first["id"],))["name"]
         other = max(r["last_id"] for r in lineages if r is not mine)
@@ -66,6 +69,10 @@ def main(argv):
                                                  + [("run", r) for r in eight])),
              ("run", "/run/%d" % last),
              ("compare", "/compare?a=%d&b=%d" % (night_before, lineage_last)),
+             # The server keeps a pair's verdicts: the same pair again is a lookup, so the
+             # pair that was never asked for before is timed as well, each time another.
+             ("compare, a new pair each time", ["/compare?a=%d&b=%d" % (a, lineage_last)
+                                                for a in earlier[-args.repeat - 2:-1]]),
              ("scaling", "/scaling?" + q([("name", name)]))]
     if first_alert is not None:  # a history built with alerts (synthetic_history alerts=True)
         pages.append(("alert", "/alert/%d" % first_alert))
@@ -74,9 +81,9 @@ def main(argv):
     print("|---|---|---|---|---|---|")
     for label, url in pages:
         times = []
-        for _ in range(args.repeat + 1):
+        for index in range(args.repeat + 1):
             start = time.perf_counter()
-            response = client.get(url)
+            response = client.get(url if isinstance(url, str) else url[index % len(url)])
             times.append(1000 * (time.perf_counter() - start))
             assert response.status_code == 200, (url, response.status_code)
         body = response.get_data(as_text=True)

@@ -129,7 +129,8 @@ def test_one_mail_per_alert_written_again_only_when_it_grows(nightly, tmp_path):
     assert "perfscale noticed a +" in mail and "regression of %s.real_time_ns" % first in mail
     assert "%s.real_time_ns" % second not in mail
     assert "run 1, " in mail and "(last good)" in mail and "run 2, " in mail
-    assert "tools/perfscale bisect --good 6.1.0-27-amd64 --bad 6.1.0-28-amd64 " in mail
+    assert "tools/perfscale bisect --good debian:6.1.0-27 --bad debian:6.1.0-28 --kernels " \
+        "debian:6.1.0-27,debian:6.1.0-28 --benchmark " in mail
     assert "tools/perfscale nightly --history" in mail and "--baseline 1" in mail
     assert "tools/perfscale compare" in mail
 
@@ -160,6 +161,33 @@ def test_one_mail_per_alert_written_again_only_when_it_grows(nightly, tmp_path):
     # Both attached on the next night: no mail.
     code, out, _ = nightly("--fixture=slow.json", kernel)
     assert code == 1 and "regression mail:" not in out
+
+
+@pytest.mark.parametrize("good,bad,listed", [
+    ("6.1.0-27-cloud-amd64", "6.1.0-30-cloud-amd64",
+     ["debian:6.1.0-27-cloud", "debian:6.1.0-28-cloud", "debian:6.1.0-29-cloud",
+      "debian:6.1.0-30-cloud"]),
+    ("6.12.118+deb12-amd64", "6.12.116+deb12-amd64",  # back to an older one: in that order
+     ["debian:6.12.118", "debian:6.12.117", "debian:6.12.116"]),
+    ("5.10.0-46-rt-amd64", "5.10.0-47-rt-amd64", ["debian:5.10.0-46-rt", "debian:5.10.0-47-rt"]),
+    ("6.1.0-27-amd64", "6.12.118+deb12-amd64", None),  # another series: by hand
+    ("6.1.0-27-amd64", "6.1.0-28-cloud-amd64", None),  # another flavour
+    ("6.1.0-27-amd64", "6.1.0-27-amd64", None),
+    ("6.13.0-rc1", "6.13.0", None),
+    ("", "6.1.0-28-amd64", None)])
+def test_the_bisect_list_is_debians_updates_between_the_two_as_vm_names_them(
+        good, bad, listed, monkeypatch):
+    from perfscale.plots import alert_view
+    from perfscale.vm import kernel
+    assert alert_view.debian_kernels(good, bad) == listed
+    worst = {"counts": [], "name": "BM_A/real_time", "cpus": 2}
+    command = alert_view.bisect_command({"good_kernel": good, "bad_kernel": bad}, worst)
+    assert ("--kernels " + ",".join(listed) + " ") in command if listed else "...," in command
+    # Each name is one `tools/perfscale vm --kernel` takes (the apt lookup stood in for).
+    monkeypatch.setattr(kernel, "_debian_kernel_packages", lambda series, flavour: {
+        n: "linux-image-%d" % n for n in range(200)})
+    for name in listed or []:
+        assert kernel.debian_package(name)[0].startswith("linux-image-")
 
 
 def test_machines_that_move_at_the_same_change_share_the_alert(nightly):

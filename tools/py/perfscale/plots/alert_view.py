@@ -70,18 +70,49 @@ def profile_difference(conn, member):
                                profile_of(runs[1]["results_path"]), [member["name"]])
 
 
+# A Debian kernel's release (`uname -r`: 6.1.0-27-cloud-amd64, 6.12.118+deb12-amd64,
+# 5.10.0-46-rt-amd64) and the `debian:` name `tools/perfscale vm` and bisect boot it by
+# (docs/vm.md): the series, the number Debian counts its updates of it by, the flavour.
+_DEBIAN_RELEASE = re.compile(r"(5\.10\.0-|6\.1\.0-|6\.12\.)(\d+)(?:\+deb\d+)?-(?:(rt|cloud)-)?amd64",
+                             re.ASCII)
+MAX_KERNELS = 200  # a longer list is no bisection a lab would start from a page
+
+
+def debian_kernels(good, bad):
+    """The `debian:` names of every update from kernel release `good` to `bad` in order
+    (both ends included) when both are Debian's of one series and flavour; else None.
+    Every number between is listed: Debian skips some, and bisect names those apt lacks."""
+    found = [_DEBIAN_RELEASE.fullmatch(k or "") for k in (good, bad)]
+    if None in found or found[0].group(1, 3) != found[1].group(1, 3):
+        return None
+    first, last = int(found[0].group(2)), int(found[1].group(2))
+    if first == last or abs(last - first) >= MAX_KERNELS:
+        return None
+    series, flavour = found[0].group(1), found[0].group(3)
+    step = 1 if last > first else -1
+    return ["debian:%s%d%s" % (series, n, "-" + flavour if flavour else "")
+            for n in range(first, last + step, step)]
+
+
 def bisect_command(alert, worst):
     """The `tools/perfscale bisect` that would narrow the alert's kernel range, for its
     worst member: judged by the counter that moved most between its good and bad runs
-    (worst["counts"], counts_moved's), else instructions."""
+    (worst["counts"], counts_moved's), else instructions. Between two Debian kernels of
+    one series the list is filled in (debian_kernels); otherwise it reads GOOD,...,BAD,
+    the kernels between to be listed by hand."""
     good, bad = alert["good_kernel"] or "GOOD_KERNEL", alert["bad_kernel"] or "BAD_KERNEL"
+    kernels = debian_kernels(alert["good_kernel"], alert["bad_kernel"])
+    if kernels:
+        good, bad, listed = kernels[0], kernels[-1], ",".join(kernels)
+    else:
+        listed = "%s,...,%s" % (good, bad)
     moved = sorted(((abs(after / before - 1), c) for c, before, after in worst["counts"]),
                    reverse=True)
     counter = moved[0][1] if moved else "instructions"
     benchmark = "^" + re.escape(worst["name"].removesuffix("/real_time"))
-    return ("tools/perfscale bisect --good %s --bad %s --kernels %s,...,%s "
+    return ("tools/perfscale bisect --good %s --bad %s --kernels %s "
             "--benchmark %s --counter %s --cpus %s" % tuple(shlex.quote(str(v)) for v in (
-                good, bad, good, bad, benchmark, counter, worst["cpus"])))
+                good, bad, listed, benchmark, counter, worst["cpus"])))
 
 
 def lineage_of(member):

@@ -254,7 +254,10 @@ def alert_mail(found, sections, run_id):
                 "last good run -> first bad run):", ""]
         out += found["profile"]
     if found["bisect"]:
-        out += ["To narrow the kernel range (list the kernels between the two in order):", "",
+        out += ["To narrow the kernel range (%s):" % (
+            "list the kernels between the two in order" if "...," in found["bisect"] else
+            "Debian's updates between the two, every number: bisect names any that apt "
+            "lacks, to drop from the list"), "",
                 "        " + found["bisect"], ""]
     return "\n".join(out)
 
