@@ -13,7 +13,7 @@ import pytest
 
 from conftest import (FAKE_RUN, REPO_ROOT, alive, as_schema_5, data, pg_history,
                       postgres_missing)
-from perfscale.history import cluster as db, spool, store as history, transfer
+from perfscale.history import cluster as db, schema, spool, store as history, transfer
 from perfscale.machine import identity
 from perfscale.results import io as results_io
 
@@ -310,7 +310,7 @@ def test_an_older_sqlite_history_is_migrated_with_stable_run_keys(tmp_path, lab,
     old = sqlite3.connect(path)
     from test_gate import VERSION_1_SCHEMA
     old.executescript(VERSION_1_SCHEMA + "ALTER TABLE runs ADD COLUMN complete INTEGER NOT "
-                      "NULL DEFAULT 1;" + history.schema.CALIBRATION_V2
+                      "NULL DEFAULT 1;" + schema.CALIBRATION_V2
                       + "PRAGMA user_version = 2;")
     for _ in range(2):  # two identical rows still get two keys
         old.execute("INSERT INTO runs (recorded_at, host, cpus, config, run_args, "

@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 
 from conftest import FAKE_RUN
-from perfscale.history import store as history
+from perfscale.history import runs as history_runs, store as history
 
 SLOWED = ("BM_BreakpointEnable/passive:8/active:0/placement:0/real_time",
           "BM_BreakpointThread/breakpoints:4/parallelism:2/threads:20/real_time")
@@ -163,7 +163,7 @@ def test_the_history_survives_a_write_that_fails_halfway(tmp_path, monkeypatch):
 
     def explode(_values):
         raise RuntimeError("disk gone")
-    monkeypatch.setattr(history.statistics, "median", explode)  # after the runs row
+    monkeypatch.setattr(history_runs.statistics, "median", explode)  # after the runs row
     with pytest.raises(RuntimeError):
         history.record_run(conn, info, results, [], None)
     counts = history.counts(conn)
