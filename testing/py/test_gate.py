@@ -779,3 +779,16 @@ def test_floors_are_learned_once_from_the_same_runs_and_again_from_new_ones(tmp_
         assert learned == [5, 6]
     finally:
         conn.close()
+
+
+def test_the_interval_percentiles_are_numpys_to_the_bit():
+    import numpy
+    rng = random.Random(5)
+    for trial in range(1000):
+        values = _samples(rng, trial % 3, rng.randrange(1, 2100))
+        if trial % 100 == 0:
+            values[-1] = math.nan  # numpy's own way then
+        qs = (2.5, 97.5) if trial % 2 else (rng.uniform(0, 100), 0.0, 50.0, 100.0)
+        expected = [float(v) for v in numpy.percentile(values, list(qs))]
+        found = results_stats.percentiles(values, qs)
+        assert found == expected or all(math.isnan(v) for v in found + expected), values
