@@ -11,12 +11,16 @@ unpinned toggle landed in its slow mode; inject-* a plain run and the next one w
 flags the first two; Options(between_runs_floor_pct=0) is that rule."""
 
 import json
+import math
+import random
+import statistics
 
 import pytest
 
 from conftest import data
-from perfscale.gate import stats
-from perfscale.results import io
+from perfscale.gate import floors, stats
+from perfscale.history import store
+from perfscale.results import io, names as result_names
 
 BETWEEN = ("aa/between-base.json", "aa/between-new.json")
 MODES = ("aa/modes-base.json", "aa/modes-new.json")
@@ -94,3 +98,50 @@ def test_the_between_run_floor_must_be_a_percentage(cli, value, capsys):
         cli("compare", "--between-runs-floor", value, *map(data, BETWEEN))
     assert exit_info.value.code == 2
     assert "--between-runs-floor must be a number of percent" in capsys.readouterr().err
+
+
+def entry(name, times):
+    made = io.Entry(name, result_names.parse_name(name))
+    made.real_ns, made.cpu_ns = list(times), [math.nan] * len(times)
+    return made
+
+
+def _night(rng, names, sigma, base, fl, slowdown):
+    """A calibrated nightly's first run on a machine whose runs shift by sigma (log)
+    against the calibration's runs `base`, with `slowdown` real: the regressions."""
+    def run(scale):
+        return {n: entry(n, [1000 * scale * math.exp(rng.gauss(0, sigma))] * 10)
+                for n in names}
+    return [v for v in stats.compare_runs(base, [run(1 + slowdown)], stats.Options(), fl)
+            if v.regression]
+
+
+def test_a_spread_learned_from_eight_runs_is_judged_as_an_estimate():
+    """A calibration learns each benchmark's sigma from 8 runs. Taken as known (the
+    normal), the rows whose 8 runs happened to agree are called slower on A/A nights far
+    more often than alpha; on Student's t with 7 degrees of freedom the nights keep alpha
+    family-wise, and the MDC the calibration states for that test is still flagged."""
+    rng, sigma = random.Random(42), 0.1
+    names = ["BM_X/%d/real_time" % i for i in range(20)]
+
+    def calibration(df):
+        base = [{n: entry(n, [1000 * math.exp(rng.gauss(0, sigma))] * 10) for n in names}
+                for _ in range(8)]
+        learned = {}
+        for n in names:  # floors.learn's sigma; its floor and MDC are not needed here
+            logs = [math.log(run[n].real_ns[0]) for run in base]
+            learned[(n, stats.REAL_TIME)] = store.Calibration(
+                n, stats.REAL_TIME, 0.0, 0.0, statistics.stdev(logs), df + 1 if df else 0)
+        return base, learned
+
+    alarms = {0: 0, 7: 0}
+    for _ in range(30):
+        for df in alarms:
+            alarms[df] += bool(_night(rng, names, sigma, *calibration(df), 0.0))
+    assert alarms[0] >= 5  # the normal: about 1 night in 4 cries wolf
+    assert alarms[7] <= 4  # Student's t: about alpha (1.5 of 30 expected; <= 4 94% of the time)
+    # The MDC stated for this test (floors.floor_and_mdc with the same 7 degrees of
+    # freedom; first run alone, no reruns) is flagged 9 times in 10 or more.
+    _floor, mdc = floors.floor_and_mdc(sigma, stats.DEFAULT_ALPHA, len(names), 8, 1, df=7)
+    flagged = sum(len(_night(rng, names, sigma, *calibration(7), mdc)) for _ in range(4))
+    assert flagged >= 0.85 * 4 * len(names)

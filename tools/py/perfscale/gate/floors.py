@@ -10,6 +10,8 @@ the lineage's last K passing runs against the new run; a suspect (one-sided p < 
 is rerun, and the median of its m runs is judged at Holm's level over the n benchmarks
 of the suite. So, with s(m) = sigma * sqrt(1/K + c/m) (c: the median's variance factor):
 
+(z: Student's t with K - 1 degrees of freedom for a sigma learned from K runs)
+
     noise floor  exp(z(1 - alpha/n) * s(m)) - 1: the change a confirmed regression needs
     MDC          the slowdown flagged 9 times in 10: screened (z(1 - SCREEN_P) * s(1)),
                  confirmed (z(1 - alpha/n) * s(m)) and above the 5% threshold
@@ -27,6 +29,7 @@ import statistics
 import threading
 
 from scipy.stats import norm
+from scipy.stats import t as student
 
 from perfscale.gate import confirm, stats
 from perfscale.history import store
@@ -49,16 +52,19 @@ def z_suite(alpha, tests):
 
 
 def floor_and_mdc(sigma, alpha, tests, base_runs=BASELINE_RUNS, new_runs=CONFIRM_RUNS,
-                  threshold=stats.DEFAULT_THRESHOLD_PCT / 100):
+                  threshold=stats.DEFAULT_THRESHOLD_PCT / 100, df=0):
     """(noise floor, minimum detectable change) of a benchmark whose log(median) spreads
-    by sigma between runs, judged as the nightly does (see the module comment)."""
+    by sigma between runs, judged as the nightly does (see the module comment). df: the
+    degrees of freedom of sigma (runs it was learned from, less one), which the nightly's
+    test uses (Student's t, stats._between_runs); 0: the normal."""
     confirmed = stats.between_runs_spread(sigma, base_runs, new_runs)
-    z = z_suite(alpha, tests)
+    z = stats.quantile(1 - alpha / max(1, tests), df) if df else z_suite(alpha, tests)
     floor = math.expm1(z * confirmed)
     if sigma <= 0:
         return floor, threshold
     first = stats.between_runs_spread(sigma, base_runs, 1)
-    screen = float(norm.isf(stats.SCREEN_P))
+    screen = stats.quantile(1 - stats.SCREEN_P, df) if df else float(norm.isf(stats.SCREEN_P))
+    _cdf = functools.partial(student.cdf, df=df) if df else _normal_cdf
 
     def power(shift):
         # The normal CDF from math.erfc: the same figure as scipy's norm.cdf, without its
@@ -77,7 +83,7 @@ def floor_and_mdc(sigma, alpha, tests, base_runs=BASELINE_RUNS, new_runs=CONFIRM
     return floor, math.expm1(high)
 
 
-def _cdf(x):
+def _normal_cdf(x):
     return 0.5 * math.erfc(-x / math.sqrt(2))
 
 
@@ -113,7 +119,8 @@ def learn(runs, alpha=stats.DEFAULT_ALPHA):
             continue
         if metric == stats.REAL_TIME:
             sigma = _stdev(values)
-            floor, mdc = floor_and_mdc(sigma, alpha, tests, min(len(values), BASELINE_RUNS))
+            floor, mdc = floor_and_mdc(sigma, alpha, tests, min(len(values), BASELINE_RUNS),
+                                       df=stats.degrees_of_freedom(len(values)))
         else:  # relative spread of a count; a constant count has none
             mean = math.fsum(values) / len(values)
             sigma = _stdev(values) / abs(mean) if mean else 0.0

@@ -30,12 +30,14 @@ passes what it could not judge (gate_status).
 
 import copy
 import dataclasses
+import functools
 import math
 import statistics
 import zlib
 
 import numpy
 from scipy.stats import binom, mannwhitneyu, norm, rankdata
+from scipy.stats import t as student
 
 from perfscale.results import io
 
@@ -130,6 +132,7 @@ class Verdict:
     assumed_floor: float = math.nan  # uncalibrated: the between-run floor assumed instead
     runs: tuple = (1, 1)  # whole runs behind each side: baseline runs, new run + reruns
     sigma: float = math.nan  # calibrated spread of log(median) between runs; NaN: none
+    sigma_df: int = 0  # its degrees of freedom (the runs it came from, less one); 0: normal
     screen_p: float = math.nan  # one-sided p of the between-runs test, before Holm
     counters: list = dataclasses.field(default_factory=list)  # (name, base, new) that moved
     counter_regressions: list = dataclasses.field(default_factory=list)
@@ -635,17 +638,19 @@ def compare_runs(base_runs, new_runs, options=Options(), floors=None):
         calibrated = floors.get((verdict.name, REAL_TIME))
         if calibrated is not None and getattr(calibrated, "sigma", 0) > 0:
             _between_runs(verdict, calibrated.sigma, log_medians(base_runs, verdict.name),
-                          log_medians(new_runs, verdict.name))
+                          log_medians(new_runs, verdict.name),
+                          degrees_of_freedom(getattr(calibrated, "runs", 0)))
         tested.append(verdict)
     pvalues = [v.screen_p if math.isfinite(v.screen_p) else v.pvalue for v in tested]
     judged_names = [v.name for v in verdicts if v.verdict in JUDGED]
     counts, time_adjusted = judge_counts(base_entries, new_entries, judged_names, floors,
                                          options, pvalues)
-    z_suite = float(norm.ppf(1 - options.alpha / max(1, len(tested))))
+    level = 1 - options.alpha / max(1, len(tested))
     for verdict, adjusted in zip(tested, time_adjusted):
         verdict.p_adjusted = adjusted
         if math.isfinite(verdict.sigma):
             spread = between_runs_spread(verdict.sigma, *verdict.runs)
+            z_suite = quantile(level, verdict.sigma_df)
             _decide_between_runs(verdict, adjusted, math.expm1(z_suite * spread), options,
                                  len(tested))
         else:
@@ -683,18 +688,42 @@ def _decide_uncalibrated(verdict, p_adjusted, base_times, options):
                         % (slowest / middle, 100 * floor))
 
 
-def _between_runs(verdict, sigma, base_logs, new_logs):
-    """The runs' view: change of the centres, its interval and one-sided p (slower)."""
+def degrees_of_freedom(runs):
+    """Degrees of freedom of a spread between runs estimated from `runs` runs (a
+    calibration's 8: 7), or 0 (the normal) when the count is unknown."""
+    return max(0, int(runs or 0) - 1)
+
+
+@functools.lru_cache(maxsize=256)  # scipy's ppf costs a millisecond; a suite asks few
+def quantile(level, df=0):
+    """The one-sided critical value at `level`: Student's t with df degrees of freedom,
+    the normal when df is 0."""
+    return float(student.ppf(level, df) if df else norm.ppf(level))
+
+
+def _between_runs(verdict, sigma, base_logs, new_logs, df=0):
+    """The runs' view: change of the centres, its interval and one-sided p (slower).
+
+    sigma is not known but estimated from the calibration's K runs, so the shift over its
+    spread follows Student's t with K - 1 degrees of freedom, not the normal: with K = 8,
+    the tail at Holm's first step over 34 benchmarks lies at 5.0 spreads, not 3.2. Taken
+    as known, a row whose 8 runs happened to agree (and most rows' sigma comes out low
+    one time in several) was called slower on A/A nights (2 of 2 calibrated A/A nightlies
+    on the 2-CPU VM, +39% to +65%; docs/measurements/2026-12-04-aa-trust-times.md)."""
     if not base_logs or not new_logs:
         return
     verdict.sigma, verdict.runs = sigma, (len(base_logs), len(new_logs))
+    verdict.sigma_df = df
     spread = between_runs_spread(sigma, len(base_logs), len(new_logs))
     shift = statistics.median(new_logs) - statistics.mean(base_logs)
     verdict.change = math.expm1(shift)
-    half = _Z_INTERVAL * spread
+    half = (quantile(0.5 + CONFIDENCE / 2, df) if df else _Z_INTERVAL) * spread
     verdict.ci = (math.expm1(shift - half), math.expm1(shift + half))
-    verdict.screen_p = float(norm.sf(shift / spread)) if spread > 0 else (
-        0.0 if shift > 0 else 1.0)
+    if spread > 0:
+        verdict.screen_p = float(student.sf(shift / spread, df) if df else
+                                 norm.sf(shift / spread))
+    else:
+        verdict.screen_p = 0.0 if shift > 0 else 1.0
 
 
 def _decide_between_runs(result, p_adjusted, noise_floor, options, tests):
