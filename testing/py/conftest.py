@@ -125,6 +125,7 @@ def as_schema_5(conn, digest_of=None):
                 for i, (r, c) in enumerate(zip(real, cpu))])
         engine.execute("ALTER TABLE benchmarks DROP COLUMN real_ns")
         engine.execute("ALTER TABLE benchmarks DROP COLUMN cpu_ns")
+        engine.execute("CREATE INDEX benchmarks_by_name ON benchmarks(name, run_id)")
         for row in engine.execute("SELECT id, machine, context FROM runs"):
             if digest_of is None:
                 break

@@ -104,6 +104,10 @@ def test_a_version_5_history_is_migrated_with_every_sample_and_one_lineage(targe
                 == {n: [c for c in e.cpu_ns if not math.isnan(c)] for n, e in entries.items()}
         assert history.counts(conn)["samples"] == 3 * 8
         assert "samples" not in conn.engine.tables()
+        indexes = conn.engine.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index'" if conn.engine.name ==
+            "sqlite" else "SELECT indexname AS name FROM pg_indexes")
+        assert "benchmarks_by_name" not in {r["name"] for r in indexes}  # the key serves
         assert history.load_calibration(conn, "lab-1", 2, "ci", machine)[
             (NAME, "real_time")].mdc == 0.08
         assert history.find_baselines(conn, "lab-1", 2, "ci", 8, machine)[0]["id"] == ids[2]

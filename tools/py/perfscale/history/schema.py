@@ -48,7 +48,6 @@ CREATE TABLE benchmarks (
     cpu_ns {blob},                      -- ... their CPU times; NULL: none measured
     PRIMARY KEY (run_id, name)
 );
-CREATE INDEX benchmarks_by_name ON benchmarks(name, run_id);
 """
 
 CALIBRATION = """
@@ -176,9 +175,13 @@ CREATE TABLE calibration (
 # mitigations (machine.identity.KERNEL_REPORTED). The store packs version 5's samples
 # (each engine's `packed` aggregate), drops the table (AFTER_PACKING) and digests every run
 # again, renaming the lineages it keeps elsewhere (calibration, triage, alert members).
+# The same step drops benchmarks_by_name (name, run_id): every query that reads benchmarks
+# joins them from runs, on run id and name, which the primary key serves as well, and the
+# index cost a fifth of a packed history (521 MB of the 50-machine year in PostgreSQL).
 PACKED_SAMPLES = """
 ALTER TABLE benchmarks ADD COLUMN real_ns {blob};
 ALTER TABLE benchmarks ADD COLUMN cpu_ns {blob};
+DROP INDEX benchmarks_by_name;
 """
 AFTER_PACKING = "DROP TABLE samples"
 
