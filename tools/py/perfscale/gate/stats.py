@@ -706,10 +706,10 @@ def _between_runs(verdict, sigma, base_logs, new_logs, df=0):
 
     sigma is not known but estimated from the calibration's K runs, so the shift over its
     spread follows Student's t with K - 1 degrees of freedom, not the normal: with K = 8,
-    the tail at Holm's first step over 34 benchmarks lies at 5.0 spreads, not 3.2. Taken
+    the tail at Holm's first step over 34 benchmarks lies at 4.5 spreads, not 3.0. Taken
     as known, a row whose 8 runs happened to agree (and most rows' sigma comes out low
-    one time in several) was called slower on A/A nights (2 of 2 calibrated A/A nightlies
-    on the 2-CPU VM, +39% to +65%; docs/measurements/2026-12-04-aa-trust-times.md)."""
+    one time in several) was called slower on A/A nights (3 of the first 4 calibrated A/A
+    nightlies on the 2-CPU VM, +39% to +140%; docs/measurements/2026-12-04-aa-trust-times.md)."""
     if not base_logs or not new_logs:
         return
     verdict.sigma, verdict.runs = sigma, (len(base_logs), len(new_logs))
