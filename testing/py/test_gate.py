@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import FAKE_RUN
+from conftest import FAKE_RUN, as_schema_5
 from perfscale.gate import stats as results_stats
 from perfscale.history import store as history
 from perfscale.results import io as results_io, names as results_names
@@ -410,9 +410,14 @@ def test_report_prints_the_calibration_of_the_host(cli, tmp_path):
 
 
 def test_trials_refuse_an_uncalibrated_config(cli, tmp_path):
+    history.open_history(str(tmp_path / "h.sqlite")).close()
     code, _out, err = cli("trials", "--history", tmp_path / "h.sqlite", "--out-dir",
                           tmp_path / "t", "--config", "ci")
     assert code == 2 and "is not calibrated" in err and "tools/perfscale calibrate" in err
+    code, _out, err = cli("trials", "--history", tmp_path / "none.sqlite", "--out-dir",
+                          tmp_path / "t", "--config", "ci")
+    assert code == 2 and "no such history" in err  # and none made there
+    assert not (tmp_path / "none.sqlite").exists()
 
 
 def _calibrated_fake_suite(cli, tmp_path, monkeypatch, *config, out_dir="cal"):
@@ -445,6 +450,20 @@ def test_trials_run_nightlies_on_copies_and_report_false_alarms_and_power(
                        "--config", "ci", "--", "--fixture=base.json")
     assert code == 0, out
     assert "budget is spent: 1 A/A and 0 injected trials ran" in out
+
+
+def test_trials_read_an_older_history_without_migrating_it(cli, tmp_path, monkeypatch):
+    """Trials only read the calibrated history (each trial's nightly writes a copy), and
+    their records are keyed by its digest: a newer checkout must not migrate it."""
+    db = _calibrated_fake_suite(cli, tmp_path, monkeypatch, "--config", "ci")
+    with history.open_history(str(db)) as conn:
+        as_schema_5(conn)
+    before = db.read_bytes()
+    code, _out, err = cli("trials", "--aa", "1", "--power", "0", "--history", db,
+                          "--out-dir", tmp_path / "t", "--config", "ci", "--",
+                          "--fixture=base.json")
+    assert code == 2 and "schema 5" in err and "open it once" in err
+    assert db.read_bytes() == before
 
 
 def test_trials_find_a_calibration_named_by_its_run_arguments(cli, tmp_path, monkeypatch):

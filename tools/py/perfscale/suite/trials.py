@@ -57,7 +57,7 @@ def run(args, run_args):
             os.makedirs(args.out_dir, exist_ok=True)
             args.history = transfer.snapshot_to_sqlite(
                 args.history, os.path.join(os.path.abspath(args.out_dir), "history.sqlite"))
-        conn = store.open_history(args.history)
+        conn = store.open_history(args.history, read_only=True)  # each trial writes a copy
     except (OSError, store.HistoryError) as err:
         print("trials: %s" % err, file=sys.stderr)
         return 2
@@ -199,7 +199,7 @@ def replay(args, run_args, config, lineage, calibration, base_runs):
     """`--replay`: the recorded trials judged again by this checkout's gate; nothing runs."""
     nightly_args = nightly.Settings(history=args.history, config=config, no_plots=True)
     gate = nightly_args.gate_options()
-    conn = store.open_history(args.history)
+    conn = store.open_history(args.history, read_only=True)  # its digest keys the trials
     try:
         host, cpus, machine = lineage
         floors, _source = for_lineage(conn, host, cpus, config, gate.alpha, machine)
