@@ -40,11 +40,6 @@ def unpack(blob):
     return list(struct.unpack(">%dd" % (len(blob) // SIZE), blob))
 
 
-def count(blob):
-    """How many figures a packed value holds."""
-    return len(blob) // SIZE if blob else 0
-
-
 class Aggregate:
     """SQLite aggregate perfscale_pack(repetition, value): a group's values packed in
     repetition order (the migration from version 5's row per sample)."""

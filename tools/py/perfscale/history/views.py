@@ -136,7 +136,7 @@ def trend(conn, name, host, machine, cpus, config):
 
 
 def _of_runs(conn, select, ids, params=()):
-    """Rows of `select` ("... WHERE ... b.run_id IN (%s)", its other parameters `params`
+    """Rows of `select` (ending "... IN (%s)" over run ids, its other parameters `params`
     first) for the runs `ids`, a few hundred at a time. The latest runs are asked for
     first and then their rows by the benchmarks' key (run id, name): joined in one query,
     PostgreSQL's planner read all of benchmarks instead (1.6 s a page on the
