@@ -26,7 +26,7 @@ webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
+from selenium.common.exceptions import WebDriverException  # noqa: E402
 from selenium.webdriver.support import expected_conditions  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
@@ -148,11 +148,18 @@ def _console_errors(driver):
     return [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
 
 
+def _until(driver, condition, seconds=20):
+    """Waits for `condition` across a navigation. While one is under way, chromedriver
+    answers a question about the old document with a stale element or with an "unhandled
+    inspector error" (its execution context is gone); both mean "not yet", so neither ends
+    the wait. A condition that never holds still fails, as a timeout."""
+    WebDriverWait(driver, seconds, ignored_exceptions=(WebDriverException,)).until(condition)
+
+
 def _open(driver, url):
     driver.get_log("browser")  # what an earlier page left
     driver.get(url)
-    WebDriverWait(driver, 20).until(
-        lambda d: d.execute_script("return document.readyState") == "complete")
+    _until(driver, lambda d: d.execute_script("return document.readyState") == "complete")
 
 
 def _chart(driver, canvas_id):
@@ -245,10 +252,9 @@ def test_clicking_a_point_opens_its_run(built, server, browser):
         browser.find_element(By.ID, "trend-chart"), int(x - width / 2),
         int(y - height / 2)).click().perform()
     run_id = series["points"][k]["run"]
-    WebDriverWait(browser, 10).until(lambda d: d.current_url.endswith("/run/%d" % run_id))
+    _until(browser, lambda d: d.current_url.endswith("/run/%d" % run_id), seconds=10)
     # The URL changes when the navigation starts; the run's page may not be there yet.
-    WebDriverWait(browser, 20, ignored_exceptions=(StaleElementReferenceException,)).until(
-        lambda d: d.find_element(By.TAG_NAME, "h1").text == "Run %d" % run_id)
+    _until(browser, lambda d: d.find_element(By.TAG_NAME, "h1").text == "Run %d" % run_id)
     assert _console_errors(browser) == []
 
 
@@ -289,9 +295,8 @@ def _submit_triage(driver, state, token, heading, form="table.changepoints form"
     form.find_element(By.NAME, "why").send_keys(why)
     form.find_element(By.NAME, "token").send_keys(token)
     form.find_element(By.TAG_NAME, "button").click()
-    WebDriverWait(driver, 20).until(expected_conditions.staleness_of(page))
-    WebDriverWait(driver, 20, ignored_exceptions=(StaleElementReferenceException,)).until(
-        lambda d: heading in d.find_element(By.TAG_NAME, "h1").text)
+    _until(driver, expected_conditions.staleness_of(page))
+    _until(driver, lambda d: heading in d.find_element(By.TAG_NAME, "h1").text)
 
 
 def test_triage_is_refused_without_the_token_and_stored_with_it(built, server, readonly,
@@ -453,8 +458,7 @@ def test_an_alert_is_opened_grouped_acknowledged_and_fixed(alerted, browser, art
     assert browser.find_elements(By.CSS_SELECTOR, "table.open-regressions") == []
     _shoot(browser, artefacts, "fleet-alerts")
     browser.find_element(By.CSS_SELECTOR, "a.alert-link").click()
-    WebDriverWait(browser, 20).until(
-        lambda d: "Alert #1" in d.find_element(By.TAG_NAME, "h1").text)
+    _until(browser, lambda d: "Alert #1" in d.find_element(By.TAG_NAME, "h1").text)
     members = browser.find_elements(By.CSS_SELECTOR, "table#members tr")[1:]
     assert len(members) == 2 and all("+15.0%" in m.text and "+12.0%..+18.0%" in m.text
                                      for m in members)
