@@ -9,6 +9,7 @@ import json
 import math
 import http.server
 import os
+import signal
 import sys
 import threading
 import time
@@ -22,6 +23,15 @@ sys.path.insert(0, os.path.join(REPO_ROOT, "tools", "py"))
 DATA = os.path.join(HERE, "data")
 # PERFSCALE_BINARY: stands in for the family binary, the rest of `run` is the real one.
 FAKE_RUN = "%s %s" % (sys.executable, os.path.join(HERE, "fake_run.py"))
+
+
+def pytest_configure(config):
+    def interrupt(_signum, _frame):
+        raise KeyboardInterrupt
+    # A runner's timeout or a job limit ends pytest with SIGTERM, whose default leaves the
+    # PostgreSQL clusters, servers and browsers the fixtures started running. As an
+    # interrupt, pytest still runs every fixture's teardown, which stops them by PID.
+    signal.signal(signal.SIGTERM, interrupt)
 
 
 def data(name):
