@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -16,6 +19,8 @@
 #include "absl/strings/strip.h"
 #include "lib/errno_status.h"
 #include "lib/file_reader.h"
+#include "lib/perf_attr.h"
+#include "lib/perf_event.h"
 #include "lib/tracefs.h"
 
 namespace perfscale {
@@ -160,6 +165,55 @@ absl::Status Capabilities::RequireBreakpointPmu() const {
         "missing (CONFIG_HAVE_HW_BREAKPOINT)");
   }
   return absl::OkStatus();
+}
+
+absl::Status Capabilities::RequireFiringBreakpoints() const {
+  if (absl::Status pmu = RequireBreakpointPmu(); !pmu.ok()) return pmu;
+  return BreakpointsFire();
+}
+
+absl::Status JudgeBreakpointProbe(const absl::Status& opened, absl::StatusOr<uint64_t> counted) {
+  if (!opened.ok()) return opened;
+  if (!counted.ok()) return counted.status();
+  if (*counted == static_cast<uint64_t>(kBreakpointProbeWrites)) return absl::OkStatus();
+  if (*counted == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "hardware breakpoints open but never fire on this machine: a write breakpoint counted "
+        "0 of ", kBreakpointProbeWrites,
+        " writes (the hypervisor does not deliver debug exceptions to this guest); what needs "
+        "a breakpoint to fire cannot run here, the families' figures (breakpoints that never "
+        "fire) stand"));
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("hardware breakpoints fire unreliably on this machine: a write breakpoint "
+                   "counted ",
+                   *counted, " of ", kBreakpointProbeWrites, " writes"));
+}
+
+absl::Status BreakpointsFire() {
+  static const absl::Status* const verdict = [] {
+    // What a machine whose breakpoints never fire answers, on a machine where they do: so
+    // that the skips and the context of such a machine can be seen and tested anywhere.
+    if (const char* assume = std::getenv(kAssumeBreakpointsNeverFire);
+        assume != nullptr && std::string(assume) == "1") {
+      absl::Status never = JudgeBreakpointProbe(absl::OkStatus(), uint64_t{0});
+      return new absl::Status(never.code(), absl::StrCat(never.message(), " (assumed: ",
+                                                         kAssumeBreakpointsNeverFire, "=1)"));
+    }
+    static volatile uint32_t watched_word = 0;
+    BreakpointSpec spec;
+    spec.address = &watched_word;
+    spec.length = sizeof(watched_word);
+    spec.access = BreakpointAccess::kWrite;
+    absl::StatusOr<PerfEvent> event = PerfEvent::Open(BreakpointAttr(spec), 0, -1);
+    absl::StatusOr<uint64_t> counted = absl::UnknownError("not read");
+    if (event.ok()) {
+      for (int i = 0; i < kBreakpointProbeWrites; ++i) watched_word = static_cast<uint32_t>(i);
+      counted = event->ReadCount();
+    }
+    return new absl::Status(JudgeBreakpointProbe(event.status(), std::move(counted)));
+  }();
+  return *verdict;
 }
 
 absl::Status Capabilities::RequireSystemWide() const {

@@ -1,7 +1,8 @@
 // Capability probing: the /proc/self/status and sysctl parsers on real and malformed
 // text, each Require* on hand-built Capabilities (so every refusal and its advice is
 // reached), ProbeCapabilities against what this machine says through other doors, and
-// ScopedFdLimit / CountOpenFds for real.
+// ScopedFdLimit / CountOpenFds for real. The breakpoint-firing probe's verdict on every
+// count it can see, and the real probe against a breakpoint of the test's own.
 #include "lib/capabilities.h"
 
 #include <fcntl.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +23,8 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "lib/file_reader.h"
+#include "lib/perf_attr.h"
+#include "lib/perf_event.h"
 #include "lib/tracefs.h"
 
 namespace perfscale {
@@ -160,6 +164,61 @@ TEST(CapabilitiesTest, MissingBreakpointPmu) {
   EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
   EXPECT_TRUE(absl::StrContains(status.message(), "/sys/bus/event_source/devices/breakpoint"))
       << status;
+}
+
+TEST(JudgeBreakpointProbeTest, EveryWriteCountedFires) {
+  EXPECT_TRUE(JudgeBreakpointProbe(absl::OkStatus(), kBreakpointProbeWrites).ok());
+}
+
+// What a hypervisor that never delivers the debug exception looks like (AMD EPYC, KVM).
+TEST(JudgeBreakpointProbeTest, NothingCountedNamesAMachineWhereBreakpointsNeverFire) {
+  absl::Status status = JudgeBreakpointProbe(absl::OkStatus(), uint64_t{0});
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(absl::StrContains(status.message(), "open but never fire")) << status;
+  EXPECT_TRUE(absl::StrContains(status.message(), "0 of 4 writes")) << status;
+}
+
+TEST(JudgeBreakpointProbeTest, SomeWritesCountedIsUnreliable) {
+  absl::Status status = JudgeBreakpointProbe(absl::OkStatus(), uint64_t{2});
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(absl::StrContains(status.message(), "2 of 4 writes")) << status;
+}
+
+TEST(JudgeBreakpointProbeTest, AFailedOpenOrReadIsPassedOn) {
+  absl::Status refused = absl::PermissionDeniedError("perf_event_open: EACCES");
+  EXPECT_EQ(JudgeBreakpointProbe(refused, absl::UnknownError("not read")), refused);
+  absl::Status unread = absl::InternalError("read: EIO");
+  EXPECT_EQ(JudgeBreakpointProbe(absl::OkStatus(), unread), unread);
+}
+
+// The real probe against what a breakpoint of the test's own sees on this machine. Whatever the hypervisor does, the two must agree.
+TEST(BreakpointsFireTest, AgreesWithABreakpointOfItsOwn) {
+  if (absl::Status pmu = ProbeCapabilities().RequireBreakpointPmu(); !pmu.ok()) {
+    GTEST_SKIP() << pmu.message();
+  }
+  if (std::getenv(kAssumeBreakpointsNeverFire) != nullptr) {
+    GTEST_SKIP() << kAssumeBreakpointsNeverFire << " is set: the probe's answer is assumed";
+  }
+  static volatile uint64_t watched = 0;
+  BreakpointSpec spec;
+  spec.address = &watched;
+  spec.length = sizeof(watched);
+  spec.access = BreakpointAccess::kWrite;
+  absl::StatusOr<PerfEvent> event = PerfEvent::Open(BreakpointAttr(spec), 0, -1);
+  ASSERT_TRUE(event.ok()) << event.status();
+  for (int i = 0; i < 6; ++i) watched = static_cast<uint64_t>(i);
+  absl::StatusOr<uint64_t> count = event->ReadCount();
+  ASSERT_TRUE(count.ok()) << count.status();
+
+  absl::Status fires = BreakpointsFire();
+  if (fires.ok()) {
+    EXPECT_EQ(*count, 6u) << "the probe says breakpoints fire, this one counted " << *count;
+  } else {
+    EXPECT_EQ(fires.code(), absl::StatusCode::kFailedPrecondition) << fires;
+    EXPECT_NE(*count, 6u) << "the probe says " << fires << ", yet this one counted every write";
+  }
+  // Asked again, the same answer without probing again.
+  EXPECT_EQ(BreakpointsFire(), fires);
 }
 
 // An unmounted tracefs is EnsureTracefs' business (tracefs_test, in a private mount

@@ -55,7 +55,7 @@ TEST_F(BreakpointBinaryTest, JsonHasTheBenchmarksCountersAndContext) {
 
   const nlohmann::json& context = run.context;
   for (const char* key : {"kernel_release", "perf_event_paranoid", "online_cpus", "num_online_cpus",
-                          "hypervisor", "clocksource", "perfscale_revision"}) {
+                          "hypervisor", "clocksource", "breakpoints_fire", "perfscale_revision"}) {
     ASSERT_TRUE(context.contains(key)) << "context has no " << key;
     ASSERT_TRUE(context.at(key).is_string()) << key;
     EXPECT_FALSE(context.at(key).get<std::string>().empty()) << key;
@@ -76,6 +76,13 @@ TEST_F(BreakpointBinaryTest, JsonHasTheBenchmarksCountersAndContext) {
   absl::StatusOr<std::string> paranoid = ReadTextFile("/proc/sys/kernel/perf_event_paranoid");
   ASSERT_TRUE(paranoid.ok());
   EXPECT_EQ(context.at("perf_event_paranoid"), std::string(absl::StripAsciiWhitespace(*paranoid)));
+  // The firing probe's verdict: the binary ran on this machine, in this environment.
+  const std::string fires = context.at("breakpoints_fire").get<std::string>();
+  if (BreakpointsFire().ok()) {
+    EXPECT_EQ(fires, "yes");
+  } else {
+    EXPECT_TRUE(absl::StartsWith(fires, "no: hardware breakpoints")) << fires;
+  }
 
   for (const BenchmarkResult& benchmark : run.benchmarks) {
     SCOPED_TRACE(benchmark.name);

@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "lib/capabilities.h"
 #include "lib/cpu_set.h"
 
 namespace perfscale {
@@ -34,6 +35,7 @@ std::vector<std::pair<std::string, std::string>> RunContext::Fields() const {
       {"num_online_cpus", absl::StrCat(num_online_cpus)},
       {"hypervisor", hypervisor},
       {"clocksource", clocksource},
+      {"breakpoints_fire", breakpoints_fire},
       {"perfscale_revision", perfscale_revision},
   };
 }
@@ -81,6 +83,10 @@ absl::StatusOr<std::string> ResolveGitHead(const TextFileReader& read_in_git_dir
   return absl::NotFoundError(absl::StrCat("ref ", ref, " has no commit yet"));
 }
 
+std::string DescribeBreakpointsFire(const absl::Status& fires) {
+  return fires.ok() ? "yes" : absl::StrCat("no: ", fires.message());
+}
+
 std::string FindPerfscaleRevision() {
   if (const char* env = std::getenv("PERFSCALE_REVISION"); env != nullptr && *env != '\0') {
     return env;
@@ -110,6 +116,7 @@ RunContext CollectRunContext() {
       DetectHypervisor(cpuinfo.ok() ? *cpuinfo : "", hypervisor_type.ok() ? *hypervisor_type : "");
   context.clocksource = Trimmed(
       ReadTextFile("/sys/devices/system/clocksource/clocksource0/current_clocksource"), "unknown");
+  context.breakpoints_fire = DescribeBreakpointsFire(ProbeCapabilities().RequireFiringBreakpoints());
   context.perfscale_revision = FindPerfscaleRevision();
   return context;
 }

@@ -15,6 +15,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
+#include "lib/capabilities.h"
 #include "lib/cpu_set.h"
 #include "lib/errno_status.h"
 #include "lib/file_reader.h"
@@ -204,6 +205,14 @@ TEST(CollectRunContextTest, MatchesThisMachine) {
   ASSERT_TRUE(cpuinfo.ok());
   EXPECT_EQ(context.hypervisor == "none", !absl::StrContains(*cpuinfo, " hypervisor"));
   EXPECT_EQ(context.perfscale_revision, "test-revision");
+  EXPECT_EQ(context.breakpoints_fire,
+            DescribeBreakpointsFire(ProbeCapabilities().RequireFiringBreakpoints()));
+}
+
+TEST(DescribeBreakpointsFireTest, YesOrNoWithTheReason) {
+  EXPECT_EQ(DescribeBreakpointsFire(absl::OkStatus()), "yes");
+  EXPECT_EQ(DescribeBreakpointsFire(absl::FailedPreconditionError("counted 0 of 4 writes")),
+            "no: counted 0 of 4 writes");
 }
 
 TEST(RunContextTest, FieldsHaveStableNamesAndOrder) {
@@ -214,11 +223,12 @@ TEST(RunContextTest, FieldsHaveStableNamesAndOrder) {
   context.num_online_cpus = 2;
   context.hypervisor = "kvm";
   context.clocksource = "tsc";
+  context.breakpoints_fire = "yes";
   context.perfscale_revision = "abc1234";
   std::vector<std::pair<std::string, std::string>> expected = {
       {"kernel_release", "6.1.0"},       {"perf_event_paranoid", "2"}, {"online_cpus", "0-1"},
       {"num_online_cpus", "2"},          {"hypervisor", "kvm"},        {"clocksource", "tsc"},
-      {"perfscale_revision", "abc1234"},
+      {"breakpoints_fire", "yes"},       {"perfscale_revision", "abc1234"},
   };
   EXPECT_EQ(context.Fields(), expected);
 }

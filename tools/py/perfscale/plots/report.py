@@ -21,7 +21,8 @@ from perfscale.gate import comparability, stats
 # Context keys worth a line on the page, in reading order (Google Benchmark's and ours).
 _CONTEXT_KEYS = ("host_name", "date", "num_online_cpus", "online_cpus", "num_cpus",
                  "kernel_release",
-                 "perf_event_paranoid", "hypervisor", "clocksource", "perfscale_revision",
+                 "perf_event_paranoid", "hypervisor", "clocksource", "breakpoints_fire",
+                 "perfscale_revision",
                  "cpu_scaling_enabled", "load_avg", "library_build_type", "executable",
                  "vm_kernel", "vm_vcpus", "vm_memory_mib", "vm_accelerator", "vm_host_cpus",
                  "vm_clock", "vm_guest_host_name", "timings_comparable", "timings_note",
