@@ -14,11 +14,13 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "lib/capabilities.h"
 #include "lib/cpu_set.h"
 #include "lib/perf_attr.h"
 #include "lib/perf_event.h"
+#include "lib/thread_exit.h"
 #include "testing/common/process_state.h"
 
 namespace perfscale {
@@ -141,7 +143,7 @@ TEST(BackgroundThreadsTest, UnpinnedThreadsKeepTheCreatorsMask) {
 }
 
 TEST(BackgroundThreadsTest, ThreadsInheritAnInheritableBreakpoint) {
-  if (absl::Status s = ProbeCapabilities().RequireBreakpointPmu(); !s.ok()) {
+  if (absl::Status s = ProbeCapabilities().RequireFiringBreakpoints(); !s.ok()) {
     GTEST_SKIP() << s.message();
   }
   static volatile int watched = 0;
@@ -161,6 +163,7 @@ TEST(BackgroundThreadsTest, ThreadsInheritAnInheritableBreakpoint) {
     for (int i = 0; i < 7; ++i) watched = i;
   });
   writer.join();
+  ASSERT_TRUE(WaitForExitingThreads(absl::Seconds(5)).ok());  // its count is folded at exit
   absl::StatusOr<uint64_t> count = event->ReadCount();
   ASSERT_TRUE(count.ok()) << count.status();
   EXPECT_EQ(*count, 7u) << "a thread created after the breakpoint did not inherit it";

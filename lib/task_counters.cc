@@ -13,9 +13,11 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "lib/cpu_set.h"
 #include "lib/errno_status.h"
 #include "lib/perf_attr.h"
+#include "lib/thread_exit.h"
 #include "lib/tracefs.h"
 
 namespace perfscale {
@@ -364,6 +366,10 @@ absl::Status TaskCounters::Start() {
 }
 
 absl::StatusOr<TaskCounts> TaskCounters::Stop() {
+  // A thread joined just now may not have folded its counts into ours yet.
+  if (absl::Status settled = WaitForExitingThreads(absl::Seconds(5)); !settled.ok()) {
+    return settled;
+  }
   absl::StatusOr<Totals> end = Read();
   if (!end.ok()) return end.status();
   auto delta = [&](int index) -> uint64_t {

@@ -115,6 +115,8 @@ class TaskCounters {
   ~TaskCounters();
 
   absl::Status Start();
+  // Waits first for this process's exiting threads to finish (lib/thread_exit.h): a
+  // thread joined just before still owes its counts.
   absl::StatusOr<TaskCounts> Stop();
 
   bool available(TaskCounter counter) const;

@@ -21,6 +21,7 @@
 #include "lib/cpu_set.h"
 #include "lib/errno_status.h"
 #include "lib/file_reader.h"
+#include "lib/thread_exit.h"
 
 namespace perfscale {
 namespace testing {
@@ -32,6 +33,10 @@ std::string ProcessState::ToString() const {
 }
 
 absl::StatusOr<std::vector<pid_t>> ListTasks() {
+  // A thread joined a moment ago is still listed until its exit is done.
+  if (absl::Status settled = WaitForExitingThreads(absl::Seconds(5)); !settled.ok()) {
+    return settled;
+  }
   DIR* dir = opendir("/proc/self/task");
   if (dir == nullptr) return ErrnoStatus(errno, "opendir /proc/self/task");
   std::vector<pid_t> tids;

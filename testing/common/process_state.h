@@ -51,7 +51,8 @@ absl::StatusOr<ProcessState> CaptureProcessState();
 absl::StatusOr<ProcessState> CaptureProcessStateSettled(const ProcessState& expected,
                                                         int timeout_ms = 2000);
 
-// The thread ids in /proc/self/task, sorted.
+// The thread ids in /proc/self/task, sorted, once no thread is exiting (up to 5 s; the
+// error past that): a joined thread is listed until the kernel has finished its exit.
 absl::StatusOr<std::vector<pid_t>> ListTasks();
 
 // True when this process has a child, running or a zombie not yet reaped. Does not reap.
