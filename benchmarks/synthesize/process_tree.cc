@@ -4,6 +4,7 @@
 #include <linux/futex.h>
 #include <poll.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -151,6 +152,11 @@ PERFSCALE_CHILD_CODE int RunChild(void* arg) {
   const ProcessTreeSpec& spec = *args.spec;
   const long page = args.page;
   Report report{index, static_cast<int32_t>(syscall(SYS_getpid)), 0, kStageNone};
+  // A parent that dies before it reads the report has closed the pipe: the write then
+  // fails with EPIPE rather than killing the child with SIGPIPE, and PR_SET_PDEATHSIG's
+  // SIGKILL ends it as it ends every orphan of the tree.
+  const uint64_t sigpipe = uint64_t{1} << (SIGPIPE - 1);
+  syscall(SYS_rt_sigprocmask, SIG_BLOCK, &sigpipe, nullptr, sizeof(sigpipe));
   child_state.process = index;
   child_state.ready = 0;
   char name[16];
