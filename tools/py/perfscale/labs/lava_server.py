@@ -203,6 +203,9 @@ def _check_directory(directory):
         raise ServerError("%s: cannot create it (%s)" % (directory, err.strerror)) from None
     if not os.access(directory, os.W_OK | os.X_OK):
         raise ServerError("%s: not a folder you can write" % directory)
+
+
+def _check_programs():
     for program in ("gunicorn", "lava-worker"):
         if not shutil.which(program):
             raise ServerError("%s is not installed: tools/setup lava-server installs "
@@ -231,7 +234,10 @@ def start(directory, port=0):
     if not _port_free(state["port"]):
         raise ServerError("127.0.0.1:%d is in use by another program: free it, or start "
                           "with --port N" % state["port"])
-    package_root()  # before anything starts: a package that cannot be had stops here
+    # After the refusals that hold whatever is installed (a server running there, a port
+    # taken), before anything starts: a package that cannot be had stops here.
+    _check_programs()
+    package_root()
     for path in _paths(directory).values():
         os.makedirs(path, exist_ok=True)
     try:
