@@ -171,9 +171,7 @@ class EnsureTracefsTest : public ::testing::Test {
          helper});
   }
 
-  static std::string Helper() {
-    return ::perfscale::testing::RunfilePath("lib/ensure_tracefs");
-  }
+  static std::string Helper() { return ::perfscale::testing::RunfilePath("lib/ensure_tracefs"); }
 
   static int CountLines(absl::string_view text, absl::string_view needle) {
     int count = 0;

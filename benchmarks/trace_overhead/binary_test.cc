@@ -162,11 +162,11 @@ TEST_F(TraceOverheadBinaryTest, WithoutTheBaselineThereIsNoOverhead) {
 // lock tracepoints are every lock tracepoint the kernel lists, as the lock row records.
 TEST_F(TraceOverheadBinaryTest, TracedSyscallsAndTheKernelsListsInTheContext) {
   if (absl::Status s = ProbeCapabilities().RequireTracefs(); !s.ok()) GTEST_SKIP() << s.message();
-  BinaryRun run = RunFamilyBinary(
-      kBinary, {"--trace_overhead_sets=lock", "--trace_overhead_recorder=ring",
-                "--trace_overhead_callchains=off", "--trace_overhead_scope=task",
-                "--trace_overhead_placement=same_cpu", "--trace_overhead_ring_pages=16",
-                "--benchmark_min_time=0.01s"});
+  BinaryRun run =
+      RunFamilyBinary(kBinary, {"--trace_overhead_sets=lock", "--trace_overhead_recorder=ring",
+                                "--trace_overhead_callchains=off", "--trace_overhead_scope=task",
+                                "--trace_overhead_placement=same_cpu",
+                                "--trace_overhead_ring_pages=16", "--benchmark_min_time=0.01s"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   ASSERT_TRUE(run.json.ok()) << run.json.status() << "\n" << run.out;
   std::vector<std::string> expected = {
@@ -174,8 +174,8 @@ TEST_F(TraceOverheadBinaryTest, TracedSyscallsAndTheKernelsListsInTheContext) {
       "sink:discard/real_time"};
   for (const char* syscall : {"write", "openat"}) {
     for (const char* events : {"none", "raw_syscalls", "syscalls"}) {
-      expected.push_back(absl::StrCat("BM_TracedSyscall/syscall:", syscall, "/tracepoints:",
-                                      events, "/real_time"));
+      expected.push_back(absl::StrCat("BM_TracedSyscall/syscall:", syscall, "/tracepoints:", events,
+                                      "/real_time"));
     }
   }
   EXPECT_EQ(run.names(), expected);
@@ -214,9 +214,9 @@ TEST_F(TraceOverheadBinaryTest, TracedSyscallsAndTheKernelsListsInTheContext) {
     const bool own = absl::StrContains(name, "tracepoints:syscalls");
     const std::string syscall = absl::StrContains(name, "syscall:write") ? "write" : "openat";
     const std::string enter = absl::StrCat("syscalls:sys_enter_", syscall);
-    EXPECT_TRUE(absl::StartsWith(benchmark.label, own ? absl::StrCat(enter, ",syscalls:sys_exit_",
-                                                                     syscall)
-                                                      : "raw_syscalls:sys_enter,"))
+    EXPECT_TRUE(
+        absl::StartsWith(benchmark.label, own ? absl::StrCat(enter, ",syscalls:sys_exit_", syscall)
+                                              : "raw_syscalls:sys_enter,"))
         << benchmark.label;
     // What the context says this kernel's enter event copies, the row says too.
     const bool copied = absl::StrContains(copies, enter + ":");

@@ -10,7 +10,8 @@
 namespace perfscale {
 
 std::vector<std::string> SyscallTracepoints(absl::string_view syscall) {
-  return {absl::StrCat("syscalls:sys_enter_", syscall), absl::StrCat("syscalls:sys_exit_", syscall)};
+  return {absl::StrCat("syscalls:sys_enter_", syscall),
+          absl::StrCat("syscalls:sys_exit_", syscall)};
 }
 
 std::vector<std::string> ParseUserMemoryFields(absl::string_view format) {
@@ -34,7 +35,8 @@ absl::StatusOr<std::vector<std::string>> UserMemoryFields(absl::string_view trac
   if (!name.ok()) return name.status();
   absl::StatusOr<std::string> root = TracefsRoot(reader);
   if (!root.ok()) return root.status();
-  const std::string path = absl::StrCat(*root, "/events/", name->subsystem, "/", name->event, "/format");
+  const std::string path =
+      absl::StrCat(*root, "/events/", name->subsystem, "/", name->event, "/format");
   absl::StatusOr<std::string> format = reader(path);
   if (absl::IsNotFound(format.status())) {
     return absl::NotFoundError(

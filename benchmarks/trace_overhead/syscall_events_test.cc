@@ -48,8 +48,7 @@ TEST(ParseUserMemoryFields, FindsTheCopiedArguments) {
                                     "\tfield:__data_loc char[] __newname_val;\toffset:68;\n"),
               ElementsAre("__oldname_val", "__newname_val"));
   // sched_process_exec's filename is a dynamic string of the event, not a user copy.
-  EXPECT_THAT(ParseUserMemoryFields("\tfield:__data_loc char[] filename;\toffset:8;\n"),
-              IsEmpty());
+  EXPECT_THAT(ParseUserMemoryFields("\tfield:__data_loc char[] filename;\toffset:8;\n"), IsEmpty());
   EXPECT_THAT(ParseUserMemoryFields("\tfield:__data_loc char[] ___val;\n"), IsEmpty());
   EXPECT_THAT(ParseUserMemoryFields(""), IsEmpty());
 }
@@ -61,8 +60,7 @@ TEST(SyscallTracepoints, EnterAndExit) {
 
 TEST(UserMemoryFields, ReadsThisKernelsFormat) {
   if (geteuid() != 0) GTEST_SKIP() << "tracefs formats need root here";
-  absl::StatusOr<std::vector<std::string>> openat =
-      UserMemoryFields("syscalls:sys_enter_openat");
+  absl::StatusOr<std::vector<std::string>> openat = UserMemoryFields("syscalls:sys_enter_openat");
   if (absl::IsNotFound(openat.status()) &&
       !absl::StrContains(openat.status().message(), "sys_enter_openat")) {
     GTEST_SKIP() << openat.status();  // no tracefs mounted

@@ -589,8 +589,9 @@ void BM_TracedSyscall(benchmark::State& state, SyscallParams params) {
     ReportRingRun(state, params.Layout(), recorder != nullptr, stats, ops, elapsed_us / ops);
     if (recorder == nullptr) return;
     state.counters["user_fields"] = static_cast<double>(copies.size());
-    state.SetLabel(absl::StrCat(events, copies.empty() ? "; no user memory copied"
-                                                       : "; copied: " + absl::StrJoin(copies, ",")));
+    state.SetLabel(absl::StrCat(events, copies.empty()
+                                            ? "; no user memory copied"
+                                            : "; copied: " + absl::StrJoin(copies, ",")));
   });
 }
 
@@ -756,8 +757,8 @@ absl::Status RegisterTraceOverheadFamily() {
       params.events = recorded.value;
       params.ring_pages = pages;
       params.budget = budget;
-      std::string name = absl::StrCat("BM_TracedSyscall/syscall:", syscall.name,
-                                      "/tracepoints:", recorded.name);
+      std::string name =
+          absl::StrCat("BM_TracedSyscall/syscall:", syscall.name, "/tracepoints:", recorded.name);
       RegisterPlanned(name, TimeMode::kReal, SyscallCost(params), BM_TracedSyscall, params)
           ->Unit(benchmark::kMicrosecond);
       syscall_rows |= recorded.value == SyscallEvents::kPerSyscall && WillRun(name);

@@ -62,9 +62,9 @@ absl::StatusOr<std::vector<std::string>> TracepointSet(absl::string_view set,
   const std::string path = absl::StrCat(*root, "/available_events");
   absl::StatusOr<std::string> events = reader(path);
   if (absl::IsPermissionDenied(events.status())) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "lock tracepoints: cannot read ", path, ": tracefs needs root (or 'chmod -R o+rX ",
-        *root, "')"));
+    return absl::PermissionDeniedError(absl::StrCat("lock tracepoints: cannot read ", path,
+                                                    ": tracefs needs root (or 'chmod -R o+rX ",
+                                                    *root, "')"));
   }
   if (!events.ok()) {
     return absl::Status(events.status().code(),
@@ -72,10 +72,11 @@ absl::StatusOr<std::vector<std::string>> TracepointSet(absl::string_view set,
   }
   std::vector<std::string> names = SubsystemTracepoints(*events, "lock");
   if (names.empty()) {
-    return absl::NotFoundError(absl::StrCat(
-        "no lock tracepoints on this kernel (", path, " lists none under lock:): "
-        "lock:contention_begin/end need Linux 5.19+, lockdep's lock:lock_acquire and "
-        "friends CONFIG_LOCKDEP"));
+    return absl::NotFoundError(
+        absl::StrCat("no lock tracepoints on this kernel (", path,
+                     " lists none under lock:): "
+                     "lock:contention_begin/end need Linux 5.19+, lockdep's lock:lock_acquire and "
+                     "friends CONFIG_LOCKDEP"));
   }
   return names;
 }

@@ -61,12 +61,11 @@ TEST(TracepointSetTest, LockIsEveryLockTracepointTheKernelHas) {
                               {"sched:sched_switch", "7"}});
   absl::StatusOr<std::vector<std::string>> set = TracepointSet("lock", lockdep);
   ASSERT_TRUE(set.ok()) << set.status();
-  EXPECT_THAT(*set, ElementsAre("lock:contention_begin", "lock:contention_end",
-                                "lock:lock_acquire", "lock:lock_acquired", "lock:lock_contended",
-                                "lock:lock_release"));
+  EXPECT_THAT(*set, ElementsAre("lock:contention_begin", "lock:contention_end", "lock:lock_acquire",
+                                "lock:lock_acquired", "lock:lock_contended", "lock:lock_release"));
   // Most kernels: the contention tracepoints only.
-  set = TracepointSet("lock", FakeTracefs({{"lock:contention_begin", "5"},
-                                           {"lock:contention_end", "6"}}));
+  set = TracepointSet("lock",
+                      FakeTracefs({{"lock:contention_begin", "5"}, {"lock:contention_end", "6"}}));
   ASSERT_TRUE(set.ok()) << set.status();
   EXPECT_THAT(*set, ElementsAre("lock:contention_begin", "lock:contention_end"));
 }

@@ -37,9 +37,10 @@ std::vector<std::string> Listed(const std::vector<std::string>& flags) {
 }
 
 TEST(UprobeBinary, JsonHasTheCounters) {
-  BinaryRun run = RunFamilyBinary(
-      kBinary, {"--uprobe_threads=2", "--uprobe_calls=500", "--uprobe_attach_probes=3",
-                "--uprobe_processes=2", "--uprobe_site=nop5,return", "--benchmark_min_time=0.002s"});
+  BinaryRun run =
+      RunFamilyBinary(kBinary, {"--uprobe_threads=2", "--uprobe_calls=500",
+                                "--uprobe_attach_probes=3", "--uprobe_processes=2",
+                                "--uprobe_site=nop5,return", "--benchmark_min_time=0.002s"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   ASSERT_TRUE(run.json.ok()) << run.json.status() << "\n" << run.out;
   EXPECT_EQ(run.names(), (std::vector<std::string>{

@@ -27,9 +27,9 @@ bool CanProbe() {
 
 TEST(UprobeFamilies, RunCleanAndReportTheirCounters) {
   ASSERT_TRUE(
-      testing::RegisterFamily("uprobe", {"--uprobe_threads=1,3", "--uprobe_calls=200",
-                                         "--uprobe_site=push,nop5", "--uprobe_attach_probes=1,4",
-                                         "--uprobe_processes=0,3"})
+      testing::RegisterFamily(
+          "uprobe", {"--uprobe_threads=1,3", "--uprobe_calls=200", "--uprobe_site=push,nop5",
+                     "--uprobe_attach_probes=1,4", "--uprobe_processes=0,3"})
           .ok());
   testing::InitializeBenchmark({"--benchmark_min_time=0.002s"});
   std::vector<BenchmarkRun> runs;

@@ -20,14 +20,18 @@
 #if defined(__x86_64__)
 // 16-byte aligned, so no site crosses a page (the kernel optimizes only a site whose
 // bytes lie in one page); hidden, so calls and addresses bind here, not through a PLT.
-#define PERFSCALE_SITE_FUNCTION(name, site, body) \
-  asm(".pushsection .text\n"                       \
-      ".p2align 4\n"                               \
-      ".globl " #name "\n"                         \
-      ".hidden " #name "\n"                        \
-      ".type " #name ", @function\n" #name ":\n"   \
-      site body ".size " #name ", .-" #name "\n"   \
+// clang-format off
+#define PERFSCALE_SITE_FUNCTION(name, site, body)       \
+  asm(".pushsection .text\n"                            \
+      ".p2align 4\n"                                    \
+      ".globl " #name "\n"                              \
+      ".hidden " #name "\n"                             \
+      ".type " #name ", @function\n"                    \
+      #name ":\n"                                       \
+      site body                                         \
+      ".size " #name ", .-" #name "\n"                  \
       ".popsection\n")
+// clang-format on
 
 // The instruction after each site makes the result x + 1 (the mov site's own mov is the
 // first half of it).
@@ -69,7 +73,9 @@ constexpr uint8_t kNop10[] = {PERFSCALE_SITE_NOP10};
 #define PERFSCALE_SITE(name, bytes) &perfscale_uprobe_site_##name, bytes
 #else
 // Named on every architecture (the flag's values are the same everywhere); no function.
+// clang-format off
 #define PERFSCALE_SITE(name, bytes) nullptr, {}
+// clang-format on
 #endif
 
 const ProbeSite kSites[] = {

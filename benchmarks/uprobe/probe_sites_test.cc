@@ -36,21 +36,18 @@ TEST(ProbeSites, EverySiteStartsWithItsBytesAndAddsOne) {
     EXPECT_EQ(reinterpret_cast<uintptr_t>(site.function) % 16, 0u);
     EXPECT_EQ(site.retprobe, std::string(site.name) == "return");
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"mov", "push", "nop1", "nop5", "nop9", "nop10",
-                                             "return"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"mov", "push", "nop1", "nop5", "nop9", "nop10", "return"}));
 }
 
 TEST(ClassifySitePatch, BreakpointRewriteOrNothing) {
   const std::vector<uint8_t> nop5 = Bytes({0x0f, 0x1f, 0x44, 0x00, 0x00});
   EXPECT_EQ(ClassifySitePatch(nop5, nop5), SitePatch::kOriginal);
-  EXPECT_EQ(ClassifySitePatch(nop5, Bytes({0xcc, 0x1f, 0x44, 0x00, 0x00})),
-            SitePatch::kBreakpoint);
+  EXPECT_EQ(ClassifySitePatch(nop5, Bytes({0xcc, 0x1f, 0x44, 0x00, 0x00})), SitePatch::kBreakpoint);
   // The optimized nop5: a call into [uprobes-trampoline].
-  EXPECT_EQ(ClassifySitePatch(nop5, Bytes({0xe8, 0x3b, 0x0c, 0x00, 0x00})),
-            SitePatch::kRewritten);
+  EXPECT_EQ(ClassifySitePatch(nop5, Bytes({0xe8, 0x3b, 0x0c, 0x00, 0x00})), SitePatch::kRewritten);
   // int3 while the rest is being rewritten is no longer a plain breakpoint.
-  EXPECT_EQ(ClassifySitePatch(nop5, Bytes({0xcc, 0x3b, 0x0c, 0x00, 0x00})),
-            SitePatch::kRewritten);
+  EXPECT_EQ(ClassifySitePatch(nop5, Bytes({0xcc, 0x3b, 0x0c, 0x00, 0x00})), SitePatch::kRewritten);
   const std::vector<uint8_t> nop1 = Bytes({0x90});
   EXPECT_EQ(ClassifySitePatch(nop1, Bytes({0xcc})), SitePatch::kBreakpoint);
   EXPECT_EQ(ClassifySitePatch({}, {}), SitePatch::kOriginal);
@@ -68,7 +65,8 @@ TEST(ProbeSitesKernel, EveryHitIsCountedAndTheSiteIsRestored) {
   for (const ProbeSite& site : ProbeSites()) {
     SCOPED_TRACE(site.name);
     if (site.function == nullptr) GTEST_SKIP() << "the probe sites are x86-64 instructions";
-    absl::StatusOr<CodeLocation> at = SelfCodeLocation(reinterpret_cast<const void*>(site.function));
+    absl::StatusOr<CodeLocation> at =
+        SelfCodeLocation(reinterpret_cast<const void*>(site.function));
     ASSERT_TRUE(at.ok()) << at.status();
     absl::StatusOr<PerfEvent> probe = OpenUprobe(*pmu, *at, site.retprobe, 0, -1, false);
     if (probe.status().code() == absl::StatusCode::kPermissionDenied) {

@@ -280,9 +280,9 @@ bool CheckHitCount(BenchmarkPass& pass, PerfEvent& probe, uint64_t counted_befor
   if (pass.SkipIfError(read.status())) return false;
   const uint64_t counted = *read - counted_before;
   if (counted == 0 && hits > 0) {
-    pass.SkipIfError(absl::InternalError(absl::StrCat(
-        "the ", what, " on ", location.path, "+0x", absl::Hex(location.offset), " counted 0 hits of ",
-        hits, " calls (a wrong file offset counts 0)")));
+    pass.SkipIfError(absl::InternalError(
+        absl::StrCat("the ", what, " on ", location.path, "+0x", absl::Hex(location.offset),
+                     " counted 0 hits of ", hits, " calls (a wrong file offset counts 0)")));
     return false;
   }
   if (!pass.timed() || hits <= 0) return true;
