@@ -152,12 +152,16 @@ absl::StatusOr<uint64_t> ParseTracepointId(absl::string_view text) {
   return id;
 }
 
+absl::StatusOr<std::string> TracefsRoot(const TextFileReader& reader) {
+  absl::StatusOr<std::string> mounts = reader("/proc/mounts");
+  if (!mounts.ok()) return mounts.status();
+  return FindTracefsMount(*mounts);
+}
+
 absl::StatusOr<uint64_t> TracepointId(absl::string_view name, const TextFileReader& reader) {
   absl::StatusOr<TracepointName> parsed = ParseTracepointName(name);
   if (!parsed.ok()) return parsed.status();
-  absl::StatusOr<std::string> mounts = reader("/proc/mounts");
-  if (!mounts.ok()) return mounts.status();
-  absl::StatusOr<std::string> root = FindTracefsMount(*mounts);
+  absl::StatusOr<std::string> root = TracefsRoot(reader);
   if (!root.ok()) return root.status();
   std::string path = absl::StrCat(*root, "/events/", parsed->subsystem, "/", parsed->event, "/id");
   absl::StatusOr<std::string> text = reader(path);

@@ -55,6 +55,10 @@ absl::StatusOr<TracefsPlan> PlanTracefs(absl::string_view proc_mounts,
 // so that nothing is mounted that was not needed.
 absl::StatusOr<std::string> EnsureTracefs(bool may_mount);
 
+// The tracefs root, from /proc/mounts read through `reader` (FindTracefsMount). Never
+// mounts: on the real filesystem, call EnsureTracefs first.
+absl::StatusOr<std::string> TracefsRoot(const TextFileReader& reader = ReadTextFile);
+
 // The text of an events/<subsystem>/<event>/id file.
 absl::StatusOr<uint64_t> ParseTracepointId(absl::string_view text);
 

@@ -171,9 +171,7 @@ class EnsureTracefsTest : public ::testing::Test {
          helper});
   }
 
-  static std::string Helper() {
-    return ::perfscale::testing::RunfilePath("lib/ensure_tracefs");
-  }
+  static std::string Helper() { return ::perfscale::testing::RunfilePath("lib/ensure_tracefs"); }
 
   static int CountLines(absl::string_view text, absl::string_view needle) {
     int count = 0;
@@ -303,6 +301,19 @@ class FakeFiles {
   std::map<std::string, absl::StatusOr<std::string>> files_;
   std::vector<std::string> requested_;
 };
+
+TEST(TracefsRootTest, FromTheMountsOrWhyNot) {
+  FakeFiles fs;
+  fs.Add("/proc/mounts", std::string(kTracefsMounts));
+  EXPECT_EQ(*TracefsRoot(fs.Reader()), "/sys/kernel/tracing");
+  FakeFiles unmounted;
+  unmounted.Add("/proc/mounts", std::string("sysfs /sys sysfs rw 0 0\n"));
+  EXPECT_TRUE(absl::IsNotFound(TracefsRoot(unmounted.Reader()).status()));
+  FakeFiles no_proc;  // /proc/mounts itself is missing: its own error
+  absl::Status status = TracefsRoot(no_proc.Reader()).status();
+  EXPECT_TRUE(absl::IsNotFound(status)) << status;
+  EXPECT_NE(status.message().find("/proc/mounts"), absl::string_view::npos) << status;
+}
 
 TEST(TracepointIdTest, ReadsIdUnderTheTracefsMount) {
   FakeFiles fs;

@@ -1,7 +1,8 @@
 // Runs the real //benchmarks:trace_overhead binary the way a user does: tiny parameters
 // and --benchmark_format=json must give the expected benchmarks and counters, the
-// baseline first so that recorded runs carry overhead_pct; bad values, including a ring
-// buffer over the mlock limit, must exit 2 before anything runs.
+// baseline first so that recorded runs carry overhead_pct, and a context that names the
+// kernel's lock tracepoints and syscall copies; bad values, including a ring buffer over
+// the mlock limit, must exit 2 before anything runs.
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,8 +12,12 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "benchmarks/trace_overhead/trace_recorder.h"
 #include "gtest/gtest.h"
 #include "lib/capabilities.h"
+#include "lib/file_reader.h"
+#include "lib/tracefs.h"
 #include "nlohmann/json.hpp"
 #include "testing/common/benchmark_json.h"
 #include "testing/common/family_harness.h"
@@ -47,7 +52,8 @@ TEST_F(TraceOverheadBinaryTest, JsonHasTheBaselineFirstAndTheCounters) {
       kBinary, {"--trace_overhead_sets=none,sched", "--trace_overhead_recorder=ring",
                 "--trace_overhead_callchains=off,on", "--trace_overhead_scope=task",
                 "--trace_overhead_placement=unpinned", "--trace_overhead_ring_pages=16",
-                "--trace_overhead_tracepoints=nosuch:event", "--benchmark_min_time=0.01s"});
+                "--trace_overhead_tracepoints=nosuch:event", "--benchmark_filter=BM_PipePingPong",
+                "--benchmark_min_time=0.01s"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   ASSERT_TRUE(run.json.ok()) << run.json.status() << "\n" << run.out;
   for (const BenchmarkResult& benchmark : run.benchmarks) {
@@ -91,7 +97,7 @@ TEST_F(TraceOverheadBinaryTest, BpfRecorderReportsWhatItAggregated) {
   BinaryRun run = RunFamilyBinary(
       kBinary, {"--trace_overhead_sets=none,lock,sched,syscalls", "--trace_overhead_recorder=bpf",
                 "--trace_overhead_scope=cpu,task", "--trace_overhead_placement=same_cpu",
-                "--benchmark_min_time=0.01s"});
+                "--benchmark_filter=BM_PipePingPong", "--benchmark_min_time=0.01s"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   ASSERT_TRUE(run.json.ok()) << run.json.status() << "\n" << run.out;
   for (const BenchmarkResult& benchmark : run.benchmarks) {
@@ -141,11 +147,83 @@ TEST_F(TraceOverheadBinaryTest, WithoutTheBaselineThereIsNoOverhead) {
       kBinary, {"--trace_overhead_sets=sched", "--trace_overhead_recorder=ring",
                 "--trace_overhead_callchains=off", "--trace_overhead_scope=task",
                 "--trace_overhead_ring_pages=16", "--trace_overhead_placement=unpinned",
-                "--benchmark_min_time=0.01s"});
+                "--trace_overhead_syscall_tracepoints=syscalls", "--benchmark_min_time=0.01s"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   ASSERT_TRUE(run.json.ok()) << run.json.status();
-  ASSERT_EQ(run.benchmarks.size(), 1u);
-  EXPECT_FALSE(run.benchmarks[0].Has("overhead_pct"));
+  ASSERT_EQ(run.benchmarks.size(), 3u);  // the ping-pong's sched, each syscall's syscalls
+  for (const BenchmarkResult& benchmark : run.benchmarks) {
+    EXPECT_FALSE(benchmark.Has("overhead_pct")) << benchmark.name;
+  }
+}
+
+// BM_TracedSyscall: the baseline first, then the raw and the per-syscall events of each
+// syscall, one enter and one exit sample a call; the user memory the kernel's events
+// copy, named alike in the label, the counter and the run's context; and the context's
+// lock tracepoints are every lock tracepoint the kernel lists, as the lock row records.
+TEST_F(TraceOverheadBinaryTest, TracedSyscallsAndTheKernelsListsInTheContext) {
+  if (absl::Status s = ProbeCapabilities().RequireTracefs(); !s.ok()) GTEST_SKIP() << s.message();
+  BinaryRun run =
+      RunFamilyBinary(kBinary, {"--trace_overhead_sets=lock", "--trace_overhead_recorder=ring",
+                                "--trace_overhead_callchains=off", "--trace_overhead_scope=task",
+                                "--trace_overhead_placement=same_cpu",
+                                "--trace_overhead_ring_pages=16", "--benchmark_min_time=0.01s"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ASSERT_TRUE(run.json.ok()) << run.json.status() << "\n" << run.out;
+  std::vector<std::string> expected = {
+      "BM_PipePingPong/set:lock/callchains:off/scope:task/tasks:processes/placement:same_cpu/"
+      "sink:discard/real_time"};
+  for (const char* syscall : {"write", "openat"}) {
+    for (const char* events : {"none", "raw_syscalls", "syscalls"}) {
+      expected.push_back(absl::StrCat("BM_TracedSyscall/syscall:", syscall, "/tracepoints:", events,
+                                      "/real_time"));
+    }
+  }
+  EXPECT_EQ(run.names(), expected);
+
+  absl::StatusOr<std::string> available =
+      ReadTextFile(absl::StrCat(*TracefsRoot(), "/available_events"));
+  ASSERT_TRUE(available.ok()) << available.status();
+  const std::string lock_list = absl::StrJoin(SubsystemTracepoints(*available, "lock"), ",");
+  if (lock_list.empty()) {
+    EXPECT_TRUE(absl::StartsWith(run.context.value("lock_tracepoints", ""), "unavailable: "));
+  } else {
+    EXPECT_EQ(run.context.value("lock_tracepoints", ""), lock_list);
+    EXPECT_EQ(run.benchmarks[0].label, lock_list);
+  }
+  const std::string copies = run.context.value("syscall_user_fields", "");
+  EXPECT_FALSE(copies.empty());
+
+  for (const BenchmarkResult& benchmark : run.benchmarks) {
+    const std::string& name = benchmark.name;
+    if (!absl::StartsWith(name, "BM_TracedSyscall/")) continue;
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(benchmark.Timed()) << benchmark.message;
+    EXPECT_GT(benchmark.Number("usecs/op"), 0.0);
+    if (absl::StrContains(name, "tracepoints:none")) {
+      EXPECT_FALSE(benchmark.Has("samples/op"));
+      continue;
+    }
+    EXPECT_GT(benchmark.Number("overhead_pct"), -100.0);
+    // An enter and an exit a call (written or lost in 16 pages), and little else: the
+    // thread makes no other syscall while it is recorded but the recorder's enable and
+    // disable.
+    const double iterations = benchmark.Number("iterations");
+    const double per_call = benchmark.Number("samples/op") + benchmark.Number("lost") / iterations;
+    EXPECT_GE(per_call, 2.0);
+    EXPECT_LT(per_call, 2.2);
+    const bool own = absl::StrContains(name, "tracepoints:syscalls");
+    const std::string syscall = absl::StrContains(name, "syscall:write") ? "write" : "openat";
+    const std::string enter = absl::StrCat("syscalls:sys_enter_", syscall);
+    EXPECT_TRUE(
+        absl::StartsWith(benchmark.label, own ? absl::StrCat(enter, ",syscalls:sys_exit_", syscall)
+                                              : "raw_syscalls:sys_enter,"))
+        << benchmark.label;
+    // What the context says this kernel's enter event copies, the row says too.
+    const bool copied = absl::StrContains(copies, enter + ":");
+    EXPECT_EQ(benchmark.Number("user_fields") > 0, own && copied);
+    EXPECT_EQ(absl::StrContains(benchmark.label, "; copied: " + enter), own && copied)
+        << benchmark.label;
+  }
 }
 
 TEST_F(TraceOverheadBinaryTest, BadValuesExitTwoNamingTheFlagBeforeRunning) {
@@ -169,6 +247,10 @@ TEST_F(TraceOverheadBinaryTest, BadValuesExitTwoNamingTheFlagBeforeRunning) {
       {{"--trace_overhead_sink=null"}, "--trace_overhead_sink=null: unknown value 'null'"},
       {{"--trace_overhead_recorder=perf"}, "--trace_overhead_recorder=perf: unknown value 'perf'"},
       {{"--trace_overhead_recorder="}, "--trace_overhead_recorder"},
+      {{"--trace_overhead_syscalls=read"}, "--trace_overhead_syscalls=read: unknown value 'read'"},
+      {{"--trace_overhead_syscalls="}, "--trace_overhead_syscalls"},
+      {{"--trace_overhead_syscall_tracepoints=lock"},
+       "--trace_overhead_syscall_tracepoints=lock: unknown value 'lock'"},
   };
   ::perfscale::testing::ExpectUsageErrors(kBinary, cases);
 }
@@ -201,7 +283,7 @@ TEST_F(TraceOverheadBinaryTest, RingBuffersOverTheMlockLimitExitTwo) {
       BinaryPath(),
       " --trace_overhead_sets=none,sched --trace_overhead_recorder=ring "
       "--trace_overhead_callchains=off --trace_overhead_scope=task "
-      "--trace_overhead_placement=unpinned "
+      "--trace_overhead_placement=unpinned --benchmark_filter=BM_PipePingPong "
       "--benchmark_min_time=0.01s --benchmark_format=json");
   Result defaulted = RunCommand({"/bin/sh", "-c", by_default});
   ASSERT_EQ(defaulted.exit_code, 0) << defaulted.err;
@@ -219,11 +301,12 @@ TEST_F(TraceOverheadBinaryTest, RingBuffersOverTheMlockLimitExitTwo) {
   EXPECT_TRUE(absl::StartsWith(why, "the default --trace_overhead_ring_pages=1024")) << why;
   EXPECT_TRUE(absl::StrContains(why, "RLIMIT_MEMLOCK 64 KiB")) << why;
 
-  // The baseline alone maps nothing: no limit applies.
+  // The baselines alone map nothing: no limit applies.
   std::string none_only = absl::StrCat(
       "ulimit -l 64 && exec /usr/bin/setpriv --bounding-set=-ipc_lock --inh-caps=-ipc_lock ",
       BinaryPath(),
-      " --trace_overhead_sets=none --trace_overhead_ring_pages=1024 --benchmark_list_tests");
+      " --trace_overhead_sets=none --trace_overhead_syscall_tracepoints=none "
+      "--trace_overhead_ring_pages=1024 --benchmark_list_tests");
   Result baseline = RunCommand({"/bin/sh", "-c", none_only});
   EXPECT_EQ(baseline.exit_code, 0) << baseline.err;
 }

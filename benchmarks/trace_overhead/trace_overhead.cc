@@ -12,10 +12,11 @@
 // (perf bench also times fork and exit, which is noise after 10^5 loops). The placement
 // puts both on one CPU (two context switches per round trip there), one CPU each (two
 // cross-CPU wakeups), or leaves them to the scheduler like perf bench. While it runs, a
-// recorder records a set of tracepoints: none (the baseline), lock (lockdep's
-// lock:lock_acquire/acquired/contended/release if the kernel has them, else
-// lock:contention_begin/end: what `perf lock record` picks), sched (sched_switch,
-// sched_wakeup), syscalls (raw_syscalls:sys_enter/exit) or custom ones.
+// recorder records a set of tracepoints: none (the baseline), lock (every tracepoint of
+// events/lock/ the kernel has: contention_begin/end, and lockdep's where it is built in;
+// the run's context lists them as lock_tracepoints, so a compare between kernels names a
+// list that changed), sched (sched_switch, sched_wakeup), syscalls
+// (raw_syscalls:sys_enter/exit) or custom ones.
 //   The ring recorder (trace_recorder.h) is `perf lock record` (perf record -R -c 1 -m 1024):
 // sample_period 1, samples of ip, tid, time, id, cpu, period and the raw payload,
 // frame-pointer callchains of depth 8 if asked (as perf lock adds them), one ring buffer
@@ -39,6 +40,15 @@
 // registered first; a --benchmark_filter that drops it, or random interleaving, drops the
 // counter).
 //
+// BM_TracedSyscall: the benchmark thread makes one syscall an iteration that passes user
+// memory (write: a 64-byte buffer to /dev/null; openat: a path, refused with EBADF once
+// copied in), recorded in task scope by the ring recorder with nothing (the baseline),
+// raw_syscalls:sys_enter/exit, or the syscall's own syscalls:sys_enter_X/sys_exit_X,
+// which newer kernels fill with the memory the arguments point to
+// (benchmarks/trace_overhead/syscall_events.h). Counters as the ring rows above, plus
+// user_fields (the copies the recorded events' formats hold); the label names them, and
+// the run's context says what this kernel's enter events copy (syscall_user_fields).
+//
 // The parameters, their ranges and defaults: the table below, printed by --help.
 // Real time throughout: the peer, the reader and the kernel's work on the other CPU are
 // part of the cost. Privileges: root or CAP_PERFMON (raw tracepoint samples otherwise
@@ -48,9 +58,11 @@
 // exceeds the mlock limit (kernel.perf_event_mlock_kb per CPU + RLIMIT_MEMLOCK, unless
 // CAP_IPC_LOCK) stops the binary (exit 2); the default size over the limit only makes
 // the recorded runs skip.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -58,6 +70,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -69,9 +82,11 @@
 #include "benchmarks/harness/suite_plan.h"
 #include "benchmarks/trace_overhead/bpf_recorder.h"
 #include "benchmarks/trace_overhead/pipe_pingpong.h"
+#include "benchmarks/trace_overhead/syscall_events.h"
 #include "benchmarks/trace_overhead/trace_recorder.h"
 #include "lib/capabilities.h"
 #include "lib/cpu_set.h"
+#include "lib/errno_status.h"
 #include "lib/kernel_cost.h"
 #include "lib/placement.h"
 #include "lib/ring_buffer.h"
@@ -93,6 +108,27 @@ absl::StatusOr<std::vector<std::string>> ParseTracepointList(absl::string_view t
 
 enum class Recorder { kRing, kBpf };
 
+// BM_TracedSyscall's syscalls: each passes user memory the syscall trace events may copy.
+enum class TracedSyscall { kWrite, kOpenat };
+const char* TracedSyscallName(TracedSyscall syscall) {
+  return syscall == TracedSyscall::kWrite ? "write" : "openat";
+}
+constexpr TracedSyscall kTracedSyscalls[] = {TracedSyscall::kWrite, TracedSyscall::kOpenat};
+
+// What BM_TracedSyscall records around its syscall.
+enum class SyscallEvents { kNone, kRaw, kPerSyscall };
+const char* SyscallEventsName(SyscallEvents events) {
+  switch (events) {
+    case SyscallEvents::kNone:
+      return "none";
+    case SyscallEvents::kRaw:
+      return "raw_syscalls";
+    case SyscallEvents::kPerSyscall:
+      return "syscalls";
+  }
+  return "?";
+}
+
 struct Flags {
   std::vector<Choice<std::string>> sets;
   std::vector<std::string> tracepoints;
@@ -103,6 +139,8 @@ struct Flags {
   std::vector<Choice<Recorder>> recorders;
   int64_t ring_pages = 0;
   std::vector<Choice<TraceSink>> sinks;
+  std::vector<Choice<TracedSyscall>> syscalls;
+  std::vector<Choice<SyscallEvents>> syscall_events;
 };
 
 const FlagList<Flags> flags(
@@ -163,6 +201,24 @@ const FlagList<Flags> flags(
                        "what the reader does with the records: discard, or file (an unlinked "
                        "temp file in $TMPDIR, like perf.data)")
             .Default("discard"),
+        ChoiceListFlag(&Flags::syscalls, "trace_overhead_syscalls",
+                       ChoicesOf({TracedSyscall::kWrite, TracedSyscall::kOpenat},
+                                 TracedSyscallName),
+                       "the syscall BM_TracedSyscall makes, each passing user memory: write (64 "
+                       "bytes to /dev/null), openat (a path, refused with EBADF after the kernel "
+                       "copied it)")
+            .Default("write,openat")
+            .Quick("openat"),
+        ChoiceListFlag(&Flags::syscall_events, "trace_overhead_syscall_tracepoints",
+                       ChoicesOf({SyscallEvents::kNone, SyscallEvents::kRaw,
+                                  SyscallEvents::kPerSyscall},
+                                 SyscallEventsName),
+                       "what BM_TracedSyscall records: none (the baseline), raw_syscalls "
+                       "(sys_enter/exit: the argument registers only), syscalls (the syscall's "
+                       "own sys_enter_X/sys_exit_X, which newer kernels fill with the user "
+                       "memory its arguments point to)")
+            .Default("none,raw_syscalls,syscalls")
+            .Quick("none,syscalls"),
     });
 
 struct Params {
@@ -207,6 +263,33 @@ void RecordBaseline(const std::string& layout, int64_t iterations, double usecs_
   ++baseline.runs;
 }
 
+// usecs/op; a set:none run becomes its layout's baseline, a recorded one gets overhead_pct
+// against that baseline when it has run in this process.
+void ReportTimes(benchmark::State& state, const std::string& layout, bool recorded,
+                 double usecs_per_op) {
+  state.counters["usecs/op"] = usecs_per_op;
+  if (!recorded) {
+    RecordBaseline(layout, static_cast<int64_t>(state.iterations()), usecs_per_op);
+    return;
+  }
+  auto baseline = Baselines().find(layout);
+  if (baseline != Baselines().end() && baseline->second.runs > 0) {
+    double none_usecs = baseline->second.sum_usecs / baseline->second.runs;
+    state.counters["overhead_pct"] = (usecs_per_op - none_usecs) / none_usecs * 100.0;
+  }
+}
+
+// ReportTimes, and what the ring recorder saw of a recorded run.
+void ReportRingRun(benchmark::State& state, const std::string& layout, bool recorded,
+                   const TraceStats& stats, double ops, double usecs_per_op) {
+  if (recorded) {
+    state.counters["samples/op"] = static_cast<double>(stats.samples) / ops;
+    state.counters["bytes/op"] = static_cast<double>(stats.bytes) / ops;
+    state.counters["lost"] = static_cast<double>(stats.lost);
+  }
+  ReportTimes(state, layout, recorded, usecs_per_op);
+}
+
 // The tracepoints of a run's set, as its skip messages name them.
 std::string DescribeSet(const Params& params) {
   if (params.set == "custom") return absl::StrJoin(params.tracepoints, ",");
@@ -215,20 +298,23 @@ std::string DescribeSet(const Params& params) {
   return names.ok() ? absl::StrJoin(*names, ",") : params.set;
 }
 
-absl::Status Naming(const absl::Status& status, const Params& params) {
-  return absl::Status(status.code(),
-                      absl::StrCat("recording ", DescribeSet(params), ": ", status.message()));
+// What recording in `scope` needs of this process and machine: perf events, system-wide
+// events for kSystemWide, tracefs (mounted here if it may be). Errors begin "recording
+// WHAT: ".
+absl::Status CheckRecordingAllowed(TraceScope scope, const std::string& what) {
+  Capabilities caps = ProbeCapabilities();
+  absl::Status allowed = caps.RequirePerfEvents();
+  if (allowed.ok() && scope == TraceScope::kSystemWide) allowed = caps.RequireSystemWide();
+  if (allowed.ok()) allowed = caps.RequireTracefs();
+  if (allowed.ok()) return allowed;
+  return absl::Status(allowed.code(), absl::StrCat("recording ", what, ": ", allowed.message()));
 }
 
 absl::StatusOr<std::unique_ptr<TraceRecorder>> OpenRecorder(const Params& params,
                                                             std::string* label) {
-  Capabilities caps = ProbeCapabilities();
-  if (absl::Status perf = caps.RequirePerfEvents(); !perf.ok()) return Naming(perf, params);
-  if (params.scope == TraceScope::kSystemWide) {
-    if (absl::Status wide = caps.RequireSystemWide(); !wide.ok()) return Naming(wide, params);
-  }
-  if (absl::Status tracefs = caps.RequireTracefs(); !tracefs.ok()) {
-    return Naming(tracefs, params);
+  if (absl::Status allowed = CheckRecordingAllowed(params.scope, DescribeSet(params));
+      !allowed.ok()) {
+    return allowed;
   }
   TraceRecorderOptions options;
   if (params.set == "custom") {
@@ -362,24 +448,190 @@ void BM_PipePingPong(benchmark::State& state, Params params) {
     pass.SetOps(ops);
     if (pass.counting()) return;
     double usecs_per_op = elapsed_us / ops;
-    state.counters["usecs/op"] = usecs_per_op;
-    if (params.set == "none") {
-      RecordBaseline(params.Layout(), static_cast<int64_t>(state.iterations()), usecs_per_op);
+    if (bpf != nullptr) {
+      ReportBpfStats(state, params, aggregated, ops);
+      ReportTimes(state, params.Layout(), /*recorded=*/true, usecs_per_op);
     } else {
-      if (bpf != nullptr) {
-        ReportBpfStats(state, params, aggregated, ops);
-      } else {
-        state.counters["samples/op"] = static_cast<double>(stats.samples) / ops;
-        state.counters["bytes/op"] = static_cast<double>(stats.bytes) / ops;
-        state.counters["lost"] = static_cast<double>(stats.lost);
-      }
-      auto baseline = Baselines().find(params.Layout());
-      if (baseline != Baselines().end() && baseline->second.runs > 0) {
-        double none_usecs = baseline->second.sum_usecs / baseline->second.runs;
-        state.counters["overhead_pct"] = (usecs_per_op - none_usecs) / none_usecs * 100.0;
-      }
+      ReportRingRun(state, params.Layout(), recorder != nullptr, stats, ops, usecs_per_op);
     }
   });
+}
+
+// One call of BM_TracedSyscall's syscall, with the user memory it passes. write: 64
+// printable bytes to /dev/null (what a newer kernel's sys_enter_write copies). openat: a
+// relative path against dirfd -1, which the kernel copies in (getname) and then refuses
+// with EBADF: the path's cost without a file to open and close.
+class SyscallCaller {
+ public:
+  static absl::StatusOr<std::unique_ptr<SyscallCaller>> Open(TracedSyscall syscall) {
+    std::unique_ptr<SyscallCaller> caller(new SyscallCaller(syscall));
+    if (syscall == TracedSyscall::kWrite) {
+      caller->devnull_ = open("/dev/null", O_WRONLY | O_CLOEXEC);
+      if (caller->devnull_ < 0) return ErrnoStatus(errno, "open /dev/null");
+    }
+    return caller;
+  }
+  SyscallCaller(const SyscallCaller&) = delete;
+  SyscallCaller& operator=(const SyscallCaller&) = delete;
+  ~SyscallCaller() {
+    if (devnull_ >= 0) close(devnull_);
+  }
+
+  absl::Status Call() {
+    if (syscall_ == TracedSyscall::kWrite) {
+      ssize_t written = write(devnull_, kBuffer, kBufferBytes);
+      if (written == static_cast<ssize_t>(kBufferBytes)) return absl::OkStatus();
+      return written < 0 ? ErrnoStatus(errno, "write to /dev/null")
+                         : absl::InternalError(absl::StrCat("write to /dev/null wrote ", written,
+                                                            " of ", kBufferBytes, " bytes"));
+    }
+    int fd = openat(-1, kPath, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      close(fd);
+      return absl::InternalError(absl::StrCat("openat(-1, \"", kPath, "\") opened a file"));
+    }
+    if (errno == EBADF) return absl::OkStatus();
+    return ErrnoStatus(errno, absl::StrCat("openat(-1, \"", kPath, "\")"));
+  }
+
+ private:
+  static constexpr char kBuffer[] =
+      "perfscale BM_TracedSyscall writes these 64 bytes to /dev/null...";
+  static constexpr size_t kBufferBytes = sizeof(kBuffer) - 1;
+  static_assert(kBufferBytes == 64);
+  static constexpr char kPath[] = "perfscale/BM_TracedSyscall/openat";
+
+  explicit SyscallCaller(TracedSyscall syscall) : syscall_(syscall) {}
+  const TracedSyscall syscall_;
+  int devnull_ = -1;
+};
+
+struct SyscallParams {
+  TracedSyscall syscall = TracedSyscall::kWrite;
+  SyscallEvents events = SyscallEvents::kNone;
+  uint64_t ring_pages = 1024;
+  absl::Status budget;  // as Params::budget
+
+  // What the baseline shares with a recorded run.
+  std::string Layout() const { return absl::StrCat("syscall:", TracedSyscallName(syscall)); }
+  std::vector<std::string> Tracepoints() const {
+    if (events == SyscallEvents::kRaw) return *TracepointSet("syscalls");
+    if (events == SyscallEvents::kPerSyscall) return SyscallTracepoints(TracedSyscallName(syscall));
+    return {};
+  }
+};
+
+// The user-memory fields of the recorded events' formats ("syscalls:sys_enter_openat
+// copies __filename_val"), for the label; their count for the counter.
+absl::StatusOr<std::vector<std::string>> CopiedUserMemory(const std::vector<std::string>& events) {
+  std::vector<std::string> copies;
+  for (const std::string& event : events) {
+    if (!absl::StartsWith(event, "syscalls:")) continue;  // raw_syscalls copy nothing
+    absl::StatusOr<std::vector<std::string>> fields = UserMemoryFields(event);
+    if (!fields.ok()) return fields.status();
+    for (const std::string& field : *fields) copies.push_back(absl::StrCat(event, ":", field));
+  }
+  return copies;
+}
+
+void BM_TracedSyscall(benchmark::State& state, SyscallParams params) {
+  const std::vector<std::string> tracepoints = params.Tracepoints();
+  const std::string events = absl::StrJoin(tracepoints, ",");
+  PassOptions options;
+  options.count_iterations = 1000;
+  RunPasses(state, options, [&](BenchmarkPass& pass) {
+    // Task scope: this thread's syscalls only, recorded by a reader thread started before
+    // the events, so that its own syscalls are not.
+    std::unique_ptr<TraceRecorder> recorder;
+    std::vector<std::string> copies;
+    if (!tracepoints.empty()) {
+      if (pass.SkipIfError(params.budget)) return;
+      if (pass.SkipIfError(CheckRecordingAllowed(TraceScope::kTask, events))) return;
+      absl::StatusOr<std::vector<std::string>> copied = CopiedUserMemory(tracepoints);
+      if (pass.SkipIfError(copied.status())) return;
+      copies = *std::move(copied);
+      TraceRecorderOptions recording;
+      recording.tracepoints = tracepoints;
+      recording.scope = TraceScope::kTask;
+      recording.ring_pages = params.ring_pages;
+      absl::StatusOr<std::unique_ptr<TraceRecorder>> opened = TraceRecorder::Open(recording);
+      if (pass.SkipIfError(opened.status())) return;
+      recorder = *std::move(opened);
+    }
+    absl::StatusOr<std::unique_ptr<SyscallCaller>> caller = SyscallCaller::Open(params.syscall);
+    if (pass.SkipIfError(caller.status())) return;
+    // After the recorder, so that its reader thread (the measuring tool) is not counted.
+    pass.OpenCounters();
+    if (recorder != nullptr && pass.SkipIfError(recorder->Enable())) return;
+
+    if (!pass.Start()) return;
+    auto start = std::chrono::steady_clock::now();
+    for (auto _ : pass) {
+      if (absl::Status called = (*caller)->Call(); !called.ok()) {
+        pass.SkipIfError(called);
+        break;
+      }
+    }
+    double elapsed_us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+    PauseProfile();  // stopping the recorder is not timed
+    if (state.skipped()) return;
+    TraceStats stats;
+    if (recorder != nullptr) {
+      absl::StatusOr<TraceStats> recorded = recorder->Stop();
+      if (pass.SkipIfError(recorded.status())) return;
+      stats = *recorded;
+    }
+    if (!pass.Stop()) return;
+    const double ops = static_cast<double>(pass.iterations());
+    pass.SetOps(ops);
+    if (pass.counting()) return;
+    ReportRingRun(state, params.Layout(), recorder != nullptr, stats, ops, elapsed_us / ops);
+    if (recorder == nullptr) return;
+    state.counters["user_fields"] = static_cast<double>(copies.size());
+    state.SetLabel(absl::StrCat(events, copies.empty()
+                                            ? "; no user memory copied"
+                                            : "; copied: " + absl::StrJoin(copies, ",")));
+  });
+}
+
+// One syscall, slower when recorded; the setup opens an event and a ring buffer per CPU
+// (and a tracepoint teardown's grace period when it closes them).
+CostModel SyscallCost(const SyscallParams& params) {
+  const bool recorded = params.events != SyscallEvents::kNone;
+  const int cpus = PlannedCpuCount();
+  return [recorded, cpus](const UnitCosts& u) {
+    double setup = recorded ? u.tracepoint_teardown + cpus * (2 * u.event_fd + 0.5e-3) : 0;
+    // A syscall is about a tenth of a pipe round trip (two writes, two reads, two wakeups).
+    return Cost{setup, (recorded ? 0.3 : 0.1) * u.round_trip, 0};
+  };
+}
+
+// The run's context for a compare between kernels: which lock tracepoints the lock set
+// records here (lock_tracepoints), and which user memory the syscall events copy
+// (syscall_user_fields, "none" when they copy nothing). A kernel that gained a lock
+// tracepoint, or started copying, moves those rows for that alone, and `compare` says so.
+void AddKernelListsContext(bool lock_rows, bool syscall_rows) {
+  if (PlanOnly() || (!lock_rows && !syscall_rows)) return;
+  auto listed = [](const absl::StatusOr<std::vector<std::string>>& names) {
+    if (!names.ok()) return absl::StrCat("unavailable: ", names.status().message());
+    return names->empty() ? std::string("none") : absl::StrJoin(*names, ",");
+  };
+  absl::Status tracefs = ProbeCapabilities().RequireTracefs();
+  if (lock_rows) {
+    absl::StatusOr<std::vector<std::string>> names =
+        tracefs.ok() ? TracepointSet("lock") : absl::StatusOr<std::vector<std::string>>(tracefs);
+    benchmark::AddCustomContext("lock_tracepoints", listed(names));
+  }
+  if (syscall_rows) {
+    std::vector<std::string> enters;
+    for (TracedSyscall syscall : kTracedSyscalls) {
+      enters.push_back(SyscallTracepoints(TracedSyscallName(syscall)).front());
+    }
+    absl::StatusOr<std::vector<std::string>> copies =
+        tracefs.ok() ? CopiedUserMemory(enters) : absl::StatusOr<std::vector<std::string>>(tracefs);
+    benchmark::AddCustomContext("syscall_user_fields", listed(copies));
+  }
 }
 
 // A round trip, slower when recorded (more with callchains); the setup forks the peer
@@ -415,6 +667,10 @@ absl::Status RegisterTraceOverheadFamily() {
   }
   bool records = false;
   for (const Choice<std::string>& set : sets) records |= ring && set.name != "none";
+  // BM_TracedSyscall always records with the ring recorder.
+  for (const Choice<SyscallEvents>& events : f->syscall_events) {
+    records |= !f->syscalls.empty() && events.value != SyscallEvents::kNone;
+  }
   absl::Status budget;
   if (records) {
     // One buffer per online CPU, whatever the scope.
@@ -431,6 +687,7 @@ absl::Status RegisterTraceOverheadFamily() {
     }
   }
 
+  bool lock_rows = false, syscall_rows = false;
   for (const Choice<PipePingPong::Peer>& task : f->tasks) {
     for (const Choice<std::string>& placement : f->placements) {
       // The baseline first, so that the recorded runs after it can report overhead_pct.
@@ -481,12 +738,33 @@ absl::Status RegisterTraceOverheadFamily() {
                                "/placement:", placement.name, "/sink:", sink.name);
               RegisterPlanned(name, TimeMode::kReal, PingPongCost(params), BM_PipePingPong, params)
                   ->Unit(benchmark::kMicrosecond);
+              lock_rows |= set.name == "lock" && WillRun(name);
             }
           }
         }
       }
     }
   }
+  for (const Choice<TracedSyscall>& syscall : f->syscalls) {
+    // The baseline first, as for the ping-pong (overhead_pct).
+    std::vector<Choice<SyscallEvents>> events = f->syscall_events;
+    std::stable_partition(events.begin(), events.end(), [](const Choice<SyscallEvents>& e) {
+      return e.value == SyscallEvents::kNone;
+    });
+    for (const Choice<SyscallEvents>& recorded : events) {
+      SyscallParams params;
+      params.syscall = syscall.value;
+      params.events = recorded.value;
+      params.ring_pages = pages;
+      params.budget = budget;
+      std::string name =
+          absl::StrCat("BM_TracedSyscall/syscall:", syscall.name, "/tracepoints:", recorded.name);
+      RegisterPlanned(name, TimeMode::kReal, SyscallCost(params), BM_TracedSyscall, params)
+          ->Unit(benchmark::kMicrosecond);
+      syscall_rows |= recorded.value == SyscallEvents::kPerSyscall && WillRun(name);
+    }
+  }
+  AddKernelListsContext(lock_rows, syscall_rows);
   return absl::OkStatus();
 }
 

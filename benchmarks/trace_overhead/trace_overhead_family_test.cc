@@ -78,7 +78,8 @@ TEST(TraceOverheadFamilyTest, EveryLayoutRunsReportsAndLeavesTheProcessAsFound) 
          "--trace_overhead_scope=cpu,task", "--trace_overhead_tasks=processes,threads",
          "--trace_overhead_placement=unpinned,same_cpu,other_cpus",
          "--trace_overhead_ring_pages=16", "--trace_overhead_sink=discard,file",
-         "--trace_overhead_tracepoints=sched:no_such_event"});
+         "--trace_overhead_tracepoints=sched:no_such_event",
+         "--trace_overhead_syscall_tracepoints=none,raw_syscalls,syscalls"});
     if (registered.ok()) results = ByName(testing::RunBenchmarks());
     benchmark::ClearRegisteredBenchmarks();
     ResetFlagsForTest();
@@ -86,8 +87,9 @@ TEST(TraceOverheadFamilyTest, EveryLayoutRunsReportsAndLeavesTheProcessAsFound) 
   ASSERT_TRUE(registered.ok()) << registered;
 
   // 2 tasks x 3 placements x (1 none + 2 sets x 2 callchains x 2 scopes x 2 sinks for the
-  // ring recorder + 2 scopes of syscalls for the BPF recorder, which has no custom set).
-  EXPECT_EQ(results.size(), 2u * 3u * (1u + 2u * 2u * 2u * 2u + 2u));
+  // ring recorder + 2 scopes of syscalls for the BPF recorder, which has no custom set),
+  // then 2 syscalls x 3 kinds of events (BM_TracedSyscall).
+  EXPECT_EQ(results.size(), 2u * 3u * (1u + 2u * 2u * 2u * 2u + 2u) + 2u * 3u);
   int pinned_skips = 0;
   for (const auto& [name, run] : results) {
     SCOPED_TRACE(name);
@@ -104,6 +106,16 @@ TEST(TraceOverheadFamilyTest, EveryLayoutRunsReportsAndLeavesTheProcessAsFound) 
     }
     ASSERT_TRUE(run.timed) << run.message;
     EXPECT_GT(run.counters.at("usecs/op"), 0);
+    if (name.find("BM_TracedSyscall/") == 0) {
+      // One syscall an iteration; recorded, an enter and an exit (written or lost).
+      const bool recorded = name.find("tracepoints:none") == std::string::npos;
+      EXPECT_EQ(run.counters.count("samples/op"), recorded ? 1u : 0u);
+      EXPECT_EQ(run.counters.count("overhead_pct"), recorded ? 1u : 0u);
+      if (recorded) {
+        EXPECT_GE(run.counters.at("samples/op") + run.counters.at("lost") / run.iterations, 2.0);
+      }
+      continue;
+    }
     if (name.find("set:none") != std::string::npos) {
       EXPECT_EQ(run.counters.count("samples/op"), 0u);
       continue;

@@ -3,13 +3,15 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "lib/cpu_set.h"
 #include "lib/errno_status.h"
 #include "lib/perf_attr.h"
@@ -19,27 +21,27 @@
 namespace perfscale {
 namespace {
 
-constexpr const char* kLockdepTracepoints[] = {"lock:lock_acquire", "lock:lock_acquired",
-                                               "lock:lock_contended", "lock:lock_release"};
-constexpr const char* kContentionTracepoints[] = {"lock:contention_begin", "lock:contention_end"};
-
 // TracepointId's errors name the tracepoint except when tracefs itself is missing.
 absl::Status NameTracepoint(const absl::Status& status, absl::string_view name) {
   if (absl::StrContains(status.message(), name)) return status;
   return absl::Status(status.code(), absl::StrCat("tracepoint ", name, ": ", status.message()));
 }
 
-// All of `names` exist: ok. Otherwise the first failure, which tells a missing event
-// (NotFound) from an unreadable tracefs (PermissionDenied).
-absl::Status AllExist(const char* const* names, size_t count, const TextFileReader& reader) {
-  for (size_t i = 0; i < count; ++i) {
-    absl::StatusOr<uint64_t> id = TracepointId(names[i], reader);
-    if (!id.ok()) return NameTracepoint(id.status(), names[i]);
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
+
+std::vector<std::string> SubsystemTracepoints(absl::string_view available_events,
+                                              absl::string_view subsystem) {
+  std::vector<std::string> names;
+  for (absl::string_view line : absl::StrSplit(available_events, '\n')) {
+    absl::StatusOr<TracepointName> name = ParseTracepointName(absl::StripAsciiWhitespace(line));
+    if (name.ok() && name->subsystem == subsystem) {
+      names.push_back(absl::StrCat(name->subsystem, ":", name->event));
+    }
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
 
 absl::StatusOr<std::vector<std::string>> TracepointSet(absl::string_view set,
                                                        const TextFileReader& reader) {
@@ -51,28 +53,32 @@ absl::StatusOr<std::vector<std::string>> TracepointSet(absl::string_view set,
     return absl::InvalidArgumentError(
         absl::StrCat("unknown tracepoint set '", set, "' (known: lock, sched, syscalls)"));
   }
-  // A missing tracefs must not read as "this kernel has no lock tracepoints".
-  absl::StatusOr<std::string> mounts = reader("/proc/mounts");
-  if (!mounts.ok()) return mounts.status();
-  if (absl::StatusOr<std::string> root = FindTracefsMount(*mounts); !root.ok()) {
+  // A missing or unreadable tracefs must not read as "this kernel has no lock tracepoints".
+  absl::StatusOr<std::string> root = TracefsRoot(reader);
+  if (!root.ok()) {
     return absl::Status(root.status().code(),
                         absl::StrCat("lock tracepoints: ", root.status().message()));
   }
-  absl::Status lockdep = AllExist(kLockdepTracepoints, 4, reader);
-  if (lockdep.ok()) {
-    return std::vector<std::string>(std::begin(kLockdepTracepoints), std::end(kLockdepTracepoints));
+  const std::string path = absl::StrCat(*root, "/available_events");
+  absl::StatusOr<std::string> events = reader(path);
+  if (absl::IsPermissionDenied(events.status())) {
+    return absl::PermissionDeniedError(absl::StrCat("lock tracepoints: cannot read ", path,
+                                                    ": tracefs needs root (or 'chmod -R o+rX ",
+                                                    *root, "')"));
   }
-  if (!absl::IsNotFound(lockdep)) return lockdep;  // tracefs unreadable: say so
-  absl::Status contention = AllExist(kContentionTracepoints, 2, reader);
-  if (contention.ok()) {
-    return std::vector<std::string>(std::begin(kContentionTracepoints),
-                                    std::end(kContentionTracepoints));
+  if (!events.ok()) {
+    return absl::Status(events.status().code(),
+                        absl::StrCat("lock tracepoints: ", events.status().message()));
   }
-  if (!absl::IsNotFound(contention)) return contention;
-  return absl::NotFoundError(absl::StrCat(
-      "no lock tracepoints on this kernel: neither lockdep's ",
-      absl::StrJoin(kLockdepTracepoints, ", "), " (CONFIG_LOCKDEP and CONFIG_LOCK_STAT) nor ",
-      absl::StrJoin(kContentionTracepoints, ", "), " (Linux 5.19+): ", contention.message()));
+  std::vector<std::string> names = SubsystemTracepoints(*events, "lock");
+  if (names.empty()) {
+    return absl::NotFoundError(
+        absl::StrCat("no lock tracepoints on this kernel (", path,
+                     " lists none under lock:): "
+                     "lock:contention_begin/end need Linux 5.19+, lockdep's lock:lock_acquire and "
+                     "friends CONFIG_LOCKDEP"));
+  }
+  return names;
 }
 
 perf_event_attr RecordingAttr(uint64_t tracepoint_id, bool callchains, bool inherit,

@@ -80,14 +80,22 @@ struct TraceStats {
 };
 
 // The tracepoints of a named set:
-//   "lock": lockdep's lock:lock_acquire, lock_acquired, lock_contended, lock_release when
-//     the kernel has all four (CONFIG_LOCKDEP + CONFIG_LOCK_STAT), else
-//     lock:contention_begin and lock:contention_end, as `perf lock record` picks;
+//   "lock": every tracepoint of events/lock/ this kernel has, sorted: lock:contention_begin
+//     and contention_end (Linux 5.19+), and lockdep's lock_acquire, lock_release (and with
+//     CONFIG_LOCK_STAT lock_acquired, lock_contended) where it is built in. A fixed pick
+//     would hide a kernel that gained one; the run's context names the list
+//     (lock_tracepoints), so a count that moved with it is told apart;
 //   "sched": sched:sched_switch, sched:sched_wakeup;
 //   "syscalls": raw_syscalls:sys_enter, raw_syscalls:sys_exit.
-// Only "lock" looks at tracefs (through `reader`); the others are resolved by Open.
+// Only "lock" looks at tracefs (its available_events, through `reader`); the others are
+// resolved by Open.
 absl::StatusOr<std::vector<std::string>> TracepointSet(absl::string_view set,
                                                        const TextFileReader& reader = ReadTextFile);
+
+// The tracepoints of `subsystem` in the text of tracefs's available_events (one
+// "subsystem:event" a line, what `ls events/SUBSYSTEM/` shows), sorted, each once.
+std::vector<std::string> SubsystemTracepoints(absl::string_view available_events,
+                                              absl::string_view subsystem);
 
 // The attr of one recorded tracepoint, as `perf lock record` builds it: sample_period
 // 1, IP|TID|TIME|ID|CPU|PERIOD|RAW (+CALLCHAIN with sample_max_stack 8), sample_id_all,

@@ -27,12 +27,18 @@ using ::testing::HasSubstr;
 
 constexpr char kMounts[] = "sysfs /sys sysfs rw 0 0\nnone /sys/kernel/tracing tracefs rw 0 0\n";
 
-// A tracefs with exactly the given events ("lock:contention_begin" -> id).
+// A tracefs with exactly the given events ("lock:contention_begin" -> id), listed in its
+// available_events too.
 TextFileReader FakeTracefs(std::map<std::string, std::string> events, std::string mounts = kMounts,
                            bool readable = true) {
   return [events, mounts, readable](const std::string& path) -> absl::StatusOr<std::string> {
     if (path == "/proc/mounts") return mounts;
     if (!readable) return ErrnoStatus(EACCES, path);
+    if (path == "/sys/kernel/tracing/available_events") {
+      std::string listed;
+      for (const auto& [name, id] : events) absl::StrAppend(&listed, name, "\n");
+      return listed;
+    }
     for (const auto& [name, id] : events) {
       std::string subsystem = name.substr(0, name.find(':'));
       std::string event = name.substr(name.find(':') + 1);
@@ -44,43 +50,54 @@ TextFileReader FakeTracefs(std::map<std::string, std::string> events, std::strin
   };
 }
 
-TEST(TracepointSetTest, LockPrefersLockdepWhenAllFourExist) {
-  auto reader = FakeTracefs({{"lock:lock_acquire", "1"},
-                             {"lock:lock_acquired", "2"},
-                             {"lock:lock_contended", "3"},
-                             {"lock:lock_release", "4"},
-                             {"lock:contention_begin", "5"},
-                             {"lock:contention_end", "6"}});
-  absl::StatusOr<std::vector<std::string>> set = TracepointSet("lock", reader);
+TEST(TracepointSetTest, LockIsEveryLockTracepointTheKernelHas) {
+  // A lockdep kernel with lock_stat: six, sorted.
+  auto lockdep = FakeTracefs({{"lock:lock_acquire", "1"},
+                              {"lock:lock_acquired", "2"},
+                              {"lock:lock_contended", "3"},
+                              {"lock:lock_release", "4"},
+                              {"lock:contention_begin", "5"},
+                              {"lock:contention_end", "6"},
+                              {"sched:sched_switch", "7"}});
+  absl::StatusOr<std::vector<std::string>> set = TracepointSet("lock", lockdep);
   ASSERT_TRUE(set.ok()) << set.status();
-  EXPECT_THAT(*set, ElementsAre("lock:lock_acquire", "lock:lock_acquired", "lock:lock_contended",
-                                "lock:lock_release"));
-}
-
-TEST(TracepointSetTest, LockFallsBackToContentionTracepoints) {
-  // lockdep without lock_stat has acquire/release only: not enough for perf lock.
-  auto reader = FakeTracefs({{"lock:lock_acquire", "1"},
-                             {"lock:lock_release", "4"},
-                             {"lock:contention_begin", "5"},
-                             {"lock:contention_end", "6"}});
-  absl::StatusOr<std::vector<std::string>> set = TracepointSet("lock", reader);
+  EXPECT_THAT(*set, ElementsAre("lock:contention_begin", "lock:contention_end", "lock:lock_acquire",
+                                "lock:lock_acquired", "lock:lock_contended", "lock:lock_release"));
+  // Most kernels: the contention tracepoints only.
+  set = TracepointSet("lock",
+                      FakeTracefs({{"lock:contention_begin", "5"}, {"lock:contention_end", "6"}}));
   ASSERT_TRUE(set.ok()) << set.status();
   EXPECT_THAT(*set, ElementsAre("lock:contention_begin", "lock:contention_end"));
 }
 
-TEST(TracepointSetTest, NoLockTracepointsNamesBothAlternatives) {
+TEST(SubsystemTracepointsTest, ParsesAvailableEvents) {
+  // As the kernel lists them: unsorted, other subsystems between.
+  constexpr char kAvailable[] =
+      "lock:contention_end\nsched:sched_switch\nlock:contention_begin\n"
+      "lockd:xprt_lookup_rpcb\n  lock:lock_acquire  \n\nnot a line\nlock:\n:lock\n"
+      "lock:contention_end\nlock:bad/name\n";
+  EXPECT_THAT(SubsystemTracepoints(kAvailable, "lock"),
+              ElementsAre("lock:contention_begin", "lock:contention_end", "lock:lock_acquire"));
+  EXPECT_THAT(SubsystemTracepoints(kAvailable, "sched"), ElementsAre("sched:sched_switch"));
+  EXPECT_TRUE(SubsystemTracepoints("", "lock").empty());
+  EXPECT_TRUE(SubsystemTracepoints(kAvailable, "irq").empty());
+}
+
+TEST(TracepointSetTest, NoLockTracepointsSaysWhatWouldGiveThem) {
   absl::StatusOr<std::vector<std::string>> set =
       TracepointSet("lock", FakeTracefs({{"sched:sched_switch", "7"}}));
   ASSERT_TRUE(absl::IsNotFound(set.status())) << set.status();
-  EXPECT_THAT(std::string(set.status().message()), HasSubstr("lock:lock_acquire"));
+  EXPECT_THAT(std::string(set.status().message()), HasSubstr("available_events"));
   EXPECT_THAT(std::string(set.status().message()), HasSubstr("lock:contention_begin"));
+  EXPECT_THAT(std::string(set.status().message()), HasSubstr("CONFIG_LOCKDEP"));
 }
 
 TEST(TracepointSetTest, UnreadableTracefsSaysPermissionNotMissing) {
   absl::StatusOr<std::vector<std::string>> set =
       TracepointSet("lock", FakeTracefs({{"lock:contention_begin", "5"}}, kMounts, false));
   ASSERT_TRUE(absl::IsPermissionDenied(set.status())) << set.status();
-  EXPECT_THAT(std::string(set.status().message()), HasSubstr("lock:"));
+  EXPECT_THAT(std::string(set.status().message()), HasSubstr("lock tracepoints"));
+  EXPECT_THAT(std::string(set.status().message()), HasSubstr("available_events"));
   EXPECT_THAT(std::string(set.status().message()), HasSubstr("root"));
 }
 

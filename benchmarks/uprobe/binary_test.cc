@@ -37,15 +37,18 @@ std::vector<std::string> Listed(const std::vector<std::string>& flags) {
 }
 
 TEST(UprobeBinary, JsonHasTheCounters) {
-  BinaryRun run = RunFamilyBinary(
-      kBinary, {"--uprobe_threads=2", "--uprobe_calls=500", "--uprobe_attach_probes=3",
-                "--uprobe_processes=2", "--benchmark_min_time=0.002s"});
+  BinaryRun run =
+      RunFamilyBinary(kBinary, {"--uprobe_threads=2", "--uprobe_calls=500",
+                                "--uprobe_attach_probes=3", "--uprobe_processes=2",
+                                "--uprobe_site=nop5,return", "--benchmark_min_time=0.002s"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   ASSERT_TRUE(run.json.ok()) << run.json.status() << "\n" << run.out;
   EXPECT_EQ(run.names(), (std::vector<std::string>{
                              "BM_UprobeHit/probe:none/threads:2/manual_time",
                              "BM_UprobeHit/probe:uprobe/threads:2/manual_time",
                              "BM_UprobeHit/probe:uretprobe/threads:2/manual_time",
+                             "BM_UprobeSite/site:nop5/manual_time",
+                             "BM_UprobeSite/site:return/manual_time",
                              "BM_UprobeAttach/probes:3/processes:2/manual_time",
                          }));
   if (geteuid() != 0 || access("/sys/bus/event_source/devices/uprobe", F_OK) != 0) return;
@@ -61,6 +64,21 @@ TEST(UprobeBinary, JsonHasTheCounters) {
       // iterations (never more than the timed pass ran).
       EXPECT_TRUE(bench.Number("count_ops") == 3 || bench.Number("count_ops") == 6)
           << bench.Number("count_ops");
+      continue;
+    }
+    if (absl::StartsWith(bench.name, "BM_UprobeSite/")) {
+      // One thread's 500 calls a round, the probe's own count equal to them; attach, the
+      // first hit and detach timed apart; the site read back as int3 or rewritten.
+      EXPECT_GT(bench.Number("usecs/hit"), 0);
+      EXPECT_EQ(bench.Number("counted/hit"), 1.0);
+      EXPECT_EQ(static_cast<int64_t>(bench.Number("count_ops")) % 500, 0);
+      for (const char* phase : {"attach_usecs", "first_hit_usecs", "detach_usecs"}) {
+        EXPECT_GT(bench.Number(phase), 0) << phase;
+      }
+      const double optimized = bench.Number("optimized");
+      EXPECT_TRUE(optimized == 0 || optimized == 1) << optimized;
+      EXPECT_TRUE(absl::StrContains(bench.label, optimized == 1 ? "(rewritten)" : "(int3)"))
+          << bench.label;
       continue;
     }
     // The counting pass: 1 to 20 rounds of both threads' 500 calls, on the timed pass's
@@ -100,8 +118,10 @@ TEST(UprobeBinary, ThreadsFollowTheCpus) {
 TEST(UprobeBinary, QuickRunIsSmall) {
   const int cpus = static_cast<int>(OnlineCpus()->size());
   std::vector<std::string> names = Listed({"--quick=true"});
-  // 3 probe kinds x (1, CPUs) threads, then 2 process counts x 4 probes.
-  EXPECT_EQ(names.size(), 3u * (cpus == 1 ? 1 : 2) + 2);
+  // 3 probe kinds x (1, CPUs) threads, 2 sites (nop1, nop5), then 2 process counts x 4
+  // probes.
+  EXPECT_EQ(names.size(), 3u * (cpus == 1 ? 1 : 2) + 2 + 2);
+  EXPECT_TRUE(absl::c_linear_search(names, "BM_UprobeSite/site:nop5/manual_time"));
 }
 
 TEST(UprobeBinary, BadFlagsExitTwoNamingTheFlag) {
@@ -109,7 +129,8 @@ TEST(UprobeBinary, BadFlagsExitTwoNamingTheFlag) {
   for (const char* flag :
        {"--uprobe_threads=0", "--uprobe_threads=abc", "--uprobe_threads=", "--uprobe_probe=kprobe",
         "--uprobe_probe=", "--uprobe_calls=0", "--uprobe_calls=1e3", "--uprobe_attach_probes=257",
-        "--uprobe_attach_probes=0", "--uprobe_processes=-1", "--uprobe_processes=many"}) {
+        "--uprobe_attach_probes=0", "--uprobe_processes=-1", "--uprobe_processes=many",
+        "--uprobe_site=nop7", "--uprobe_site=", "--uprobe_site=mov,ret"}) {
     std::string name(flag);
     cases.push_back({{name}, name.substr(0, name.find('='))});
   }

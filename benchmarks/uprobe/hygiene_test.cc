@@ -27,19 +27,20 @@ bool CanProbe() {
 
 TEST(UprobeFamilies, RunCleanAndReportTheirCounters) {
   ASSERT_TRUE(
-      testing::RegisterFamily("uprobe", {"--uprobe_threads=1,3", "--uprobe_calls=200",
-                                         "--uprobe_attach_probes=1,4", "--uprobe_processes=0,3"})
+      testing::RegisterFamily(
+          "uprobe", {"--uprobe_threads=1,3", "--uprobe_calls=200", "--uprobe_site=push,nop5",
+                     "--uprobe_attach_probes=1,4", "--uprobe_processes=0,3"})
           .ok());
   testing::InitializeBenchmark({"--benchmark_min_time=0.002s"});
   std::vector<BenchmarkRun> runs;
   EXPECT_TRUE(testing::LeavesProcessAsFound([&] { runs = testing::RunBenchmarks(); }));
-  // 3 probe kinds x 2 thread counts, then 2 process counts x 2 probe counts.
-  ASSERT_EQ(runs.size(), 3u * 2 + 2 * 2);
+  // 3 probe kinds x 2 thread counts, 2 sites, then 2 process counts x 2 probe counts.
+  ASSERT_EQ(runs.size(), 3u * 2 + 2 + 2 * 2);
   const bool probes_run = CanProbe() && access("/sys/bus/event_source/devices/uprobe", F_OK) == 0;
   for (const BenchmarkRun& run : runs) {
     std::string name = run.benchmark_name();
     SCOPED_TRACE(name);
-    const bool baseline = absl::StrContains(name, "/probe:none/");
+    const bool baseline = absl::StrContains(name, "/probe:none/");  // needs no privilege
     if (!baseline && !probes_run) {
       EXPECT_TRUE(Skipped(run)) << "without the PMU or CAP_PERFMON a probe row skips: "
                                 << run.skip_message;
@@ -54,6 +55,12 @@ TEST(UprobeFamilies, RunCleanAndReportTheirCounters) {
         EXPECT_GE(run.counters.at("counted/hit").value, 1.0);  // above 1: counted twice
         EXPECT_LT(run.counters.at("counted/hit").value, 1.01);
       }
+      EXPECT_EQ(run.counters.count("sys_us/hit"), 1u);
+    } else if (absl::StartsWith(name, "BM_UprobeSite/")) {
+      // The probe (one fd) is closed by the row itself: LeavesProcessAsFound above.
+      EXPECT_GT(run.counters.at("usecs/hit").value, 0);
+      EXPECT_EQ(run.counters.at("counted/hit").value, 1.0);
+      EXPECT_GT(run.counters.at("detach_usecs").value, 0);
       EXPECT_EQ(run.counters.count("sys_us/hit"), 1u);
     } else {
       EXPECT_TRUE(absl::StartsWith(name, "BM_UprobeAttach/"));

@@ -21,6 +21,20 @@
 // the label and counted/hit. Kernel-cost counters per hit
 // (bench_support.h; from the counting pass): lock_contended, lock_wait_us, xcalls, ...
 //
+// BM_UprobeSite: the benchmark thread calls a function of this binary --uprobe_calls
+// times per iteration; the function starts with one kind of instruction the kernel's x86
+// uprobe code treats its own way, written in assembly so the bytes under the probe are
+// known (probe_sites.h says which kinds, and which kernels do what with each): mov
+// (single-stepped out of line), push (emulated), nop1, nop5, nop9, nop10 (the nop lengths
+// kernels emulate, single-step, refuse or rewrite into a call differently: nop5 and nop10
+// are what USDT probes and the optimized-uprobe series use), and return (a uretprobe). One
+// counting probe on this thread (pid 0, no inherit). Manual time: the calls. The probe's
+// attach (the open), its first hit (where an optimizing kernel rewrites the site) and its
+// detach (the close, after both passes) are timed apart: attach_usecs, first_hit_usecs,
+// detach_usecs, one of each per run of the row. `optimized` is 1 where the site's bytes,
+// read back after the hits, are no longer the int3 a plain uprobe writes (the label shows
+// them); a kernel that refuses the site (nop10 before its optimization) skips the row.
+//
 // BM_UprobeAttach: P child processes (forked before timing: they map this binary and
 // wait) and one iteration opens N system-wide uprobes on N distinct functions of the
 // binary, then closes them. uprobe_register walks every mapping of the inode and writes
@@ -57,6 +71,7 @@
 #include "benchmarks/harness/profile_support.h"
 #include "benchmarks/harness/suite_plan.h"
 #include "benchmarks/uprobe/elf_offset.h"
+#include "benchmarks/uprobe/probe_sites.h"
 #include "benchmarks/uprobe/uprobe_pmu.h"
 #include "lib/capabilities.h"
 #include "lib/child_process.h"
@@ -123,9 +138,16 @@ std::string OneToTwiceCpus(const FlagEnv& env) {
   return absl::StrJoin(threads, ",");
 }
 
+ChoiceTable<const ProbeSite*> SiteChoices() {
+  ChoiceTable<const ProbeSite*> table;
+  for (const ProbeSite& site : ProbeSites()) table.push_back({site.name, &site});
+  return table;
+}
+
 struct Flags {
   std::vector<int64_t> threads;
   std::vector<Choice<ProbeKind>> probes;
+  std::vector<Choice<const ProbeSite*>> sites;
   int calls = 0;
   std::vector<int64_t> attach_probes;
   std::vector<int64_t> processes;
@@ -144,8 +166,15 @@ const FlagList<Flags> flags(
                        "what the function carries (BM_UprobeHit): none (the baseline), uprobe "
                        "(a counting probe on its entry), uretprobe (on its return)")
             .Default("none,uprobe,uretprobe"),
+        ChoiceListFlag(&Flags::sites, "uprobe_site", SiteChoices(),
+                       "the instruction under the probe (BM_UprobeSite): mov (single-stepped), "
+                       "push (emulated), nop1, nop5, nop9, nop10 (each a nop length kernels "
+                       "treat differently), return (a uretprobe)")
+            .Default("mov,push,nop1,nop5,nop9,nop10,return")
+            .Quick("nop1,nop5"),
         IntFlag(&Flags::calls, "uprobe_calls", 1, 100000000,
-                "calls of the probed function by each thread per iteration (BM_UprobeHit)")
+                "calls of the probed function by each thread per iteration (BM_UprobeHit, "
+                "BM_UprobeSite)")
             .Default("1000"),
         IntListFlag(&Flags::attach_probes, "uprobe_attach_probes", 1, kMaxAttachProbes,
                     "uprobes opened and closed per iteration, on distinct functions "
@@ -239,6 +268,33 @@ class HitWorkers {
   std::vector<pid_t> tids_ ABSL_GUARDED_BY(mu_);
 };
 
+// What a probe counted over a pass against the calls made. None counted is a probe in
+// the wrong place (a wrong file offset counts 0): an error, in either pass, and false.
+// Fewer or more than the calls is the kernel's count, reported and kept (counted/hit and
+// the label, `label` first when given): more is some call counted twice (several threads
+// on 6.1 and 6.12 guests), fewer a hit lost (1 in 4,000 with 4 threads on a 2-vCPU 5.10
+// guest, 16 in 256,000 with 16 threads on an 8-vCPU 6.12 guest).
+bool CheckHitCount(BenchmarkPass& pass, PerfEvent& probe, uint64_t counted_before, double hits,
+                   const char* what, const CodeLocation& location, std::string label = "") {
+  absl::StatusOr<uint64_t> read = probe.ReadCount();
+  if (pass.SkipIfError(read.status())) return false;
+  const uint64_t counted = *read - counted_before;
+  if (counted == 0 && hits > 0) {
+    pass.SkipIfError(absl::InternalError(
+        absl::StrCat("the ", what, " on ", location.path, "+0x", absl::Hex(location.offset),
+                     " counted 0 hits of ", hits, " calls (a wrong file offset counts 0)")));
+    return false;
+  }
+  if (!pass.timed() || hits <= 0) return true;
+  if (static_cast<double>(counted) != hits) {
+    absl::StrAppend(&label, label.empty() ? "" : "; ", "the probe counted ", counted, " hits of ",
+                    hits, " calls");
+  }
+  if (!label.empty()) pass.state().SetLabel(label);
+  pass.state().counters["counted/hit"] = static_cast<double>(counted) / hits;
+  return true;
+}
+
 struct HitParams {
   ProbeKind probe;
   int threads;
@@ -309,35 +365,98 @@ void BM_UprobeHit(benchmark::State& state, HitParams params) {
     const double iterations = static_cast<double>(pass.iterations());
     const double hits = iterations * params.threads * static_cast<double>(params.calls);
     pass.SetOps(hits);
-    if (probe.valid()) {
-      // The inherited copies in the threads are summed into the parent's count. None
-      // counted is a probe in the wrong place (a wrong file offset counts 0): an error,
-      // in either pass. Fewer or more than the calls is the kernel's count, reported and
-      // kept: more is some call counted twice (several threads on 6.1 and 6.12 guests),
-      // fewer a hit lost (1 in 4,000 with 4 threads on a 2-vCPU 5.10 guest, 16 in 256,000
-      // with 16 threads on an 8-vCPU 6.12 guest).
-      absl::StatusOr<uint64_t> read = probe.ReadCount();
-      if (pass.SkipIfError(read.status())) return;
-      const uint64_t counted = *read - counted_before;
-      if (counted == 0 && hits > 0) {
-        pass.SkipIfError(absl::InternalError(
-            absl::StrCat("the ", ProbeKindName(params.probe), " on ", location.path, "+0x",
-                         absl::Hex(location.offset), " counted 0 hits of ", hits,
-                         " calls (a wrong file offset counts 0)")));
-        return;
-      }
-      if (pass.timed()) {
-        if (static_cast<double>(counted) != hits) {
-          state.SetLabel(absl::StrCat("the probe counted ", counted, " hits of ", hits, " calls"));
-        }
-        state.counters["counted/hit"] = static_cast<double>(counted) / hits;
-      }
+    // The inherited copies in the threads are summed into the parent's count.
+    if (probe.valid() &&
+        !CheckHitCount(pass, probe, counted_before, hits, ProbeKindName(params.probe), location)) {
+      return;
     }
     if (!pass.timed() || hits <= 0) return;
     state.counters["usecs/hit"] = seconds * 1e6 / (iterations * static_cast<double>(params.calls));
     state.counters["hits/s"] = benchmark::Counter(hits, benchmark::Counter::kIsRate);
     state.counters["threads"] = params.threads;
   });
+}
+
+struct SiteParams {
+  const ProbeSite* site;
+  int64_t calls;
+};
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void BM_UprobeSite(benchmark::State& state, SiteParams params) {
+  const ProbeSite& site = *params.site;
+  if (site.function == nullptr) {
+    SkipIfError(state, absl::UnimplementedError("the probe sites are x86-64 instructions"));
+    return;
+  }
+  Capabilities caps = ProbeCapabilities();
+  if (SkipIfError(state, caps.RequirePerfEvents())) return;
+  absl::StatusOr<UprobePmu> pmu = ProbeUprobePmu();
+  if (SkipIfError(state, pmu.status())) return;
+  absl::StatusOr<CodeLocation> location =
+      SelfCodeLocation(reinterpret_cast<const void*>(site.function));
+  if (SkipIfError(state, location.status())) return;
+  const char* what = site.retprobe ? "uretprobe" : "uprobe";
+  PassOptions options;
+  options.unit = "hit";
+  options.count_iterations = 20;  // x calls hits
+  // One probe for both passes, on this thread only (no inherit): opened by the timed pass
+  // (attach), hit once by itself (where an optimizing kernel rewrites the site), closed
+  // after the counting pass (detach), each timed apart. A counting pass of its own would
+  // pay a second close and its grace periods for nothing.
+  PerfEvent probe;
+  double attach_seconds = 0, first_hit_seconds = 0;
+  RunPasses(state, options, [&](BenchmarkPass& pass) {
+    int value = 0;
+    if (pass.timed()) {
+      auto start = std::chrono::steady_clock::now();
+      absl::StatusOr<PerfEvent> opened = OpenUprobe(*pmu, *location, site.retprobe, 0, -1, false);
+      attach_seconds = SecondsSince(start);
+      if (pass.SkipIfError(opened.status())) return;
+      probe = *std::move(opened);
+      start = std::chrono::steady_clock::now();
+      value = site.function(value);
+      first_hit_seconds = SecondsSince(start);
+    }
+    if (!probe.valid()) return;
+    absl::StatusOr<uint64_t> counted_before = probe.ReadCount();
+    if (pass.SkipIfError(counted_before.status())) return;
+    if (!pass.Start()) return;
+    double seconds = 0;
+    for (auto _ : pass) {
+      auto start = std::chrono::steady_clock::now();
+      for (int64_t i = 0; i < params.calls; ++i) value = site.function(value);
+      const double round = SecondsSince(start);
+      pass.SetIterationTime(round);
+      seconds += round;
+    }
+    benchmark::DoNotOptimize(value);
+    if (!pass.Stop()) return;
+    const double hits = static_cast<double>(pass.iterations()) * static_cast<double>(params.calls);
+    pass.SetOps(hits);
+    // What the kernel made of the site: a breakpoint every hit traps on, or rewritten
+    // (the optimized uprobe's call).
+    const std::vector<uint8_t> now = SiteBytesNow(site);
+    const SitePatch patch = ClassifySitePatch(site.bytes, now);
+    std::string label = absl::StrCat(site.name, " ", HexBytes(site.bytes), " -> ", HexBytes(now),
+                                     " (", SitePatchName(patch), ")");
+    if (!CheckHitCount(pass, probe, *counted_before, hits, what, *location, std::move(label))) {
+      return;
+    }
+    if (!pass.timed() || hits <= 0) return;
+    state.counters["usecs/hit"] = seconds * 1e6 / hits;
+    state.counters["optimized"] = patch == SitePatch::kRewritten ? 1 : 0;
+    state.counters["attach_usecs"] = attach_seconds * 1e6;
+    state.counters["first_hit_usecs"] = first_hit_seconds * 1e6;
+  });
+  if (!probe.valid()) return;
+  auto start = std::chrono::steady_clock::now();
+  probe.Close();
+  // The timed pass's figure; a row that failed or skipped reports nothing.
+  if (!state.skipped()) state.counters["detach_usecs"] = SecondsSince(start) * 1e6;
 }
 
 // What a waiting child runs: nothing but pause(2) until it is killed.
@@ -440,6 +559,15 @@ CostModel HitCost(const HitParams& params) {
   };
 }
 
+// One thread's hits (as HitCost), after opening one probe and before closing it (a grace
+// period: the close's tracepoint teardown).
+CostModel SiteCost(const SiteParams& params) {
+  return [params](const UnitCosts& u) {
+    return Cost{u.event_fd + u.tracepoint_teardown,
+                static_cast<double>(params.calls) * u.round_trip, 0};
+  };
+}
+
 // Opening a probe costs about an event's open and close, plus writing and removing the
 // breakpoint in each mapping process (a guess, as above); closing it waits for a grace
 // period (newer kernels synchronize SRCU and RCU tasks trace in uprobe_unregister).
@@ -460,6 +588,12 @@ absl::Status RegisterUprobeFamilies() {
                       TimeMode::kManual, HitCost(params), BM_UprobeHit, params)
           ->Unit(benchmark::kMicrosecond);
     }
+  }
+  for (const Choice<const ProbeSite*>& site : f->sites) {
+    SiteParams params{site.value, f->calls};
+    RegisterPlanned(absl::StrCat("BM_UprobeSite/site:", site.name), TimeMode::kManual,
+                    SiteCost(params), BM_UprobeSite, params)
+        ->Unit(benchmark::kMicrosecond);
   }
   for (int64_t p : f->processes) {
     for (int64_t n : f->attach_probes) {

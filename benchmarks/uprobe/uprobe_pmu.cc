@@ -14,6 +14,10 @@
 namespace perfscale {
 namespace {
 
+// Linux's internal ENOTSUPP, which perf_event_open returns for an instruction the uprobe
+// code will not probe (no libc names it).
+constexpr int kEnotsupp = 524;
+
 // "[none] integrity confidentiality" -> "none"; empty when the file is absent.
 std::string LockdownMode() {
   absl::StatusOr<std::string> text = ReadTextFile("/sys/kernel/security/lockdown");
@@ -79,6 +83,13 @@ absl::StatusOr<PerfEvent> OpenUprobe(const UprobePmu& pmu, const CodeLocation& l
   absl::StatusOr<PerfEvent> event = PerfEvent::Open(attr, pid, cpu);
   if (event.ok()) return event;
   std::optional<int> err = StatusErrno(event.status());
+  if (err == kEnotsupp) {
+    // The kernel's own errno, leaked: uprobe_register found an instruction its x86
+    // decoder tables (or a prefix check) refuse, which no privilege changes.
+    return absl::UnimplementedError(absl::StrCat(
+        "the kernel refuses a uprobe on the instruction at ", location.path, "+0x",
+        absl::Hex(location.offset), " (errno 524, ENOTSUPP: arch_uprobe_analyze_insn)"));
+  }
   if (err != EACCES && err != EPERM) return event.status();
   // perf_uprobe_event_init refuses without CAP_PERFMON/CAP_SYS_ADMIN at every paranoid
   // level (so the generic advice to lower perf_event_paranoid does not apply); a

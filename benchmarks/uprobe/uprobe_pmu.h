@@ -49,7 +49,8 @@ perf_event_attr UprobeAttr(const UprobePmu& pmu, const CodeLocation& location, b
                            bool inherit);
 
 // Opens the probe (pid/cpu as perf_event_open(2)), enabled. A refusal names the reason:
-// the capability the PMU wants, perf_event_paranoid, lockdown.
+// the capability the PMU wants, perf_event_paranoid, lockdown (PermissionDenied); an
+// instruction this kernel will not probe is Unimplemented (probe_sites.h).
 absl::StatusOr<PerfEvent> OpenUprobe(const UprobePmu& pmu, const CodeLocation& location,
                                      bool retprobe, pid_t pid, int cpu, bool inherit);
 

@@ -1,7 +1,8 @@
 // Feeds arbitrary bytes to the parsers of /proc (maps, status, comm, kallsyms), of sysfs
-// PMU descriptions, of ELF symbol tables, to the perf record decoder and to --profile's
-// sample parser and callchain summary: text and records from the kernel are trusted to be
-// well formed by nothing in perfscale.
+// PMU descriptions, of tracefs listings and event formats, of ELF symbol tables, to the
+// perf record decoder, to --profile's sample parser and callchain summary, and to the
+// probe-site classifier: text and records from the kernel are trusted to be well formed by
+// nothing in perfscale.
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -14,7 +15,10 @@
 #include "benchmarks/synthesize/perf_records.h"
 #include "benchmarks/synthesize/proc_maps.h"
 #include "benchmarks/synthesize/proc_status.h"
+#include "benchmarks/trace_overhead/syscall_events.h"
+#include "benchmarks/trace_overhead/trace_recorder.h"
 #include "benchmarks/uprobe/elf_offset.h"
+#include "benchmarks/uprobe/probe_sites.h"
 #include "benchmarks/uprobe/uprobe_pmu.h"
 #include "lib/symbols.h"
 
@@ -39,6 +43,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   perfscale::ElfFileOffset(bytes, vaddr).IgnoreError();
   perfscale::ElfFileOffset(bytes, 0x401000).IgnoreError();
   perfscale::ParseConfigBit(text).IgnoreError();
+  perfscale::SubsystemTracepoints(text, "lock");
+  perfscale::ParseUserMemoryFields(text);
+  // The bytes as a site as linked and as read back: any split.
+  const size_t half = size / 2;
+  perfscale::ClassifySitePatch(bytes.subspan(0, half), bytes.subspan(half));
+  perfscale::HexBytes(bytes);
   perfscale::ParseProfileSample(bytes).IgnoreError();
   // The bytes as one callchain, context markers and all.
   std::vector<uint64_t> chain(size / 8);

@@ -202,3 +202,46 @@ def test_runs_timed_with_and_without_the_counters_are_never_compared(cli, tmp_pa
         assert "refusing to compare" in out and "never judged against each other" in out
     else:
         assert code in (0, 1) and "refusing" not in out
+
+
+def test_a_changed_list_of_lock_tracepoints_is_named(cli, tmp_path):
+    """Issue 49: a kernel that gained lock tracepoints moves the set:lock rows for that
+    alone; compare names the change (and the gate's verdicts are untouched by it)."""
+    paths = []
+    for name, listed in (("base.json", "lock:contention_begin,lock:contention_end"),
+                         ("clean.json", "lock:contention_begin,lock:contention_end,"
+                                        "lock:lock_acquire,lock:lock_release")):
+        with open(data(name), encoding="utf-8") as f:
+            document = json.load(f)
+        document["context"]["lock_tracepoints"] = listed
+        path = tmp_path / name
+        path.write_text(json.dumps(document))
+        paths.append(path)
+    code, out, _ = cli("compare", "--no-table", *paths)
+    assert code == 0, out
+    assert ("kernel changed lock tracepoints (context lock_tracepoints): the new run's kernel "
+            "has lock:lock_acquire, lock:lock_release, which the base run's lacks; the "
+            "set:lock rows record every one, so 1 of these rows may have moved for that "
+            "alone") in out
+    code, out, _ = cli("compare", "--no-table", paths[0], paths[0])
+    assert "kernel changed" not in out
+
+
+def test_counts_only_comparisons_name_a_changed_list_too(cli, tmp_path):
+    """Two TCG guests (timings not comparable: the gate judges their counts only) whose
+    kernels copy different user memory into the syscall events: said before the counts."""
+    paths = []
+    for name, listed in (("linux510/quick-5.10.json", "none"),
+                         ("linux510/quick-6.12.json", "syscalls:sys_enter_openat:__filename_val")):
+        with open(data(name), encoding="utf-8") as f:
+            document = json.load(f)
+        document["context"]["syscall_user_fields"] = listed
+        path = tmp_path / os.path.basename(name)
+        path.write_text(json.dumps(document))
+        paths.append(path)
+    code, out, _ = cli("compare", "--no-table", *paths)
+    assert "judging the counted kernel events only" in out, out
+    assert ("kernel changed user memory the syscall trace events copy (context "
+            "syscall_user_fields): the new run's kernel has "
+            "syscalls:sys_enter_openat:__filename_val, which the base run's lacks") in out
+    assert code == 0, out

@@ -131,3 +131,56 @@ def test_an_error_is_not_a_skip():
     results = results_io.parse_results(json.dumps({"context": {}, "benchmarks": [row]}))
     assert results.entries["BM_X"].errors == ["ERROR: INTERNAL: read failed"]
     assert not results.entries["BM_X"].skipped
+
+
+LOCK_ROW = ("BM_PipePingPong/set:lock/callchains:off/scope:task/tasks:processes/"
+            "placement:same_cpu/sink:discard/real_time")
+KERNEL_LIST_ROWS = [
+    LOCK_ROW,
+    "BM_PipePingPong/set:lock/recorder:bpf/scope:cpu/tasks:processes/placement:same_cpu/real_time",
+    "BM_PipePingPong/set:none/tasks:processes/placement:same_cpu/real_time",
+    "BM_TracedSyscall/syscall:openat/tracepoints:syscalls/real_time",
+    "BM_TracedSyscall/syscall:openat/tracepoints:raw_syscalls/real_time",
+]
+CONTENTION = {"lock_tracepoints": "lock:contention_begin,lock:contention_end",
+              "syscall_user_fields": "none"}
+LOCKDEP = {"lock_tracepoints": "lock:contention_begin,lock:contention_end,lock:lock_acquire,"
+                               "lock:lock_release",
+           "syscall_user_fields": "syscalls:sys_enter_openat:__filename_val"}
+
+
+def test_a_kernel_that_gained_tracepoints_or_copies_is_named_with_the_rows_it_moves():
+    lock, copies = results_io.kernel_list_lines(CONTENTION, LOCKDEP, KERNEL_LIST_ROWS)
+    assert lock == (
+        "kernel changed lock tracepoints (context lock_tracepoints): the new run's kernel has "
+        "lock:lock_acquire, lock:lock_release, which the base run's lacks; the set:lock rows "
+        "record every one, so 1 of these rows may have moved for that alone")
+    assert "syscalls:sys_enter_openat:__filename_val, which the base run's lacks" in copies
+    assert "tracepoints:syscalls rows' records carry it, so 1 of these rows" in copies
+    # The other way round: what the new kernel no longer has.
+    lock, _ = results_io.kernel_list_lines(LOCKDEP, CONTENTION, KERNEL_LIST_ROWS)
+    assert ("the new run's kernel lacks lock:lock_acquire, lock:lock_release, which the base "
+            "run's had") in lock
+    # Both at once.
+    (both,) = results_io.kernel_list_lines({"lock_tracepoints": "lock:a,lock:b"},
+                                           {"lock_tracepoints": "lock:b,lock:c"})
+    assert "has lock:c, which the base run's lacks; the new run's kernel lacks lock:a" in both
+    assert "so 0 of these rows" in both
+
+
+def test_equal_absent_or_unlistable_kernel_lists():
+    assert results_io.kernel_list_lines(CONTENTION, dict(CONTENTION), KERNEL_LIST_ROWS) == []
+    # Order and spacing are not differences.
+    assert results_io.kernel_list_lines({"lock_tracepoints": "lock:b,lock:a"},
+                                        {"lock_tracepoints": " lock:a, lock:b"}) == []
+    # Runs from before the lists (or without the rows that list them) say nothing.
+    assert results_io.kernel_list_lines({}, LOCKDEP, KERNEL_LIST_ROWS) == []
+    assert results_io.kernel_list_lines({}, {}) == []
+    # A run that could not list them is said to be not compared, never a difference.
+    unlisted = {"lock_tracepoints": "unavailable: cannot read /sys/kernel/tracing/available_events"}
+    assert results_io.kernel_list_lines(CONTENTION, unlisted) == [
+        "not compared: lock tracepoints, which the new run could not list (unavailable: "
+        "cannot read /sys/kernel/tracing/available_events)"]
+    assert results_io.kernel_list(unlisted, "lock_tracepoints") is None
+    assert results_io.kernel_list({"syscall_user_fields": "none"}, "syscall_user_fields") == set()
+    assert results_io.kernel_list({"lock_tracepoints": 3}, "lock_tracepoints") is None

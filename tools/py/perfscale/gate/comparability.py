@@ -148,9 +148,9 @@ def judge(base, new, out, options):
     if base.cpus != new.cpus:
         print("note: %d CPUs against %d: counts that grow with the CPUs differ for that "
               "reason alone" % (base.cpus, new.cpus), file=out)
-    for line in io.uncountable_lines(base.context, new.context):
-        print(line, file=out)
     common = [n for n in new.entries if n in base.entries]
+    for line in io.context_lines(base.context, new.context, common):
+        print(line, file=out)
     if not common:
         print("no benchmark in both runs: nothing can be judged", file=out)
         return 2

@@ -85,6 +85,70 @@ def uncountable_lines(base_context, new_context):
             for counter, side, reason in uncountable(base_context, new_context)]
 
 
+# Context keys whose value is a list the kernel decided (benchmarks/trace_overhead): what
+# it lists, and which rows its content moves (a test on a parsed name). Comma-separated;
+# "none" is an empty list; "unavailable: why" is no list.
+KERNEL_LISTS = {
+    "lock_tracepoints": (
+        "lock tracepoints", "the set:lock rows record every one",
+        lambda parsed: parsed.params.get("set") == "lock" and "recorder" not in parsed.params),
+    "syscall_user_fields": (
+        "user memory the syscall trace events copy",
+        "the tracepoints:syscalls rows' records carry it",
+        lambda parsed: (parsed.family == "BM_TracedSyscall"
+                        and parsed.params.get("tracepoints") == "syscalls")),
+}
+_UNAVAILABLE = "unavailable"
+
+
+def kernel_list(context, key):
+    """The list at context[key] as a set; None when the run has none (absent, not a string,
+    or "unavailable: why")."""
+    text = context.get(key)
+    if not isinstance(text, str) or text.startswith(_UNAVAILABLE):
+        return None
+    return {item.strip() for item in text.split(",") if item.strip() and item.strip() != "none"}
+
+
+def kernel_list_lines(base_context, new_context, benchmark_names=()):
+    """One line per KERNEL_LISTS entry that differs between two runs: what the new run's
+    kernel has that the base's lacks, and the reverse, with how many of
+    `benchmark_names` it concerns; and a line where one run could not list it. A count
+    or time that moved in those rows may have moved for that alone."""
+    lines = []
+    for key, (what, rows, concerns) in KERNEL_LISTS.items():
+        base, new = kernel_list(base_context, key), kernel_list(new_context, key)
+        if base is None and new is None:
+            continue
+        if base is None or new is None:
+            side, context = ("base", base_context) if base is None else ("new", new_context)
+            if key in context:
+                lines.append("not compared: %s, which the %s run could not list (%s)"
+                             % (what, side, context[key]))
+            continue
+        if base == new:
+            continue
+        changes = []
+        if new - base:
+            changes.append("the new run's kernel has %s, which the base run's lacks"
+                           % ", ".join(sorted(new - base)))
+        if base - new:
+            changes.append("the new run's kernel lacks %s, which the base run's had"
+                           % ", ".join(sorted(base - new)))
+        affected = [n for n in benchmark_names if concerns(names.parse_name(n))]
+        lines.append("kernel changed %s (context %s): %s; %s, so %d of these rows may have "
+                     "moved for that alone" % (what, key, "; ".join(changes), rows,
+                                               len(affected)))
+    return lines
+
+
+def context_lines(base_context, new_context, benchmark_names=()):
+    """What compare and the gate say about two runs' contexts before judging them:
+    counters one side could not count, and lists the kernel decided that differ."""
+    return (uncountable_lines(base_context, new_context)
+            + kernel_list_lines(base_context, new_context, benchmark_names))
+
+
 # How a run took its attributed counts: the context's "attribution" (bench_support.h,
 # docs/counters-pass.md). "counting_pass" and "off" time with no perf event of ours
 # attached; "timed" times the counters too, as every run did before the counting pass.
