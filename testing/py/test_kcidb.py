@@ -108,7 +108,7 @@ def test_ids_are_stable_and_match_the_imported_run(cli, tmp_path):
     other = report_of(cli, data("slow.json"))
     assert {t["id"] for t in other["tests"]}.isdisjoint({t["id"] for t in first["tests"]})
     history = str(tmp_path / "h.sqlite")
-    code, _, err = cli("history", "import", "--history", history, data("base.json"))
+    code, _, err = cli("history", "import", "--create", "--history", history, data("base.json"))
     assert code == 0, err
     imported = report_of(cli, "--run", "1", "--history", history)
     validate(imported)

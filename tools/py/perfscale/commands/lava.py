@@ -301,17 +301,16 @@ def submit_main(argv):
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
-        if args.token_file:
-            with open(args.token_file, encoding="utf-8") as f:
-                token = f.read().strip()
-        else:
-            token = os.environ.get("PERFSCALE_LAVA_TOKEN", "").strip()
+        token = lava.read_token(args.token_file)
     except OSError as err:
-        print("lava submit: %s" % err, file=sys.stderr)
+        print("lava submit: %s: %s" % (path, err.strerror or err), file=sys.stderr)
         return 2
-    if not token:
-        print("lava submit: no token: give --token-file FILE or set PERFSCALE_LAVA_TOKEN",
+    except UnicodeDecodeError:
+        print("lava submit: %s is not UTF-8 text, so not a job of `lava job`" % path,
               file=sys.stderr)
+        return 2
+    except lava.LavaError as err:
+        print("lava submit: %s" % err, file=sys.stderr)
         return 2
     try:
         job_id = lava.submit_job(args.url, text, token)

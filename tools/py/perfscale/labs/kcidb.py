@@ -30,11 +30,10 @@ import os
 import re
 import statistics
 import urllib.error
-import urllib.parse
 import urllib.request
 
 from perfscale.gate import stats
-from perfscale.labs import deadline
+from perfscale.labs import deadline, tokens
 from perfscale.history import store, transfer
 from perfscale.results import headlines, io
 
@@ -357,38 +356,26 @@ def dumps(document):
 
 
 def read_token(token_file):
-    """The bearer token: from `token_file`, else the environment's PERFSCALE_KCIDB_TOKEN.
-    Never taken from the command line, where ps and the shell history would show it."""
-    if token_file:
-        try:
-            with open(token_file, encoding="utf-8") as f:
-                token = f.read().strip()
-        except OSError as err:
-            raise KcidbError("token file %s: %s" % (token_file, err.strerror or err)) from None
-        if not token:
-            raise KcidbError("token file %s is empty" % token_file)
-        return token
-    token = os.environ.get(_TOKEN_ENV, "").strip()
+    """The bearer token: from `token_file`, else the environment's PERFSCALE_KCIDB_TOKEN
+    (perfscale.labs.tokens: never from the command line, never printed)."""
+    try:
+        token = tokens.read(token_file, _TOKEN_ENV)
+    except tokens.TokenError as err:
+        raise KcidbError(str(err)) from None
     if not token:
-        raise KcidbError("no token: give --token-file FILE or set %s" % _TOKEN_ENV)
+        raise KcidbError("token file %s is empty" % token_file if token_file else
+                         "no token: give --token-file FILE or set %s" % _TOKEN_ENV)
     return token
-
-
-def shown_url(url):
-    """`url` without a user or password, as it may be printed."""
-    parts = urllib.parse.urlsplit(url)
-    netloc = parts.hostname or ""
-    if parts.port:
-        netloc += ":%d" % parts.port
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def submit(url, body, token, timeout=30):
     """POSTs the report `body` (bytes) to `url` (kcidb-ng's /submit) with the bearer token;
     returns the server's reply text. KcidbError (one line, no token) when the server cannot
     be reached or refuses."""
-    if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
-        raise KcidbError("%s is not an http(s) URL" % shown_url(url))
+    try:
+        deadline.check_url(url)
+    except ValueError as err:
+        raise KcidbError(str(err)) from None
     request = urllib.request.Request(url, data=body, method="POST", headers={
         "Content-Type": "application/json", "Authorization": "Bearer " + token})
     try:
@@ -396,8 +383,8 @@ def submit(url, body, token, timeout=30):
     except urllib.error.HTTPError as err:
         text = err.read().decode("utf-8", "replace").strip().splitlines()
         raise KcidbError("%s refused the report: HTTP %d %s%s" % (
-            shown_url(url), err.code, err.reason, ": " + text[0][:200] if text else "")) \
+            deadline.shown_url(url), err.code, err.reason, ": " + text[0][:200] if text else "")) \
             from None
     except (urllib.error.URLError, OSError) as err:
         reason = getattr(err, "reason", err)
-        raise KcidbError("cannot reach %s: %s" % (shown_url(url), reason)) from None
+        raise KcidbError("cannot reach %s: %s" % (deadline.shown_url(url), reason)) from None

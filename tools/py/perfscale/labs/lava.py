@@ -32,7 +32,7 @@ import urllib.request
 
 from perfscale.gate import comparability, floors, stats
 from perfscale.history import store
-from perfscale.labs import deadline, kcidb
+from perfscale.labs import deadline, tokens
 from perfscale.results import io
 from perfscale.vm import initramfs, qemu
 
@@ -169,6 +169,23 @@ echo "%(end)s $sum"
 
 class LavaError(Exception):
     """A job that cannot be written or read back; one line, shown as is."""
+
+
+TOKEN_ENV = "PERFSCALE_LAVA_TOKEN"
+
+
+def read_token(token_file, required=True):
+    """A LAVA server's API token, from `token_file`, else $PERFSCALE_LAVA_TOKEN
+    (perfscale.labs.tokens); '' when neither gives one and none is `required` (a server
+    that lets anyone read its jobs)."""
+    try:
+        token = tokens.read(token_file, TOKEN_ENV)
+    except tokens.TokenError as err:
+        raise LavaError(str(err)) from None
+    if not token and (required or token_file):
+        raise LavaError("token file %s is empty" % token_file if token_file else
+                        "no token: give --token-file FILE or set %s" % TOKEN_ENV)
+    return token
 
 
 def guest_init(env):
@@ -554,9 +571,9 @@ def _get(url, token, what):
         return deadline.read(request, TIMEOUT).decode("utf-8", "replace")
     except urllib.error.HTTPError as err:
         raise LavaError("%s: HTTP %d %s from %s" % (what, err.code, err.reason,
-                                                     kcidb.shown_url(url))) from None
+                                                     deadline.shown_url(url))) from None
     except (urllib.error.URLError, OSError) as err:
-        raise LavaError("cannot reach LAVA at %s: %s" % (kcidb.shown_url(url),
+        raise LavaError("cannot reach LAVA at %s: %s" % (deadline.shown_url(url),
                                                           getattr(err, "reason", err))) from None
 
 
@@ -584,14 +601,29 @@ def _json_object(text, what, url):
         found = None
     if not isinstance(found, dict):
         raise LavaError("%s: %s answers no JSON object: not a LAVA server's REST API?"
-                        % (what, kcidb.shown_url(url)))
+                        % (what, deadline.shown_url(url)))
     return found
+
+
+JOB_ID = re.compile(r"[0-9]+(\.[0-9]+)?")
+
+
+def check_server(url):
+    """LavaError unless `url` is a server's http(s) address (labs.deadline.check_url)."""
+    try:
+        deadline.check_url(url)
+    except ValueError as err:
+        raise LavaError("LAVA: %s" % err) from None
 
 
 def fetch_job(url, job_id, token=""):
     """(Outcome, Lineage) of a finished job of the LAVA server at `url`, from its REST API
     (v0.2: the job, its log, its device's worker). LavaError (one line) when the job is
     not finished, or did not complete (LAVA's health and reason)."""
+    check_server(url)
+    if not JOB_ID.fullmatch(str(job_id)):
+        raise LavaError("'%s' is not a LAVA job id (a number; N.M for one job of a "
+                        "multinode group)" % job_id)
     base = url.rstrip("/") + "/api/v0.2/"
     what = "LAVA job %s" % job_id
     job = _json_object(_get(base + "jobs/%s/" % job_id, token, what), what, url)
@@ -617,7 +649,7 @@ def fetch_job(url, job_id, token=""):
         definition = {}
     return outcome, Lineage(str(job_id), device, str(job.get("requested_device_type") or
                                                     definition.get("device_type", "")),
-                            worker, kcidb.shown_url(url),
+                            worker, deadline.shown_url(url),
                             definition if isinstance(definition, dict) else {})
 
 
@@ -650,6 +682,7 @@ def submit_job(url, definition_text, token):
     """Submits a job (its YAML text) to the LAVA server at `url` (REST API v0.2, the
     token as `Authorization: Token ...`); returns its id. LavaError with LAVA's message
     when the server refuses it."""
+    check_server(url)
     request = urllib.request.Request(
         url.rstrip("/") + "/api/v0.2/jobs/", method="POST",
         data=json.dumps({"definition": definition_text}).encode(),
@@ -663,13 +696,13 @@ def submit_job(url, definition_text, token):
         except (ValueError, AttributeError):
             pass
         raise LavaError("LAVA at %s refused the job: HTTP %d: %s" % (
-            kcidb.shown_url(url), err.code, " ".join(str(text).split())[:300])) from None
+            deadline.shown_url(url), err.code, " ".join(str(text).split())[:300])) from None
     except (urllib.error.URLError, OSError, ValueError, RecursionError) as err:
         raise LavaError("cannot submit to LAVA at %s: %s" % (
-            kcidb.shown_url(url), getattr(err, "reason", err))) from None
+            deadline.shown_url(url), getattr(err, "reason", err))) from None
     ids = answer.get("job_ids") if isinstance(answer, dict) else None
     if not isinstance(ids, list) or not ids:
-        raise LavaError("LAVA at %s answered no job id: %s" % (kcidb.shown_url(url),
+        raise LavaError("LAVA at %s answered no job id: %s" % (deadline.shown_url(url),
                                                                answer))
     return str(ids[0])
 
@@ -677,6 +710,7 @@ def submit_job(url, definition_text, token):
 def job_state(url, job_id, token):
     """(state, health) of a job: Submitted/Scheduling/Scheduled/Running/Canceling/Finished,
     Unknown/Complete/Incomplete/Canceled."""
+    check_server(url)
     what = "LAVA job %s" % job_id
     job = _json_object(_get(url.rstrip("/") + "/api/v0.2/jobs/%s/" % job_id, token, what),
                        what, url)
