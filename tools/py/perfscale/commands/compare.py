@@ -65,7 +65,7 @@ def main(argv):
     if (base.host, base.cpus) != (new.host, new.cpus):
         print("note: comparing results from different machines (%s, %d CPUs vs %s, %d CPUs)"
               % (base.host, base.cpus, new.host, new.cpus))
-    for line in io.uncountable_lines(base.context, new.context):
+    for line in io.count_notes([base.context], new.context, [base.entries], new.entries):
         print(line)
     verdicts = stats.compare_entries(base.entries, new.entries, gate)
     for verdict in verdicts:

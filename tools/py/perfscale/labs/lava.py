@@ -28,6 +28,7 @@ import os
 import re
 import shlex
 import urllib.error
+import urllib.parse
 import urllib.request
 
 from perfscale.gate import comparability, floors, stats
@@ -309,6 +310,38 @@ def validation_problem(document):
     return ""
 
 
+JOB_NAME_MAX = 200  # characters: lava_common.schemas' job_name, Length(max=200)
+
+
+def job_name(run_args, label):
+    """The job's name when the user gives none: the run and the kernel, the run cut short
+    (with an ellipsis) where the whole would pass LAVA's 200 characters; the whole run
+    is in the job's metadata (perfscale.run) all the same."""
+    tail = " on %s" % label
+    run = "perfscale %s" % " ".join(run_args)
+    if len(run) + len(tail) > JOB_NAME_MAX:
+        run = run[:max(0, JOB_NAME_MAX - len(tail) - 1)] + "\u2026"
+    return (run + tail)[:JOB_NAME_MAX]
+
+
+def file_url(path):
+    """The file:// URL of `path` as LAVA reads one. LAVA 2023.01 opens urlparse(url).path
+    as it is, never unescaped (lava_dispatcher/actions/deploy/download.py,
+    FileDownloadAction), so a percent-escaped path would name another file: the URL holds
+    the path as it is, and a path that would not come back whole ('#', '?', a ';' in the
+    file's name, a line break), or a file name with white space (LAVA puts the name on
+    QEMU's command line), is refused: LavaError."""
+    path = os.path.abspath(path)
+    url = "file://" + path
+    name = os.path.basename(path)
+    if urllib.parse.urlparse(url).path != path or any(c.isspace() for c in name):
+        raise LavaError("%r cannot go into a file:// URL as LAVA reads one (it takes the "
+                        "URL's path unescaped; '#', '?', ';', line breaks and a file name "
+                        "with spaces do not come back whole): use another folder or name, "
+                        "or serve the folder and give --image-url" % path)
+    return url
+
+
 def sha256_file(path):
     digest = hashlib.sha256()
     with open(path, "rb") as f:
@@ -424,6 +457,8 @@ def load_yaml(path):
             raise LavaError("not YAML: %s" % str(err).splitlines()[0]) from None
         except RecursionError:
             raise LavaError("not a LAVA job: nested deeper than Python's stack") from None
+        except UnicodeDecodeError:
+            raise LavaError("not UTF-8 text, so not a LAVA job") from None
     if not isinstance(document, dict):
         raise LavaError("not a LAVA job (a YAML mapping)")
     return document
@@ -485,13 +520,37 @@ def job_failure(outcome, lineage):
     return ""
 
 
+def _mapping(value):
+    return value if isinstance(value, dict) else {}
+
+
+def qemu_shape(definition):
+    """(vCPUs, memory in MiB) of a qemu job (its context's -smp and memory, as `lava job`
+    writes them; 1 and 512 where it says nothing).
+    LavaError for a context no qemu job of ours has (a -smp or memory that is no number)."""
+    context = _mapping(_mapping(definition).get("context"))
+    options = context.get("extra_options", [])
+    options = [str(o) for o in (options if isinstance(options, list) else [options])]
+    cpus, memory = 1, context.get("memory", 512)
+    for option in options:
+        if option.startswith("-smp"):
+            words = option.split()
+            if len(words) != 2 or not words[1].isdigit() or not 1 <= int(words[1]) <= 1024:
+                raise LavaError("the job's context has %r, not -smp N" % option)
+            cpus = int(words[1])
+    if isinstance(memory, bool) or not isinstance(memory, (int, str)) \
+            or not str(memory).isdigit() or not 1 <= int(memory) <= 1 << 24:
+        raise LavaError("the job's context has memory %r, not a size in MiB" % (memory,))
+    return cpus, int(memory)
+
+
 def run_context(results_context, outcome, lineage, host_cpus=0):
     """The result's context with what LAVA knows: the job, device and worker (lava_*), the
     device as the lineage's host (the guest calls itself perfscale-lava on every device:
     its name is kept as vm_guest_host_name), and for a qemu device how the guest ran."""
     context = dict(results_context)
-    metadata = (lineage.definition or {}).get("metadata") or {}
-    job_context = (lineage.definition or {}).get("context") or {}
+    metadata = _mapping(_mapping(lineage.definition).get("metadata"))
+    job_context = _mapping(_mapping(lineage.definition).get("context"))
     context.update({"lava_job": str(lineage.job_id), "lava_device": lineage.device,
                     "lava_device_type": lineage.device_type, "lava_worker": lineage.worker,
                     "lava_source": lineage.source,
@@ -501,14 +560,14 @@ def run_context(results_context, outcome, lineage, host_cpus=0):
     if config and "kernel_config_sha256" not in results_context:
         context["kernel_config_sha256"] = config
     if lineage.device_type == "qemu":
-        options = [str(o) for o in job_context.get("extra_options", [])]
-        vcpus = next((int(o.split()[1]) for o in options if o.startswith("-smp ")
-                      and o.split()[1].isdigit()), 1)
+        options = job_context.get("extra_options", [])
+        options = [str(o) for o in (options if isinstance(options, list) else [options])]
+        vcpus, mem_mib = qemu_shape(lineage.definition)
         accel = "kvm" if not job_context.get("no_kvm") else "tcg"
         clock = "instructions" if any(o.startswith("-icount") for o in options) else "real"
         context.update(comparability.vm_context(
             kernel=str(metadata.get("perfscale.kernel", "")), vcpus=vcpus,
-            mem_mib=int(job_context.get("memory", 512)), accel=accel,
+            mem_mib=mem_mib, accel=accel,
             host_cpus=host_cpus or vcpus, clock=clock,
             guest_host_name=context["vm_guest_host_name"]))
     return context
