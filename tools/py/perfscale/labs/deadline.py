@@ -32,7 +32,7 @@ def shown_url(url):
         if parts.port:
             netloc += ":%d" % parts.port
     except ValueError:  # an unclosed [IPv6, a port that is no number: the scheme alone
-        return "%s://..." % urllib.parse.urlsplit(url).scheme
+        return "%s://..." % url.partition("://")[0][:20]
     return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
