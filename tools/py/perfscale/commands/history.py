@@ -23,9 +23,6 @@ from perfscale.history import spool, store, transfer
 from perfscale.labs import lava
 from perfscale.results import io
 
-_SQLITE_MAGIC = b"SQLite format 3\x00"
-
-
 def parse_args(argv):
     parser = argparse.ArgumentParser(prog="tools/perfscale history",
                                      description="Move runs into a history.")
@@ -131,9 +128,7 @@ def _import(args, conn):
             print("history import: %s: no such file" % source, file=sys.stderr)
             return 2
     for source in args.sources:
-        with open(source, "rb") as f:
-            magic = f.read(len(_SQLITE_MAGIC))
-        if magic == _SQLITE_MAGIC:
+        if store.is_sqlite_file(source):
             if os.path.abspath(source) == os.path.abspath(args.history):
                 print("history import: %s is the history itself" % source, file=sys.stderr)
                 return 2

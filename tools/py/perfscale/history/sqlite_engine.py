@@ -158,6 +158,11 @@ def _magic(path):
         return b""
 
 
+def is_sqlite_file(path):
+    """Whether the file at `path` starts as every SQLite 3 file does."""
+    return _magic(path) == SQLITE_MAGIC
+
+
 # A run's rows plus the journal of its transaction: generous for a suite of ~100 rows.
 MIN_FREE_BYTES = 4 << 20
 
