@@ -135,7 +135,7 @@ def test_unknown_baseline_exits_2_before_running(nightly):
 def test_a_file_that_is_not_a_history_is_left_alone(nightly):
     nightly.db.write_text("this is not SQLite\n" * 100)
     code, _, err = nightly("--fixture=base.json")
-    assert code == 2 and "not a usable history" in err
+    assert code == 2 and "not an SQLite file, so not a history" in err
     assert nightly.db.read_text() == "this is not SQLite\n" * 100
 
 
