@@ -560,7 +560,8 @@ def test_import_reads_its_sources_and_never_writes_them(tmp_path, cli):
         other.execute("INSERT INTO notes VALUES ('mine')")
     other.close()
     before = _sha(foreign)
-    code, out, err = cli("history", "import", "--history", tmp_path / "h.sqlite", foreign)
+    code, out, err = cli("history", "import", "--create", "--history", tmp_path / "h.sqlite",
+                         foreign)
     assert code == 2 and "not a perfscale history" in err and str(foreign) in err, (out, err)
     assert _sha(foreign) == before
 
@@ -589,7 +590,7 @@ def _import_from_a_history_i_cannot_write(base):
     mine = os.path.join(base, "mine")
     os.mkdir(mine)
     os.chmod(mine, 0o777)
-    command = [os.path.join(REPO_ROOT, "tools", "perfscale"), "history", "import",
+    command = [os.path.join(REPO_ROOT, "tools", "perfscale"), "history", "import", "--create",
                "--history", os.path.join(mine, "h.sqlite"), source]
     if os.geteuid() == 0:  # root writes anything: import as a user who cannot
         command = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"] + command

@@ -41,8 +41,8 @@ def test_the_test_really_hides_psycopg(no_psycopg):
 def test_an_sqlite_history_needs_no_postgresql_driver(no_psycopg, tmp_path):
     history = tmp_path / "history.sqlite"
     # Written through a command: a loose result file imported as a run.
-    done = no_psycopg("-m", "perfscale.cli", "history", "import", "--history", history,
-                      data("base.json"))
+    done = no_psycopg("-m", "perfscale.cli", "history", "import", "--create", "--history",
+                      history, data("base.json"))
     assert done.returncode == 0, done.stderr
     assert "added as run 1" in done.stdout
     # Read back and written again through the library, and the driver never loaded.
@@ -62,7 +62,7 @@ def test_an_sqlite_history_needs_no_postgresql_driver(no_psycopg, tmp_path):
     assert done.stdout.split("\n")[:3] == ["1 True", "True postgresql://w:***@h/db",
                                            "False False"]
     # A second SQLite history takes the first one's runs: both opened without the driver.
-    done = no_psycopg("-m", "perfscale.cli", "history", "import", "--history",
+    done = no_psycopg("-m", "perfscale.cli", "history", "import", "--create", "--history",
                       tmp_path / "copy.sqlite", history)
     assert done.returncode == 0, done.stderr
     assert "1 run(s) added" in done.stdout

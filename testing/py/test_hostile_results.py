@@ -37,7 +37,8 @@ def _commands(path, tmp_path):
     return {"compare": ("compare", data("base.json"), path),
             "compare as baseline": ("compare", path, data("base.json")),
             "report": ("report", path, "-o", tmp_path / "report", "--no-plots"),
-            "import": ("history", "import", path, "--history", tmp_path / "h.sqlite"),
+            "import": ("history", "import", "--create", path, "--history",
+                       tmp_path / "h.sqlite"),
             "plot": ("plot", path, "-o", tmp_path / "plots")}
 
 

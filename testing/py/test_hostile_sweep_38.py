@@ -144,7 +144,7 @@ def test_import_from_a_server_that_answers_no_lava_job(cli, hostile, tmp_path, m
     """Before: AttributeError ('list' has no .get) or RecursionError, a traceback, exit 1."""
     Hostile.mode = mode
     monkeypatch.setenv("PERFSCALE_LAVA_TOKEN", "t")
-    code, _, err = cli("history", "import", "--history", tmp_path / "h.sqlite", "--lava",
+    code, _, err = cli("history", "import", "--create", "--history", tmp_path / "h.sqlite", "--lava",
                        hostile, "7")
     assert code == 2 and err.startswith("history import: LAVA job 7") \
         and len(err.strip().splitlines()) == 1, err
@@ -178,14 +178,14 @@ def test_a_lava_run_folder_with_a_hostile_line_or_lineage(cli, run_dir, tmp_path
     history = str(tmp_path / "h.sqlite")
     with open(run_dir / "log.yaml", "a", encoding="utf-8") as f:
         f.write("{a: " + "[" * 100000 + "\n")
-    code, out, err = cli("history", "import", "--history", history, "--lava", run_dir)
+    code, out, err = cli("history", "import", "--create", "--history", history, "--lava", run_dir)
     assert code == 0 and "added as run 1" in out, err
     (run_dir / "lineage.json").write_text("[1, 2]")
-    code, _, err = cli("history", "import", "--history", history, "--lava", run_dir)
+    code, _, err = cli("history", "import", "--create", "--history", history, "--lava", run_dir)
     assert code == 2 and "lineage.json is no JSON object" in err
     shutil.copy(data("lava/lineage.json"), run_dir / "lineage.json")
     (run_dir / "job.yaml").write_text("job: [unclosed\n")
-    code, _, err = cli("history", "import", "--history", history, "--lava", run_dir)
+    code, _, err = cli("history", "import", "--create", "--history", history, "--lava", run_dir)
     assert code == 2 and "%s: not YAML" % (run_dir / "job.yaml") in err
 
 

@@ -25,12 +25,13 @@ TOKEN = "s3cret-token-0123"
 
 
 def validate(document):
-    with open(kcidb.SCHEMA_PATH) as f:
-        schema = json.load(f)
-    validator = jsonschema.Draft7Validator(
-        schema, format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER)
-    errors = sorted(validator.iter_errors(document), key=lambda e: list(e.path))
-    assert not errors, "; ".join("%s: %s" % (list(e.path), e.message) for e in errors[:5])
+    """KCIDB's schema as KCIDB reads it (kcidb.schema_problems: draft 7, `$` the end of
+    the text, RFC 3339 and RFC 3986 formats), and no id given twice."""
+    problems = kcidb.schema_problems(document)
+    assert not problems, "; ".join(problems[:5])
+    ids = [item["id"] for kind in ("checkouts", "builds", "tests")
+           for item in document.get(kind, [])]
+    assert len(ids) == len(set(ids))
 
 
 def nulls(value, where="$"):
@@ -68,6 +69,18 @@ def test_the_schema_is_kcidb_ios_v5_3():
     with pytest.raises(AssertionError):
         validate({"version": {"major": 5, "minor": 3},
                   "checkouts": [{"id": "Bad:1", "origin": "Bad"}]})
+    # What Python's re and Debian's jsonschema alone would let by: a last newline before
+    # `$`, an offset with seconds, a URL with a space, a NUL.
+    for checkout in ({"id": "o:1", "origin": "o\n"}, {"id": "o:1", "origin": "o",
+                                                       "git_commit_hash": "a" * 40 + "\n"},
+                     {"id": "o:1", "origin": "o", "start_time": "2026-12-07T10:00:00+05:30:15"},
+                     {"id": "o:1", "origin": "o", "git_repository_url": "https://a b/linux"},
+                     {"id": "o:1", "origin": "o", "comment": "a\0b"}):
+        with pytest.raises(AssertionError):
+            validate({"version": {"major": 5, "minor": 3}, "checkouts": [checkout]})
+    validate({"version": {"major": 5, "minor": 3}, "checkouts": [{
+        "id": "o:1", "origin": "o", "start_time": "2026-12-07T10:00:00.5+05:30",
+        "git_repository_url": "https://git.kernel.org/pub/scm/linux.git"}]})
 
 
 def test_a_result_file_reports_done_and_skip_and_validates(cli):
@@ -108,7 +121,7 @@ def test_ids_are_stable_and_match_the_imported_run(cli, tmp_path):
     other = report_of(cli, data("slow.json"))
     assert {t["id"] for t in other["tests"]}.isdisjoint({t["id"] for t in first["tests"]})
     history = str(tmp_path / "h.sqlite")
-    code, _, err = cli("history", "import", "--history", history, data("base.json"))
+    code, _, err = cli("history", "import", "--create", "--history", history, data("base.json"))
     assert code == 0, err
     imported = report_of(cli, "--run", "1", "--history", history)
     validate(imported)

@@ -217,10 +217,10 @@ def test_the_recorded_lava_run_log():
 
 def test_import_of_a_lava_run_stores_once_with_its_lineage(cli, run_dir, tmp_path):
     history = str(tmp_path / "h.sqlite")
-    code, out, err = cli("history", "import", "--history", history, "--lava", run_dir)
+    code, out, err = cli("history", "import", "--create", "--history", history, "--lava", run_dir)
     assert code == 0, err
     assert "LAVA job 1796340610 (device perfscale-qemu01, worker vm): added as run 1" in out
-    code, out, err = cli("history", "import", "--history", history, "--lava", run_dir)
+    code, out, err = cli("history", "import", "--create", "--history", history, "--lava", run_dir)
     assert code == 0 and "already there as run 1" in out
     with store.open_history(history) as conn:
         (run,) = store.all_runs(conn)
@@ -244,7 +244,7 @@ def test_a_failed_job_is_one_line_and_stores_nothing(cli, run_dir, tmp_path):
         '"Infrastructure", "error_msg": "qemu-system-x86_64 died"}')
     (run_dir / "log.yaml").write_text(log)
     history = str(tmp_path / "h.sqlite")
-    code, out, err = cli("history", "import", "--history", history, "--lava", run_dir)
+    code, out, err = cli("history", "import", "--create", "--history", history, "--lava", run_dir)
     assert code == 2
     assert err.strip() == ("history import: LAVA job 1796340610 failed: Infrastructure: "
                            "qemu-system-x86_64 died")
@@ -253,7 +253,7 @@ def test_a_failed_job_is_one_line_and_stores_nothing(cli, run_dir, tmp_path):
     # Cut before the end of the result: the same, with the reason.
     text = real_log()
     (run_dir / "log.yaml").write_text(text[:text.index(lava.END)])
-    code, _, err = cli("history", "import", "--history", history, "--lava", run_dir)
+    code, _, err = cli("history", "import", "--create", "--history", history, "--lava", run_dir)
     assert code == 2 and "cut off" in err and len(err.strip().splitlines()) == 1
 
 
@@ -370,11 +370,11 @@ def rest():
 def test_import_from_a_lava_server(cli, rest, tmp_path, monkeypatch):
     monkeypatch.setenv("PERFSCALE_LAVA_TOKEN", "lava-token-1")
     history = str(tmp_path / "h.sqlite")
-    code, out, err = cli("history", "import", "--history", history, "--lava", rest, "77")
+    code, out, err = cli("history", "import", "--create", "--history", history, "--lava", rest, "77")
     assert code == 0, err
     assert "LAVA job 77 (device qemu01, worker worker7): added as run 1" in out
     assert all(auth == "Token lava-token-1" for _path, auth in Rest.seen)
-    code, out, _ = cli("history", "import", "--history", history, "--lava", rest, "77")
+    code, out, _ = cli("history", "import", "--create", "--history", history, "--lava", rest, "77")
     assert code == 0 and "already there as run 1" in out
     with store.open_history(history) as conn:
         (run,) = store.all_runs(conn)
@@ -391,11 +391,11 @@ def test_an_incomplete_server_job_stores_nothing(cli, rest, tmp_path, monkeypatc
         '"msg": {"case": "job", "definition": "lava", "result": "fail", "error_type": '
         '"Infrastructure", "error_msg": "Device qemu01 lost"}')
     history = str(tmp_path / "h.sqlite")
-    code, _, err = cli("history", "import", "--history", history, "--lava", rest, "77")
+    code, _, err = cli("history", "import", "--create", "--history", history, "--lava", rest, "77")
     assert code == 2
     assert err.strip() == ("history import: LAVA job 77 failed: Infrastructure: Device "
                            "qemu01 lost")
-    code, _, err = cli("history", "import", "--history", history, "--lava", rest, "78")
+    code, _, err = cli("history", "import", "--create", "--history", history, "--lava", rest, "78")
     assert code == 2 and "HTTP 404" in err and len(err.strip().splitlines()) == 1
     with store.open_history(history) as conn:
         assert store.all_runs(conn) == []

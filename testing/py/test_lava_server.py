@@ -21,6 +21,7 @@ import pytest
 from conftest import alive, wait_for
 
 from perfscale.labs import lava, lava_server
+from perfscale.machine import processes
 
 
 def _one_line_refusal(code, out, err, *words):
@@ -53,15 +54,15 @@ def test_a_second_start_is_one_line(cli, tmp_path):
     # A server's state naming a live process of this test, as a running one would.
     sleeper = subprocess.Popen(["sleep", "60"])
     try:
-        stat = lava_server._stat(sleeper.pid)
+        started = processes.started_at(sleeper.pid)
         (folder / "lava.json").write_text(json.dumps(
-            {"port": 1, "pids": {"web": [sleeper.pid, stat[1]]}}))
+            {"port": 1, "pids": {"web": [sleeper.pid, started]}}))
         code, out, err = cli("lava", "start", folder)
         _one_line_refusal(code, out, err, "runs there already (web)", "lava stop")
         assert alive(sleeper.pid)
         # The same PID started at another time is another program: not running, not ours.
         (folder / "lava.json").write_text(json.dumps(
-            {"pids": {"web": [sleeper.pid, stat[1] + 1]}}))
+            {"pids": {"web": [sleeper.pid, started + 1]}}))
         assert lava_server._running(lava_server._read_state(str(folder))) == []
         assert lava_server.stop(str(folder)) == {}
         assert alive(sleeper.pid)

@@ -416,7 +416,7 @@ def test_serve_refuses_what_it_cannot_serve(tmp_path, cli):
     not_history = tmp_path / "notes.sqlite"
     not_history.write_text("hello")
     code, _out, err = cli("serve", "--history", not_history)
-    assert code == 2 and "not a usable history" in err
+    assert code == 2 and "not an SQLite file, so not a history" in err
     with pytest.raises(SystemExit) as usage:
         cli("serve", "--history", not_history, "--listen", "8080")
     assert usage.value.code == 2

@@ -81,15 +81,17 @@ def main(argv):
         rest = rest[1:]
     try:
         module = importlib.import_module(module_name)
-    except ModuleNotFoundError as err:
-        if err.name != module_name:
-            raise
-        print("perfscale: '%s' is not available in this checkout" %
-              " ".join(argv[:2] if command == "parity" else argv[:1]),
-              file=sys.stderr)
-        return 2
-    try:
         return module.main(rest)
+    except ModuleNotFoundError as err:
+        if err.name == module_name:
+            print("perfscale: '%s' is not available in this checkout" %
+                  " ".join(argv[:2] if command == "parity" else argv[:1]),
+                  file=sys.stderr)
+            return 2
+        if not err.name or err.name.split(".")[0] == "perfscale":
+            raise
+        print(missing_module(command, err.name), file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         # The children are gone with the terminal's process group; what is left to say is
         # that it stopped, not where Python was at that moment.
@@ -98,6 +100,16 @@ def main(argv):
     except BrokenPipeError:  # our own output's reader went away (`| head`)
         _quiet_stdout()
         return 141
+
+
+def missing_module(command, name):
+    """The line for a Python module a command needs that is not installed: its --help
+    too imports the command's library (numpy and scipy for the gate), and the front door
+    installs nothing for --help."""
+    top = name.split(".")[0]
+    return ("perfscale %s: Python's %s is not installed; `tools/perfscale %s` without "
+            "--help installs what it needs (tools/setup, as root), or apt-get install "
+            "python3-%s" % (command, top, command, top.lower()))
 
 
 def _reopen_closed_standard_fds():

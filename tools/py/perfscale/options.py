@@ -11,6 +11,7 @@ import argparse
 import os
 
 from perfscale.gate import stats
+from perfscale.labs import tokens
 from perfscale.parity import common
 from perfscale.suite import inject, nightly, runner
 from perfscale.vm import qemu
@@ -155,16 +156,12 @@ MIN_TOKEN = 16  # characters: a token a person could guess is no token
 
 
 def read_token(path):
-    if path:
-        try:
-            with open(path, encoding="utf-8") as f:
-                token = f.read().strip()
-        except OSError as err:
-            raise ValueError("--token-file %s: %s" % (path, err.strerror or err)) from None
-    else:
-        token = os.environ.get(TOKEN_ENV, "").strip()
-        if not token:
-            return None
+    """The triage token from the file `path`, else $PERFSCALE_TRIAGE_TOKEN; None when
+    neither gives one. ValueError (never holding the token) for one that is too short or
+    that no HTTP header can carry (perfscale.labs.tokens)."""
+    token = tokens.read(path, TOKEN_ENV)
+    if not token and not path:
+        return None
     if len(token) < MIN_TOKEN:
         raise ValueError("the triage token must be at least %d characters" % MIN_TOKEN)
     return token

@@ -26,6 +26,7 @@ import urllib.request
 from perfscale import options
 from perfscale.gate import alerting
 from perfscale.history import alerts, store, triage
+from perfscale.labs import deadline
 from perfscale.web.app import TOKEN_HEADER
 
 
@@ -80,13 +81,14 @@ def dashboard_url(text):
     trailing slash; ValueError otherwise. urllib would open a file:// URL as a file, and
     a malformed one (no scheme, an unclosed [IPv6) raises deep in the request."""
     try:
-        url = urllib.parse.urlsplit(text)
-        url.port  # ValueError for a port that is not a number
+        deadline.check_url(text)
     except ValueError as err:
-        raise ValueError("--dashboard %s: not a URL (%s)" % (text, err)) from None
-    if url.scheme not in ("http", "https") or not url.hostname or url.query or url.fragment:
+        raise ValueError("--dashboard wants the dashboard's address, http://HOST:PORT: %s"
+                         % err) from None
+    url = urllib.parse.urlsplit(text)
+    if url.query or url.fragment:
         raise ValueError("--dashboard wants the dashboard's address, http://HOST:PORT, "
-                         "got '%s'" % text)
+                         "without a query")
     return text.rstrip("/")
 
 
@@ -118,14 +120,15 @@ def _through_dashboard(args):
     request = urllib.request.Request("%s/alert/%d/state" % (args.dashboard, args.alert),
                                      data=data, headers={TOKEN_HEADER: token})
     try:
-        with urllib.request.urlopen(request, timeout=30):
-            pass
+        deadline.read(request, 30)  # a redirect to another host is not followed
     except urllib.error.HTTPError as err:
-        print("alerts: %s answered %d: %s" % (args.dashboard, err.code, err.reason),
+        print("alerts: %s answered %d: %s" % (deadline.shown_url(args.dashboard), err.code,
+                                              err.reason),
               file=sys.stderr)
         return 2
     except (urllib.error.URLError, OSError) as err:
-        print("alerts: cannot reach %s: %s" % (args.dashboard, getattr(err, "reason", err)),
+        print("alerts: cannot reach %s: %s" % (deadline.shown_url(args.dashboard),
+                                                getattr(err, "reason", err)),
               file=sys.stderr)
         return 2
     print("alert #%d: %s (%s: %s)" % (args.alert, args.state, args.who.strip(),
@@ -142,7 +145,10 @@ def main(argv):
         print("alerts: no history at %s" % args.history, file=sys.stderr)
         return 2
     try:
-        with store.open_history(args.history, read_only=args.action == "list") as conn:
+        # Only a nightly starts a history: alerts change or scan one that is there, and
+        # never write perfscale's tables into another file.
+        with store.open_history(args.history, read_only=args.action == "list",
+                                create=False) as conn:
             if args.action == "scan":
                 found = alerting.scan(conn, lambda line: print(line, flush=True))
                 print("%d changepoint alert(s) opened, %d joined" % (

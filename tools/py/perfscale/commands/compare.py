@@ -65,8 +65,7 @@ def main(argv):
     if (base.host, base.cpus) != (new.host, new.cpus):
         print("note: comparing results from different machines (%s, %d CPUs vs %s, %d CPUs)"
               % (base.host, base.cpus, new.host, new.cpus))
-    for line in io.context_lines(base.context, new.context,
-                                 [n for n in new.entries if n in base.entries]):
+    for line in io.count_notes([base.context], new.context, [base.entries], new.entries):
         print(line)
     verdicts = stats.compare_entries(base.entries, new.entries, gate)
     for verdict in verdicts:

@@ -1,13 +1,15 @@
 """`tools/perfscale history`: move runs into a history.
 
     tools/perfscale history sync [--history DB] [--spool DIR]
-    tools/perfscale history import [--history DB] [--config NAME] SOURCE...
+    tools/perfscale history import [--history DB] [--create] [--config NAME] SOURCE...
 
 sync stores the runs a nightly spooled while its history's server could not be reached
 (perfscale.history.spool). import brings SQLite histories (each with its lineages,
 calibrations and verdicts) and loose result files (unjudged runs, never baselines) into
 the history: a run already there (same run key) is skipped, so importing twice stores
-each run once. DB: an SQLite file, a postgresql:// URL or a libpq service (service=NAME);
+each run once. import adds to a history that is there: --create starts a new one at a path
+where there is none (else a mistyped path would quietly become a history of its own).
+DB: an SQLite file, a postgresql:// URL or a libpq service (service=NAME);
 docs/fleet-history.md. Exit 0: done; 2: bad input or the history cannot be used.
 """
 
@@ -20,9 +22,6 @@ from perfscale.suite import runner
 from perfscale.history import spool, store, transfer
 from perfscale.labs import lava
 from perfscale.results import io
-
-_SQLITE_MAGIC = b"SQLite format 3\x00"
-
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(prog="tools/perfscale history",
@@ -46,6 +45,9 @@ def parse_args(argv):
                                      "`tools/perfscale lava run` wrote (docs/labs.md)")
             action.add_argument("--token-file", metavar="FILE",
                                 help="the LAVA server's API token, for --lava URL")
+            action.add_argument("--create", action="store_true",
+                                help="start a new history at --history if there is none "
+                                "(else a missing one is refused: a mistyped path)")
             action.add_argument("sources", nargs="*", metavar="SOURCE",
                                 help="an SQLite history or a results JSON file (with "
                                      "--lava URL: the job's id)")
@@ -69,9 +71,12 @@ def main(argv):
     try:
         # An import or sync may wait longer on a server than a nightly (a year's COPY),
         # but not forever on one that stopped answering.
-        conn = store.open_history(args.history, answer_within_s=IMPORT_TIMEOUT_S)
+        conn = store.open_history(args.history, answer_within_s=IMPORT_TIMEOUT_S,
+                                  create=args.action == "sync" or args.create)
     except store.HistoryError as err:
-        print("%s: %s" % (prog, err), file=sys.stderr)
+        print("%s: %s%s" % (prog, err, "; --create starts a new one there"
+                            if args.action == "import" and not store.is_server(args.history)
+                            and not os.path.exists(args.history) else ""), file=sys.stderr)
         return 2
     try:
         if args.action == "sync":
@@ -97,12 +102,7 @@ def _import_lava(args, conn):
     """A LAVA job's result into the history, judged like a nightly: exit 1 on a
     regression, as the nightly's."""
     if "://" in args.lava:
-        token = ""
-        if args.token_file:
-            with open(args.token_file, encoding="utf-8") as f:
-                token = f.read().strip()
-        else:
-            token = os.environ.get("PERFSCALE_LAVA_TOKEN", "").strip()
+        token = lava.read_token(args.token_file, required=False)
         outcome, lineage = lava.fetch_job(args.lava, args.sources[0], token)
     else:
         outcome, lineage = lava.read_run_dir(args.lava)
@@ -128,9 +128,7 @@ def _import(args, conn):
             print("history import: %s: no such file" % source, file=sys.stderr)
             return 2
     for source in args.sources:
-        with open(source, "rb") as f:
-            magic = f.read(len(_SQLITE_MAGIC))
-        if magic == _SQLITE_MAGIC:
+        if store.is_sqlite_file(source):
             if os.path.abspath(source) == os.path.abspath(args.history):
                 print("history import: %s is the history itself" % source, file=sys.stderr)
                 return 2

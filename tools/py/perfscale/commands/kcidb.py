@@ -15,7 +15,7 @@ import sys
 
 from perfscale import options
 from perfscale.history import store
-from perfscale.labs import kcidb
+from perfscale.labs import deadline, kcidb
 
 
 def parse_args(argv):
@@ -63,7 +63,7 @@ def main(argv):
         if args.submit:
             kcidb.submit(args.submit, text.encode(), token)
             print("kcidb: %d test(s) submitted to %s" % (len(document["tests"]),
-                                                         kcidb.shown_url(args.submit)),
+                                                         deadline.shown_url(args.submit)),
                   file=sys.stderr)
     except kcidb.KcidbError as err:
         print("kcidb: %s" % err, file=sys.stderr)

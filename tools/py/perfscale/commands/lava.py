@@ -115,8 +115,14 @@ def job_main(argv):
                      "machine has its own")
     if not 1 <= args.cpus <= 64 or not 256 <= args.mem <= 65536 or args.timeout < 15:
         parser.error("--cpus 1..64, --mem 256..65536 and --timeout 15 or more minutes")
+    if len(args.name) > lava.JOB_NAME_MAX:
+        parser.error("--name: LAVA takes a job name of %d characters at most, this one has "
+                     "%d" % (lava.JOB_NAME_MAX, len(args.name)))
     try:
         vmlinuz, label = kernel.resolve_kernel(args.kernel)
+        if not args.image_url:  # before the build: a path LAVA cannot read stops here
+            lava.file_url(vmlinuz)
+            lava.file_url(os.path.join(args.out, "ramdisk.cpio.gz"))
         runner.check_family(options.family)
         # The tests' stand-in for the family binary (run's PERFSCALE_BINARY), when it is
         # one file that can go into the ramdisk.
@@ -131,6 +137,9 @@ def job_main(argv):
     except runner.BuildError as err:
         print("lava job: %s" % err, file=sys.stderr)
         return err.status
+    except lava.LavaError as err:
+        print("lava job: %s" % err, file=sys.stderr)
+        return 2
     try:
         return _write_job(args, options, run_args, vmlinuz, label, binary)
     except (OSError, kernel.VmError) as err:
@@ -152,13 +161,12 @@ def _write_job(args, options, run_args, vmlinuz, label, binary):
         base = args.image_url.rstrip("/") + "/"
         kernel_url, ramdisk_url = base + "vmlinuz", base + "ramdisk.cpio.gz"
     else:
-        kernel_url = "file://" + os.path.abspath(vmlinuz)
-        ramdisk_url = "file://" + os.path.abspath(ramdisk)
+        kernel_url, ramdisk_url = lava.file_url(vmlinuz), lava.file_url(ramdisk)
     release = os.path.basename(vmlinuz).partition("vmlinuz-")[2]
     config = identity.config_digest(release, None, os.path.dirname(vmlinuz)) \
         if release else "unknown"
     job = lava.Job(
-        name=args.name or "perfscale %s on %s" % (" ".join(run_args), label),
+        name=args.name or lava.job_name(run_args, label),
         device_type=args.device_type, kernel_url=kernel_url, ramdisk_url=ramdisk_url,
         kernel_sha256=lava.sha256_file(vmlinuz), ramdisk_sha256=lava.sha256_file(ramdisk),
         command=[guest_binary] + runner.binary_flags(options, lava.RESULT),
@@ -194,7 +202,10 @@ def run_parser():
 
 
 def run_main(argv):
-    args = run_parser().parse_args(argv)
+    parser = run_parser()
+    args = parser.parse_args(argv)
+    if args.timeout < 1:
+        parser.error("--timeout must be at least 1 second")
     job_path = os.path.join(args.job_dir, "job.yaml")
     try:
         document = lava.load_yaml(job_path)
@@ -220,14 +231,17 @@ def run_main(argv):
             print("lava run: %s" % err, file=sys.stderr)
             return 2
         templates = lava.find_templates((_CACHE_TEMPLATES,))
-    context = document.get("context", {})
-    cpus = int(str(context.get("extra_options", ["-smp 1"])[0]).split()[-1])
+    try:
+        cpus, memory = lava.qemu_shape(document)
+    except lava.LavaError as err:
+        print("lava run: %s: %s" % (job_path, err), file=sys.stderr)
+        return 2
     output = args.output or os.path.join(args.job_dir, time.strftime("run-%Y%m%dT%H%M%SZ",
                                                                      time.gmtime()))
     os.makedirs(output, exist_ok=True)
     device = os.path.join(output, "device.yaml")
     with open(device, "w", encoding="utf-8") as f:
-        f.write(lava.device_description(templates, cpus, int(context.get("memory", 1024))))
+        f.write(lava.device_description(templates, cpus, memory))
     job_id = str(int(time.time()))
     shutil.copyfile(job_path, os.path.join(output, "job.yaml"))
     with open(os.path.join(output, "lineage.json"), "w", encoding="utf-8") as f:
@@ -296,22 +310,24 @@ def submit_parser():
 
 
 def submit_main(argv):
-    args = submit_parser().parse_args(argv)
+    parser = submit_parser()
+    args = parser.parse_args(argv)
+    if args.wait < 0:
+        parser.error("--wait must not be negative (0: do not follow the job)")
     path = os.path.join(args.job, "job.yaml") if os.path.isdir(args.job) else args.job
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
-        if args.token_file:
-            with open(args.token_file, encoding="utf-8") as f:
-                token = f.read().strip()
-        else:
-            token = os.environ.get("PERFSCALE_LAVA_TOKEN", "").strip()
+        token = lava.read_token(args.token_file)
     except OSError as err:
-        print("lava submit: %s" % err, file=sys.stderr)
+        print("lava submit: %s: %s" % (path, err.strerror or err), file=sys.stderr)
         return 2
-    if not token:
-        print("lava submit: no token: give --token-file FILE or set PERFSCALE_LAVA_TOKEN",
+    except UnicodeDecodeError:
+        print("lava submit: %s is not UTF-8 text, so not a job of `lava job`" % path,
               file=sys.stderr)
+        return 2
+    except lava.LavaError as err:
+        print("lava submit: %s" % err, file=sys.stderr)
         return 2
     try:
         job_id = lava.submit_job(args.url, text, token)

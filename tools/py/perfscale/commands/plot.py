@@ -48,6 +48,9 @@ def main(argv):
     if not args.vs_kernel and (args.x or args.metric or args.ratio):
         parser.error("--x, --metric and --ratio go with --vs-kernel")
     x_params = [p for p in (args.x or "").split("*") if p]
+    if args.vs_kernel and (not x_params or len(x_params) != len((args.x or "").split("*"))):
+        parser.error("--x wants PARAM[*PARAM...], parameter names joined by *, got '%s'"
+                     % args.x)
     try:
         pattern = re.compile(args.filter) if args.filter else None
     except re.error as err:

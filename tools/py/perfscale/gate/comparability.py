@@ -148,9 +148,9 @@ def judge(base, new, out, options):
     if base.cpus != new.cpus:
         print("note: %d CPUs against %d: counts that grow with the CPUs differ for that "
               "reason alone" % (base.cpus, new.cpus), file=out)
-    common = [n for n in new.entries if n in base.entries]
-    for line in io.context_lines(base.context, new.context, common):
+    for line in io.count_notes([base.context], new.context, [base.entries], new.entries):
         print(line, file=out)
+    common = [n for n in new.entries if n in base.entries]
     if not common:
         print("no benchmark in both runs: nothing can be judged", file=out)
         return 2

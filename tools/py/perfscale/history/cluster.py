@@ -13,13 +13,13 @@ import json
 import os
 import pwd
 import secrets
-import select
 import signal
 import socket
 import subprocess
 import time
 
 from perfscale.history import schema, store
+from perfscale.machine import processes
 
 BIN = os.environ.get("PERFSCALE_PG_BIN", "/usr/lib/postgresql/15/bin")
 SYSTEM_USER = "perfscale-db"
@@ -269,22 +269,15 @@ def stop(directory, timeout_s=60):
     pid = _pid_file(data)
     if pid is None:
         return None
-    try:
-        pidfd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return None
-    try:
+    with processes.held(pid) as pidfd:  # machine.processes: the one home of this check
+        if pidfd is None:
+            return None
         if not _is_postmaster_of(pid, data):
             raise DbError("%s names pid %d, which is not the PostgreSQL server of %s: the "
                           "pid file is stale; nothing was signalled (remove the file once no "
                           "server runs there)" % (os.path.join(data, "postmaster.pid"), pid,
                                                   data))
-        signal.pidfd_send_signal(pidfd, signal.SIGINT)
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if select.select([pidfd], [], [], 0.1)[0]:
-                return pid
-        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        processes.send(pidfd, signal.SIGINT)
+        if not processes.wait_exit(pidfd, timeout_s):
+            processes.send(pidfd, signal.SIGKILL)
         return pid
-    finally:
-        os.close(pidfd)

@@ -33,6 +33,11 @@ def redact(text, target=""):
     return targets.redact(text)
 
 
+def is_sqlite_file(path):
+    """Whether `path` is an SQLite file (its first bytes), a history or not."""
+    return sqlite_engine.is_sqlite_file(path)
+
+
 def describe(target):
     """The history's name for messages: a server URL's password redacted."""
     return redact(str(target))

@@ -14,7 +14,8 @@ from perfscale.machine import identity
 SCHEMA_VERSION = schema.SCHEMA_VERSION
 
 
-def open_history(target, read_only=False, check_pages=True, answer_within_s=None):
+def open_history(target, read_only=False, check_pages=True, answer_within_s=None,
+                 create=True):
     """Opens the history at `target`: an SQLite path, a postgresql:// URL or a libpq
     key=value string; a writer creates or migrates it if needed. Refuses what is not a
     history, one of a newer schema, and one that would fail later (damaged, locked, not
@@ -26,7 +27,11 @@ def open_history(target, read_only=False, check_pages=True, answer_within_s=None
     the dashboard, which opens the history for each request.
     answer_within_s: for a server, the longest one statement may wait for its answer before
     the connection is cut and HistoryUnavailable raised (None: no bound; SQLite has its own
-    lock timeout)."""
+    lock timeout).
+    create=False: for writers that keep what is there and never start a history (alerts,
+    an import without --create): a missing or empty history is refused, as for readers.
+    No writer ever creates perfscale's tables beside another application's: an SQLite
+    file or database with tables but none of a history's is refused, nothing written."""
     target = str(target)
     if targets.engine_of(target) == targets.POSTGRESQL:
         try:  # the driver only now: an SQLite history never needs it
@@ -38,11 +43,11 @@ def open_history(target, read_only=False, check_pages=True, answer_within_s=None
         engine = postgres_engine.Engine(target, HistoryError, HistoryUnavailable, read_only,
                                         answer_within_s)
     else:
-        engine = sqlite_engine.Engine(target, HistoryError, read_only)
+        engine = sqlite_engine.Engine(target, HistoryError, read_only, create)
     store = Store(engine)
     try:
         with store._errors():
-            _create_or_migrate(store, read_only)
+            _create_or_migrate(store, read_only, create)
             engine.check_usable(check_pages)
     except BaseException:
         store.close()
@@ -50,7 +55,7 @@ def open_history(target, read_only=False, check_pages=True, answer_within_s=None
     return store
 
 
-def _create_or_migrate(store, read_only=False):
+def _create_or_migrate(store, read_only=False, create=True):
     """Creates the schema of a new history, or checks or migrates an existing one, as one
     step: two nightlies opening a new history at once never both create it, nor does one
     see the other's half-made schema (SQLite's write lock; a PostgreSQL advisory lock).
@@ -74,7 +79,11 @@ def _create_or_migrate(store, read_only=False):
         if engine.name == "postgresql":
             engine.lock_schema()
         version, tables = engine.version(), engine.tables()
-        if version == 0 and not (tables & {"runs", "calibration"}):
+        if version == 0 and not tables:
+            if not create:
+                raise HistoryError("%s: %s with nothing in it, not a perfscale history yet "
+                                   "(`tools/perfscale nightly --history` starts one)"
+                                   % (store.name, kind))
             for statement in engine.script(schema.CREATE):
                 engine.execute(statement)
             engine.set_version(SCHEMA_VERSION)
@@ -84,7 +93,14 @@ def _create_or_migrate(store, read_only=False):
                                "%d): update perfscale to use it" % (
                                    store.name, version, SCHEMA_VERSION))
         if version < 1 or "runs" not in tables:
-            raise HistoryError("%s: %s, but not a perfscale history" % (store.name, kind))
+            raise HistoryError("%s: %s of another application (tables %s), not a perfscale "
+                               "history; nothing was written to it" % (
+                                   store.name, kind, ", ".join(sorted(tables)[:5])))
+        problems = engine.check()
+        if problems:  # before a step that would carry the damage into the new schema
+            raise HistoryError("%s: damaged (%s); not migrated from schema %d, nothing was "
+                               "changed: keep a copy, then try `sqlite3 %s .recover`" % (
+                                   store.name, "; ".join(problems), version, store.name))
         while version < SCHEMA_VERSION:
             for statement in engine.script(schema.MIGRATIONS[version]):
                 engine.execute(statement)

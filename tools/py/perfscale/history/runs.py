@@ -73,6 +73,10 @@ LINEAGE = "host = ? AND machine = ? AND cpus = ? AND config = ?"
 
 
 def get_run(conn, run_id):
+    """The run's row, or None; an id no 64-bit column holds is no run (the drivers raise
+    OverflowError for it, outside any history error)."""
+    if not 0 < run_id < 1 << 63:
+        return None
     with conn._errors():
         rows = conn.engine.execute("SELECT * FROM runs WHERE id = ?", (run_id,))
     return rows[0] if rows else None

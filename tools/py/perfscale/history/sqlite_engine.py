@@ -21,19 +21,24 @@ Error = sqlite3.Error
 class Engine:
     name = "sqlite"
 
-    def __init__(self, path, failure, read_only=False):
+    def __init__(self, path, failure, read_only=False, create=True):
         """failure(message) -> the exception to raise (store.HistoryError). read_only: for
         readers (plot, report): the file must exist, and no write lock is ever taken, so a
-        reader neither creates a history at a mistyped path nor waits for a writer."""
+        reader neither creates a history at a mistyped path nor waits for a writer.
+        create=False: a writer that must find the history there (alerts, an import)."""
         self.target = path
         self.described = path
         self.read_only = read_only
         if os.path.exists(path) and not os.path.isfile(path):
             raise failure("%s: not a regular file, so not a history (a history is an SQLite "
                           "file; give its path)" % path)
-        if read_only and not os.path.isfile(path):
+        if (read_only or not create) and not os.path.isfile(path):
             raise failure("%s: no such history (check the path; `tools/perfscale nightly "
                           "--history PATH` creates one)" % path)
+        magic = _magic(path)
+        if magic and not SQLITE_MAGIC.startswith(magic[:len(SQLITE_MAGIC)]):
+            raise failure("%s: not an SQLite file, so not a history (nothing was written "
+                          "to it; give the history's path)" % path)
         directory = os.path.dirname(os.path.abspath(path))
         try:
             if read_only:
@@ -109,7 +114,10 @@ class Engine:
         self._conn.execute("PRAGMA user_version = %d" % int(version))
 
     def check(self):
-        return self.execute("PRAGMA integrity_check")[0]["integrity_check"] == "ok"
+        """[] when SQLite's integrity_check finds the whole file sound (every page, every
+        index against its table), else its first complaints."""
+        problems = [next(iter(row.values())) for row in self.execute("PRAGMA integrity_check(5)")]
+        return [] if problems == ["ok"] else problems
 
     def file_size(self):
         return os.path.getsize(self.target)
@@ -136,6 +144,23 @@ class Engine:
             raise sqlite3.OperationalError(
                 "No space left on device: %d KiB free, a run needs about %d KiB"
                 % (stat.f_bavail * stat.f_frsize // 1024, MIN_FREE_BYTES // 1024))
+
+
+SQLITE_MAGIC = b"SQLite format 3\x00"  # the first bytes of every SQLite 3 file
+
+
+def _magic(path):
+    """The first bytes of the file at `path` (b"" when empty or absent)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(SQLITE_MAGIC))
+    except OSError:
+        return b""
+
+
+def is_sqlite_file(path):
+    """Whether the file at `path` starts as every SQLite 3 file does."""
+    return _magic(path) == SQLITE_MAGIC
 
 
 # A run's rows plus the journal of its transaction: generous for a suite of ~100 rows.

@@ -26,7 +26,7 @@ from perfscale.history.calibrations import (Calibration, all_calibrations,
                                             calibrated_configs, calibrated_lineages,
                                             load_calibration, store_calibration)
 from perfscale.history.connection import (HistoryError, HistoryUnavailable, Store, describe,
-                                          is_server, redact)
+                                          is_server, is_sqlite_file, redact)
 from perfscale.history.migrations import SCHEMA_VERSION, open_history
 from perfscale.history.runs import (BENCHMARK_COLUMNS, RunInfo, all_runs, as_results_document,
                                     check_attribution, copy_run, counts, derived_run_key,
@@ -41,7 +41,7 @@ __all__ = [
     "SCHEMA_VERSION", "Store", "all_calibrations", "all_runs", "as_results_document",
     "calibrated_configs", "calibrated_lineages", "check_attribution", "copy_run", "counts",
     "derived_run_key", "describe", "find_baseline", "find_baselines", "get_run", "has_run",
-    "is_server", "latest_of_other_machine", "latest_runs", "load_calibration",
-    "load_entries", "mark_complete", "new_run_key", "open_history", "passing_run_ids",
-    "record_run", "redact", "run_content", "run_id_of", "run_rows", "series", "size_bytes",
-    "store_calibration", "trends", "utc_now"]
+    "is_server", "is_sqlite_file", "latest_of_other_machine", "latest_runs",
+    "load_calibration", "load_entries", "mark_complete", "new_run_key", "open_history",
+    "passing_run_ids", "record_run", "redact", "run_content", "run_id_of", "run_rows",
+    "series", "size_bytes", "store_calibration", "trends", "utc_now"]

@@ -30,11 +30,10 @@ import os
 import re
 import statistics
 import urllib.error
-import urllib.parse
 import urllib.request
 
 from perfscale.gate import stats
-from perfscale.labs import deadline
+from perfscale.labs import deadline, tokens
 from perfscale.history import store, transfer
 from perfscale.results import headlines, io
 
@@ -43,7 +42,14 @@ SCHEMA_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                            "kcidb_v5_3.schema.json")
 ORIGIN_RE = re.compile(r"^[a-z0-9_]+$")  # the schema's origin pattern
 _PATH_JUNK = re.compile(r"[^a-zA-Z0-9_-]+")  # what a path segment may not hold
-_HEX40 = re.compile(r"^[0-9a-f]{40}$")
+_HEX40 = re.compile(r"[0-9a-f]{40}")  # fullmatch, as every pattern here
+_ARCH = re.compile(r"[a-z0-9_]+")
+# An https URL as RFC 3986 spells one (KCIDB's format "uri"): no space, no control
+# character, no letter outside ASCII, a % only before two hex digits.
+_HTTPS_URL = re.compile(r"https://([A-Za-z0-9._~:/?#\[\]@!$&'()*+,;=-]|%[0-9A-Fa-f]{2})+")
+# Characters no KCIDB string may hold (NUL: every pattern's [^\0]; PostgreSQL's JSON
+# refuses it too), and the other control characters, which no report of ours means.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _ALNUM, _UPPER = re.compile(r"^[A-Za-z0-9]$"), re.compile(r"^[A-Z]$")
 _LOWER_OR_DIGIT = re.compile(r"^[a-z0-9]$")
 _TOKEN_ENV = "PERFSCALE_KCIDB_TOKEN"
@@ -77,7 +83,7 @@ class Judgement:
 
 
 def check_origin(origin):
-    if not ORIGIN_RE.match(origin or ""):
+    if not ORIGIN_RE.fullmatch(origin or ""):  # fullmatch: `$` lets a last newline by
         raise KcidbError("origin '%s' is not a KCIDB origin (lower-case letters, digits and "
                          "_ only, e.g. perfscale_lab1)" % origin)
 
@@ -166,7 +172,7 @@ def measurements(entry):
 
 def architecture(context):
     arch = context.get("kernel_arch") or context.get("machine_arch")
-    if isinstance(arch, str) and re.match(r"^[a-z0-9_]+$", arch):
+    if isinstance(arch, str) and _ARCH.fullmatch(arch):
         return arch
     release = str(context.get("kernel_release") or "")
     for flavour, name in _ARCH_OF_FLAVOUR:
@@ -185,16 +191,26 @@ def _time(text):
         return ""
     if parsed.tzinfo is None:
         return ""
-    return parsed.isoformat()
+    # In UTC: RFC 3339 offsets are hours and minutes, and an offset with seconds (Python
+    # writes +05:30:15 for one) is no date-time KCIDB takes.
+    return parsed.astimezone(datetime.timezone.utc).isoformat()
 
 
 def clean(value):
-    """`value` without None and non-finite numbers anywhere: KCIDB allows no null."""
+    """`value` without None and non-finite numbers anywhere (KCIDB allows no null), and
+    its text without control characters (a NUL is in no KCIDB string; the others become
+    U+FFFD, so that what was there is seen)."""
     if isinstance(value, dict):
-        return {k: clean(v) for k, v in value.items() if _present(v)}
+        return {scrubbed(k): clean(v) for k, v in value.items() if _present(v)}
     if isinstance(value, (list, tuple)):
         return [clean(v) for v in value if _present(v)]
-    return value
+    return scrubbed(value) if isinstance(value, str) else value
+
+
+def scrubbed(value):
+    """`value` (a string) as KCIDB takes text: NUL left out, other control characters but
+    tab and newline as U+FFFD."""
+    return _CONTROL.sub(lambda m: "" if m.group() == "\0" else "\ufffd", value)
 
 
 def _present(value):
@@ -208,17 +224,19 @@ def checkout_and_build(origin, context):
     tree = str(context.get("kernel_tree") or "")
     url = str(context.get("kernel_git_url") or "")
     commit = str(context.get("kernel_git_commit") or "").lower()
-    commit = commit if _HEX40.match(commit) else ""
+    commit = commit if _HEX40.fullmatch(commit) else ""
     checkout = clean({
         "id": "%s:checkout-%s" % (origin, _digest(release, tree, url, commit)),
         "origin": origin,
         "tree_name": tree,
-        "git_repository_url": url if url.startswith("https://") else "",
+        "git_repository_url": url if _HTTPS_URL.fullmatch(url) else "",
         "git_commit_hash": commit,
         "comment": "Linux %s" % release,
         "valid": True,
         "misc": {"kernel_release": release, "kernel_version": context.get("kernel_version"),
-                 "vm_kernel": context.get("vm_kernel")},
+                 "vm_kernel": context.get("vm_kernel"),
+                 # What the fields above could not take, kept as it came.
+                 "kernel_git_url": url if url and not _HTTPS_URL.fullmatch(url) else None},
     })
     arch = architecture(context)
     config = str(context.get("kernel_config_sha256") or "")
@@ -263,8 +281,9 @@ def report(origin, results, run_key, judgements=None, lineage=None):
     env = environment(context)
     start = _time(context.get("date"))
     tests = []
+    bases = test_paths(results.entries.values())
     for entry in results.entries.values():
-        base = "perfscale.%s.%s" % (family_path(entry.family), params_segment(entry.params))
+        base = bases[entry.name]
         misc = clean({"benchmark": entry.name, "run_key": run_key,
                       "repetitions": len(entry.real_ns), **(lineage or {})})
         common = clean({"build_id": build["id"], "origin": origin, "start_time": start,
@@ -290,8 +309,88 @@ def report(origin, results, run_key, judgements=None, lineage=None):
                 **common, "id": "%s:%s:%s" % (origin, run_key, path), "path": path,
                 "status": status, "number": number_of(metric, value),
                 "comment": "%s %s" % (entry.name, metric), "misc": test_misc}))
-    return {"version": dict(SCHEMA_VERSION), "checkouts": [checkout], "builds": [build],
-            "tests": tests}
+    document = {"version": dict(SCHEMA_VERSION), "checkouts": [checkout],
+                "builds": [build], "tests": tests}
+    check(document)
+    return document
+
+
+def test_paths(entries):
+    """{benchmark name: its tests' path}: the family's words and the parameters' initials
+    (family_path, params_segment), as the LAVA job's guest names its cases. Where two
+    benchmarks come out the same (names that differ only in what a path cannot hold, or
+    in a parameter the path leaves out, such as min_time), each of them gets a digest of
+    its whole name as well: one id for two would have KCIDB keep one of the two figures."""
+    paths = {}
+    for entry in entries:
+        paths[entry.name] = "perfscale.%s.%s" % (family_path(entry.family),
+                                                 params_segment(entry.params))
+    taken = {}
+    for path in paths.values():
+        taken[path] = taken.get(path, 0) + 1
+    return {name: path if taken[path] == 1 else "%s-%s" % (path, _digest(name)[:8])
+            for name, path in paths.items()}
+
+
+def schema_problems(document):
+    """What KCIDB's own schema (kcidb_v5_3.schema.json, JSON Schema draft 7) says against
+    `document`: [] when it takes it. Checked as KCIDB reads the schema, where Python's
+    jsonschema alone is laxer: a pattern's `$` is the end of the text (ECMA-262), not a
+    last newline before it, and date-time and uri are RFC 3339's and RFC 3986's formats
+    (Debian 12's jsonschema has no date-time checker). KcidbError when python3-jsonschema
+    is missing."""
+    try:
+        import jsonschema
+    except ImportError:
+        raise KcidbError("checking the report against KCIDB's schema needs Python's "
+                         "jsonschema: tools/setup tools installs python3-jsonschema") from None
+    with open(SCHEMA_PATH, encoding="utf-8") as f:
+        schema = json.load(f, object_hook=_end_anchored)
+    formats = jsonschema.FormatChecker()
+    formats.checks("date-time")(_rfc3339)
+    validator = jsonschema.Draft7Validator(schema, format_checker=formats)
+    return ["%s: %s" % ("/".join(str(p) for p in error.absolute_path) or "the report",
+                        error.message)
+            for error in sorted(validator.iter_errors(document),
+                                key=lambda e: [str(p) for p in e.absolute_path])]
+
+
+def check(document):
+    """KcidbError naming the first of schema_problems, or the first id two objects share
+    (KCIDB would merge them into one)."""
+    problems = schema_problems(document)
+    seen = set()
+    for kind in ("checkouts", "builds", "tests"):
+        for item in document.get(kind, []):
+            if item["id"] in seen:
+                problems.append("%s: id %s is given twice" % (kind, item["id"]))
+            seen.add(item["id"])
+    if problems:
+        raise KcidbError("the report breaks KCIDB's schema, so it was neither written nor "
+                         "sent: %s%s" % (problems[0][:300], " (and %d more)" % (
+                             len(problems) - 1) if len(problems) > 1 else ""))
+
+
+def _end_anchored(node):
+    if isinstance(node.get("pattern"), str):
+        node["pattern"] = node["pattern"].replace("$", r"\Z")
+    return node
+
+
+_RFC3339 = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}"
+                      r"(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})")
+
+
+def _rfc3339(value):
+    if not isinstance(value, str):
+        return True
+    if not _RFC3339.fullmatch(value):
+        return False
+    try:
+        datetime.datetime.fromisoformat(value.upper().replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return True
 
 
 def _gate_misc(judged):
@@ -357,38 +456,26 @@ def dumps(document):
 
 
 def read_token(token_file):
-    """The bearer token: from `token_file`, else the environment's PERFSCALE_KCIDB_TOKEN.
-    Never taken from the command line, where ps and the shell history would show it."""
-    if token_file:
-        try:
-            with open(token_file, encoding="utf-8") as f:
-                token = f.read().strip()
-        except OSError as err:
-            raise KcidbError("token file %s: %s" % (token_file, err.strerror or err)) from None
-        if not token:
-            raise KcidbError("token file %s is empty" % token_file)
-        return token
-    token = os.environ.get(_TOKEN_ENV, "").strip()
+    """The bearer token: from `token_file`, else the environment's PERFSCALE_KCIDB_TOKEN
+    (perfscale.labs.tokens: never from the command line, never printed)."""
+    try:
+        token = tokens.read(token_file, _TOKEN_ENV)
+    except tokens.TokenError as err:
+        raise KcidbError(str(err)) from None
     if not token:
-        raise KcidbError("no token: give --token-file FILE or set %s" % _TOKEN_ENV)
+        raise KcidbError("token file %s is empty" % token_file if token_file else
+                         "no token: give --token-file FILE or set %s" % _TOKEN_ENV)
     return token
-
-
-def shown_url(url):
-    """`url` without a user or password, as it may be printed."""
-    parts = urllib.parse.urlsplit(url)
-    netloc = parts.hostname or ""
-    if parts.port:
-        netloc += ":%d" % parts.port
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def submit(url, body, token, timeout=30):
     """POSTs the report `body` (bytes) to `url` (kcidb-ng's /submit) with the bearer token;
     returns the server's reply text. KcidbError (one line, no token) when the server cannot
     be reached or refuses."""
-    if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
-        raise KcidbError("%s is not an http(s) URL" % shown_url(url))
+    try:
+        deadline.check_url(url)
+    except ValueError as err:
+        raise KcidbError(str(err)) from None
     request = urllib.request.Request(url, data=body, method="POST", headers={
         "Content-Type": "application/json", "Authorization": "Bearer " + token})
     try:
@@ -396,8 +483,8 @@ def submit(url, body, token, timeout=30):
     except urllib.error.HTTPError as err:
         text = err.read().decode("utf-8", "replace").strip().splitlines()
         raise KcidbError("%s refused the report: HTTP %d %s%s" % (
-            shown_url(url), err.code, err.reason, ": " + text[0][:200] if text else "")) \
+            deadline.shown_url(url), err.code, err.reason, ": " + text[0][:200] if text else "")) \
             from None
     except (urllib.error.URLError, OSError) as err:
         reason = getattr(err, "reason", err)
-        raise KcidbError("cannot reach %s: %s" % (shown_url(url), reason)) from None
+        raise KcidbError("cannot reach %s: %s" % (deadline.shown_url(url), reason)) from None

@@ -28,11 +28,12 @@ import os
 import re
 import shlex
 import urllib.error
+import urllib.parse
 import urllib.request
 
 from perfscale.gate import comparability, floors, stats
 from perfscale.history import store
-from perfscale.labs import deadline, kcidb
+from perfscale.labs import deadline, tokens
 from perfscale.results import io
 from perfscale.vm import initramfs, qemu
 
@@ -171,6 +172,23 @@ class LavaError(Exception):
     """A job that cannot be written or read back; one line, shown as is."""
 
 
+TOKEN_ENV = "PERFSCALE_LAVA_TOKEN"
+
+
+def read_token(token_file, required=True):
+    """A LAVA server's API token, from `token_file`, else $PERFSCALE_LAVA_TOKEN
+    (perfscale.labs.tokens); '' when neither gives one and none is `required` (a server
+    that lets anyone read its jobs)."""
+    try:
+        token = tokens.read(token_file, TOKEN_ENV)
+    except tokens.TokenError as err:
+        raise LavaError(str(err)) from None
+    if not token and (required or token_file):
+        raise LavaError("token file %s is empty" % token_file if token_file else
+                        "no token: give --token-file FILE or set %s" % TOKEN_ENV)
+    return token
+
+
 def guest_init(env):
     """The ramdisk's /init: the guest's usual set-up, then a shell on the console with a
     prompt LAVA waits for (its test shell types into it)."""
@@ -292,6 +310,38 @@ def validation_problem(document):
     return ""
 
 
+JOB_NAME_MAX = 200  # characters: lava_common.schemas' job_name, Length(max=200)
+
+
+def job_name(run_args, label):
+    """The job's name when the user gives none: the run and the kernel, the run cut short
+    (with an ellipsis) where the whole would pass LAVA's 200 characters; the whole run
+    is in the job's metadata (perfscale.run) all the same."""
+    tail = " on %s" % label
+    run = "perfscale %s" % " ".join(run_args)
+    if len(run) + len(tail) > JOB_NAME_MAX:
+        run = run[:max(0, JOB_NAME_MAX - len(tail) - 1)] + "\u2026"
+    return (run + tail)[:JOB_NAME_MAX]
+
+
+def file_url(path):
+    """The file:// URL of `path` as LAVA reads one. LAVA 2023.01 opens urlparse(url).path
+    as it is, never unescaped (lava_dispatcher/actions/deploy/download.py,
+    FileDownloadAction), so a percent-escaped path would name another file: the URL holds
+    the path as it is, and a path that would not come back whole ('#', '?', a ';' in the
+    file's name, a line break), or a file name with white space (LAVA puts the name on
+    QEMU's command line), is refused: LavaError."""
+    path = os.path.abspath(path)
+    url = "file://" + path
+    name = os.path.basename(path)
+    if urllib.parse.urlparse(url).path != path or any(c.isspace() for c in name):
+        raise LavaError("%r cannot go into a file:// URL as LAVA reads one (it takes the "
+                        "URL's path unescaped; '#', '?', ';', line breaks and a file name "
+                        "with spaces do not come back whole): use another folder or name, "
+                        "or serve the folder and give --image-url" % path)
+    return url
+
+
 def sha256_file(path):
     digest = hashlib.sha256()
     with open(path, "rb") as f:
@@ -407,6 +457,8 @@ def load_yaml(path):
             raise LavaError("not YAML: %s" % str(err).splitlines()[0]) from None
         except RecursionError:
             raise LavaError("not a LAVA job: nested deeper than Python's stack") from None
+        except UnicodeDecodeError:
+            raise LavaError("not UTF-8 text, so not a LAVA job") from None
     if not isinstance(document, dict):
         raise LavaError("not a LAVA job (a YAML mapping)")
     return document
@@ -468,13 +520,37 @@ def job_failure(outcome, lineage):
     return ""
 
 
+def _mapping(value):
+    return value if isinstance(value, dict) else {}
+
+
+def qemu_shape(definition):
+    """(vCPUs, memory in MiB) of a qemu job (its context's -smp and memory, as `lava job`
+    writes them; 1 and 512 where it says nothing).
+    LavaError for a context no qemu job of ours has (a -smp or memory that is no number)."""
+    context = _mapping(_mapping(definition).get("context"))
+    options = context.get("extra_options", [])
+    options = [str(o) for o in (options if isinstance(options, list) else [options])]
+    cpus, memory = 1, context.get("memory", 512)
+    for option in options:
+        if option.startswith("-smp"):
+            words = option.split()
+            if len(words) != 2 or not words[1].isdigit() or not 1 <= int(words[1]) <= 1024:
+                raise LavaError("the job's context has %r, not -smp N" % option)
+            cpus = int(words[1])
+    if isinstance(memory, bool) or not isinstance(memory, (int, str)) \
+            or not str(memory).isdigit() or not 1 <= int(memory) <= 1 << 24:
+        raise LavaError("the job's context has memory %r, not a size in MiB" % (memory,))
+    return cpus, int(memory)
+
+
 def run_context(results_context, outcome, lineage, host_cpus=0):
     """The result's context with what LAVA knows: the job, device and worker (lava_*), the
     device as the lineage's host (the guest calls itself perfscale-lava on every device:
     its name is kept as vm_guest_host_name), and for a qemu device how the guest ran."""
     context = dict(results_context)
-    metadata = (lineage.definition or {}).get("metadata") or {}
-    job_context = (lineage.definition or {}).get("context") or {}
+    metadata = _mapping(_mapping(lineage.definition).get("metadata"))
+    job_context = _mapping(_mapping(lineage.definition).get("context"))
     context.update({"lava_job": str(lineage.job_id), "lava_device": lineage.device,
                     "lava_device_type": lineage.device_type, "lava_worker": lineage.worker,
                     "lava_source": lineage.source,
@@ -484,14 +560,14 @@ def run_context(results_context, outcome, lineage, host_cpus=0):
     if config and "kernel_config_sha256" not in results_context:
         context["kernel_config_sha256"] = config
     if lineage.device_type == "qemu":
-        options = [str(o) for o in job_context.get("extra_options", [])]
-        vcpus = next((int(o.split()[1]) for o in options if o.startswith("-smp ")
-                      and o.split()[1].isdigit()), 1)
+        options = job_context.get("extra_options", [])
+        options = [str(o) for o in (options if isinstance(options, list) else [options])]
+        vcpus, mem_mib = qemu_shape(lineage.definition)
         accel = "kvm" if not job_context.get("no_kvm") else "tcg"
         clock = "instructions" if any(o.startswith("-icount") for o in options) else "real"
         context.update(comparability.vm_context(
             kernel=str(metadata.get("perfscale.kernel", "")), vcpus=vcpus,
-            mem_mib=int(job_context.get("memory", 512)), accel=accel,
+            mem_mib=mem_mib, accel=accel,
             host_cpus=host_cpus or vcpus, clock=clock,
             guest_host_name=context["vm_guest_host_name"]))
     return context
@@ -554,9 +630,9 @@ def _get(url, token, what):
         return deadline.read(request, TIMEOUT).decode("utf-8", "replace")
     except urllib.error.HTTPError as err:
         raise LavaError("%s: HTTP %d %s from %s" % (what, err.code, err.reason,
-                                                     kcidb.shown_url(url))) from None
+                                                     deadline.shown_url(url))) from None
     except (urllib.error.URLError, OSError) as err:
-        raise LavaError("cannot reach LAVA at %s: %s" % (kcidb.shown_url(url),
+        raise LavaError("cannot reach LAVA at %s: %s" % (deadline.shown_url(url),
                                                           getattr(err, "reason", err))) from None
 
 
@@ -584,14 +660,29 @@ def _json_object(text, what, url):
         found = None
     if not isinstance(found, dict):
         raise LavaError("%s: %s answers no JSON object: not a LAVA server's REST API?"
-                        % (what, kcidb.shown_url(url)))
+                        % (what, deadline.shown_url(url)))
     return found
+
+
+JOB_ID = re.compile(r"[0-9]+(\.[0-9]+)?")
+
+
+def check_server(url):
+    """LavaError unless `url` is a server's http(s) address (labs.deadline.check_url)."""
+    try:
+        deadline.check_url(url)
+    except ValueError as err:
+        raise LavaError("LAVA: %s" % err) from None
 
 
 def fetch_job(url, job_id, token=""):
     """(Outcome, Lineage) of a finished job of the LAVA server at `url`, from its REST API
     (v0.2: the job, its log, its device's worker). LavaError (one line) when the job is
     not finished, or did not complete (LAVA's health and reason)."""
+    check_server(url)
+    if not JOB_ID.fullmatch(str(job_id)):
+        raise LavaError("'%s' is not a LAVA job id (a number; N.M for one job of a "
+                        "multinode group)" % job_id)
     base = url.rstrip("/") + "/api/v0.2/"
     what = "LAVA job %s" % job_id
     job = _json_object(_get(base + "jobs/%s/" % job_id, token, what), what, url)
@@ -617,7 +708,7 @@ def fetch_job(url, job_id, token=""):
         definition = {}
     return outcome, Lineage(str(job_id), device, str(job.get("requested_device_type") or
                                                     definition.get("device_type", "")),
-                            worker, kcidb.shown_url(url),
+                            worker, deadline.shown_url(url),
                             definition if isinstance(definition, dict) else {})
 
 
@@ -650,6 +741,7 @@ def submit_job(url, definition_text, token):
     """Submits a job (its YAML text) to the LAVA server at `url` (REST API v0.2, the
     token as `Authorization: Token ...`); returns its id. LavaError with LAVA's message
     when the server refuses it."""
+    check_server(url)
     request = urllib.request.Request(
         url.rstrip("/") + "/api/v0.2/jobs/", method="POST",
         data=json.dumps({"definition": definition_text}).encode(),
@@ -663,13 +755,13 @@ def submit_job(url, definition_text, token):
         except (ValueError, AttributeError):
             pass
         raise LavaError("LAVA at %s refused the job: HTTP %d: %s" % (
-            kcidb.shown_url(url), err.code, " ".join(str(text).split())[:300])) from None
+            deadline.shown_url(url), err.code, " ".join(str(text).split())[:300])) from None
     except (urllib.error.URLError, OSError, ValueError, RecursionError) as err:
         raise LavaError("cannot submit to LAVA at %s: %s" % (
-            kcidb.shown_url(url), getattr(err, "reason", err))) from None
+            deadline.shown_url(url), getattr(err, "reason", err))) from None
     ids = answer.get("job_ids") if isinstance(answer, dict) else None
     if not isinstance(ids, list) or not ids:
-        raise LavaError("LAVA at %s answered no job id: %s" % (kcidb.shown_url(url),
+        raise LavaError("LAVA at %s answered no job id: %s" % (deadline.shown_url(url),
                                                                answer))
     return str(ids[0])
 
@@ -677,6 +769,7 @@ def submit_job(url, definition_text, token):
 def job_state(url, job_id, token):
     """(state, health) of a job: Submitted/Scheduling/Scheduled/Running/Canceling/Finished,
     Unknown/Complete/Incomplete/Canceled."""
+    check_server(url)
     what = "LAVA job %s" % job_id
     job = _json_object(_get(url.rstrip("/") + "/api/v0.2/jobs/%s/" % job_id, token, what),
                        what, url)

@@ -33,6 +33,7 @@ import urllib.request
 
 from perfscale.history import cluster
 from perfscale.labs import lava
+from perfscale.machine import processes
 from perfscale.vm import kernel
 
 PACKAGE_DIR = os.path.join(kernel.CACHE, "lava-server-package")
@@ -95,21 +96,17 @@ def _manage(env, *args):
     return done.stdout
 
 
-def _stat(pid):
-    """(state, start time in clock ticks since boot) of a process, or None."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return fields[0], int(fields[19])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _alive(pid, started=None):
-    """Whether PID runs (not a zombie) and, given its start time, is still the process
-    started then: a PID the kernel reused for another program is not ours to signal."""
-    stat = _stat(pid) if pid else None
-    return bool(stat) and stat[0] != "Z" and (started is None or stat[1] == started)
+def _entry(state, name):
+    """(pid, start time) that the state holds for process `name`; (0, None) when it holds
+    none. What a hand or a damaged file left there (a PID that is no number, a missing
+    start time) comes back as it is, for processes.is_ours to refuse."""
+    pids = state.get("pids") if isinstance(state, dict) else None
+    entry = pids.get(name) if isinstance(pids, dict) else None
+    if not entry:
+        return 0, None
+    if isinstance(entry, list) and len(entry) == 2:
+        return entry[0], entry[1]
+    return entry, None
 
 
 def _children(pid):
@@ -136,9 +133,10 @@ def _children(pid):
 def _read_state(directory):
     try:
         with open(os.path.join(directory, _STATE)) as f:
-            return json.load(f)
+            state = json.load(f)
     except (OSError, ValueError):
         return None
+    return state if isinstance(state, dict) else None
 
 
 def _write_state(directory, state):
@@ -176,8 +174,7 @@ def _spawn(command, env, log):
                                stdin=subprocess.DEVNULL, start_new_session=True).pid
     # Popen's object is dropped: `stop` (maybe another perfscale) reaps nothing, and the
     # process outlives this one, adopted by init.
-    stat = _stat(pid)
-    return [pid, stat[1] if stat else None]
+    return [pid, processes.started_at(pid)]
 
 
 def _port_free(port):
@@ -213,8 +210,7 @@ def _check_programs():
 
 
 def _running(state):
-    return [name for name in _PROCESSES
-            if _alive(*(state.get("pids", {}).get(name) or [0, None]))]
+    return [name for name in _PROCESSES if processes.is_ours(*_entry(state, name))]
 
 
 def start(directory, port=0):
@@ -316,7 +312,8 @@ def _wait_until_ready(url, token, pids, seconds=120):
     a job and run it, not just one that listens."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        dead = [name for name, (pid, started) in pids.items() if not _alive(pid, started)]
+        dead = [name for name, (pid, started) in pids.items()
+                if not processes.is_ours(pid, started)]
         if dead:
             raise ServerError("the LAVA %s exited at start (its log is under log/)"
                               % ", ".join(dead))
@@ -359,31 +356,37 @@ def stop(directory, timeout_s=30):
     """Stops the worker (with any job's lava-run and QEMU), the scheduler, the web server
     (each by its PID, checked by its start time: SIGTERM to its session, then SIGKILL to
     every process of its tree still there after timeout_s) and PostgreSQL; returns
-    {name: pid} of what it stopped."""
+    {name: pid} of what it stopped. A PID whose start time the state does not hold is
+    not signalled (perfscale.machine.processes): ServerError names it, once the rest is
+    stopped."""
     directory = os.path.abspath(directory)
     state = _read_state(directory)
-    stopped = {}
+    stopped, unsure, kept = {}, [], {}
     cut = []
     if state:
         for name in _PROCESSES:
-            pid, started = state.get("pids", {}).get(name) or [0, None]
-            if not _alive(pid, started):
+            pid, started = _entry(state, name)
+            if pid and not isinstance(started, int) and processes.stat(pid) is not None:
+                unsure.append("%s (PID %s)" % (name, pid))
+                kept[name] = state["pids"][name]  # said again until that PID is gone
                 continue
-            tree = [(kid, (_stat(kid) or [None, None])[1]) for kid in _children(pid)]
+            if not processes.is_ours(pid, started):
+                continue
+            tree = [(kid, processes.started_at(kid)) for kid in _children(pid)]
             if name == "worker":
                 cut = _jobs_of(directory, {kid for kid, _ in tree})
-            try:
-                os.killpg(pid, signal.SIGTERM)  # its session: gunicorn's workers too
-            except ProcessLookupError:
-                pass
-            deadline = time.monotonic() + timeout_s
-            while _alive(pid, started) and time.monotonic() < deadline:
-                time.sleep(0.1)
+            with processes.held(pid) as pidfd:
+                if pidfd is None or not processes.is_ours(pid, started):
+                    continue
+                try:
+                    os.killpg(pid, signal.SIGTERM)  # its session: gunicorn's workers too
+                except OSError:  # not a session leader after all: itself alone
+                    processes.send(pidfd, signal.SIGTERM)
+                processes.wait_exit(pidfd, timeout_s)
             for left, left_started in [(pid, started)] + tree:
-                if _alive(left, left_started):
-                    os.kill(left, signal.SIGKILL)
+                processes.signal_if_ours(left, left_started, signal.SIGKILL)
             stopped[name] = pid
-        state["pids"] = {}
+        state["pids"] = kept
         _write_state(directory, state)
     for folder in cut:  # what lava-run would have removed at the job's end
         shutil.rmtree(folder, ignore_errors=True)
@@ -393,4 +396,10 @@ def stop(directory, timeout_s=30):
         raise _db_error(err) from None
     if db:
         stopped["postgresql"] = db
+    if unsure:
+        raise ServerError("%s: %s named in %s without a start time: not signalled, it may "
+                          "be another program by now (stop it by hand if it is LAVA's)%s"
+                          % (directory, ", ".join(unsure), _STATE, "; stopped " + ", ".join(
+                              "%s (PID %d)" % item for item in stopped.items())
+                             if stopped else ""))
     return stopped

@@ -60,9 +60,14 @@ def collect(result_sets, x_params, metric):
 
 
 def _kernel_sort_key(kernel):
+    """5.10 before 6.1 before 6.12: each dotted part as a number, compared by its digits
+    (a release of 5,000 digits is no int Python will parse; a part such as '١' or '²' is
+    a digit to str.isdigit but not ASCII), other parts first."""
     numbers = []
     for part in kernel.replace("-", ".").split("."):
-        numbers.append(int(part) if part.isdigit() else -1)
+        digits = part.lstrip("0") or "0"
+        numbers.append((len(digits), digits) if part.isascii() and part.isdigit()
+                       else (-1, ""))
     return numbers
 
 
@@ -120,6 +125,12 @@ def _ratio_cell(rows, x, rest, kernel, ratio):
     return "%.2fx" % (high / low) if low > 0 else "-"
 
 
+def _short(label, most=100):
+    """`label` cut to `most` characters: matplotlib's rasterizer fails on a line of some
+    thousands (a kernel release as long, in a file's context)."""
+    return label if len(label) <= most else label[:most - 1] + "\u2026"
+
+
 def draw(points, x_params, metric, outdir):
     """One PNG per (family, vCPUs): a line per kernel and leftover parameters."""
     plt = plot.pyplot()
@@ -137,10 +148,10 @@ def draw(points, x_params, metric, outdir):
             ax.plot(xs, [statistics.median(by_x[x]) for x in xs], marker="o",
                     color="C%d" % (kernels.index(kernel) % 10),
                     linestyle=styles[rests.index(rest) % len(styles)],
-                    label="%s %s" % (kernel, names.describe(rest)))
-        ax.set_xlabel(" x ".join(x_params))
-        ax.set_ylabel(metric or "real time (us)")
-        ax.set_title("%s, %d vCPUs" % (family, cpus))
+                    label=_short("%s %s" % (kernel, names.describe(rest))))
+        ax.set_xlabel(_short(" x ".join(x_params)))
+        ax.set_ylabel(_short(metric or "real time (us)"))
+        ax.set_title(_short("%s, %d vCPUs" % (family, cpus)))
         plot.scale_axes(ax, {key: [(x, v) for x, v in by_x.items()]
                               for key, by_x in series.items()})
         plot.legend(ax, len(series))
@@ -149,14 +160,30 @@ def draw(points, x_params, metric, outdir):
     return written
 
 
+def left_out(result_sets, points, x_params, metric):
+    """One line per run that gave the A/B no point (no benchmark with every --x parameter
+    and the metric): its kernel's line would be missing without a word."""
+    drawn = {kernel for series in points.values() for kernel, _ in series}
+    lines = []
+    for results in result_sets:
+        kernel = kernel_of(results)
+        if kernel not in drawn:
+            lines.append("left out: %s (kernel %s): no benchmark with %s%s" % (
+                results.source, kernel, " and ".join(x_params) or "--x",
+                " and %s" % metric if metric else " and a real time"))
+    return lines
+
+
 def ab(result_sets, x_params, metric, outdir, ratio=None):
-    """Writes the plots and DIR/ab.md; returns (written paths, the table's lines)."""
+    """Writes the plots and DIR/ab.md; returns (written paths, the table's lines): the
+    table after a line for each run left out."""
     points = collect(result_sets, x_params, metric)
     if not points:
         raise KernelPlotError(
             "no benchmark has every --x parameter (%s) as a number%s"
             % (", ".join(x_params), " and the metric %s" % metric if metric else ""))
-    lines = table(points, x_params, ratio)
+    notes = left_out(result_sets, points, x_params, metric)
+    lines = (notes + [""] if notes else []) + table(points, x_params, ratio)
     written = draw(points, x_params, metric, outdir)
     path = os.path.join(outdir, "ab.md")
     with open(path, "w") as out:

@@ -142,11 +142,43 @@ def kernel_list_lines(base_context, new_context, benchmark_names=()):
     return lines
 
 
-def context_lines(base_context, new_context, benchmark_names=()):
-    """What compare and the gate say about two runs' contexts before judging them:
-    counters one side could not count, and lists the kernel decided that differ."""
-    return (uncountable_lines(base_context, new_context)
-            + kernel_list_lines(base_context, new_context, benchmark_names))
+def vanished_counts(base_runs, new_entries):
+    """{counter: [benchmark]}: the kernel-cost counts (KERNEL_COST_COUNTERS) that a
+    benchmark had in a baseline run ({name: Entry} each) and lacks in the new run, which
+    has the benchmark: no test of that count was made, so it is named, not passed over."""
+    gone = {}
+    for name, entry in new_entries.items():
+        had = set()
+        for base in base_runs:
+            if name in base:
+                had.update(c for c, values in attributed_counters(base[name]).items() if values)
+        for counter in sorted(had):
+            if not entry.counters.get(counter):
+                gone.setdefault(counter, []).append(name)
+    return gone
+
+
+def count_notes(base_contexts, new_context, base_runs, new_entries):
+    """The lines compare, the nightly and the counts-only judgement print before their
+    verdicts: each counter one run's kernel could not give (uncountable_lines, against
+    each baseline run), and each count the baseline had that vanished from the new run
+    without such a reason (vanished_counts), and each list the kernel decided that
+    differs between the last baseline run and the new one (kernel_list_lines)."""
+    lines, said = [], set()
+    for context in base_contexts:
+        for line in uncountable_lines(context, new_context):
+            if line not in lines:
+                lines.append(line)
+        said.update(c for c, side, _ in uncountable(context, new_context) if side == "new")
+    for counter, benchmarks in vanished_counts(base_runs, new_entries).items():
+        if counter.split("/", 1)[0] in said:
+            continue
+        lines.append("not compared: %s, which the new run lacks in %d benchmark(s) the "
+                     "baseline counted it in: %s" % (counter, len(benchmarks), ", ".join(
+                         benchmarks[:5]) + (", ..." if len(benchmarks) > 5 else "")))
+    if base_contexts:
+        lines += kernel_list_lines(base_contexts[-1], new_context, list(new_entries))
+    return lines
 
 
 # How a run took its attributed counts: the context's "attribution" (bench_support.h,

@@ -285,6 +285,10 @@ def _judge_and_record(args, run_args, options, conn, named, run_dir, results, in
     if baseline is not None:
         print("nightly: baseline: %s" % ("run %d" % baseline["id"] if len(base_rows) == 1 else
                                          "runs %s" % ", ".join(str(r["id"]) for r in base_rows)))
+        # As compare says them: a count the kernel could not give, or that vanished.
+        for line in io.count_notes([json.loads(row["context"]) for row in base_rows],
+                                   results.context, base_runs, results.entries):
+            print("nightly: %s" % line)
         verdicts = judge(base_runs, results.entries, options, floors, run_dir,
                          lambda names, path: _rerun(args, run_args, names, path),
                          args.confirm_rounds, args.confirm_budget, args.ci_target / 100)
