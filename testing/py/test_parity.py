@@ -192,3 +192,32 @@ def test_parity_wants_one_of_its_families(cli, argv):
     code, _, err = cli("parity", *argv)
     assert code == 2
     assert "(FAMILY: breakpoint, event_open, synthesize, trace_overhead, uprobe)" in err
+
+
+def test_breakpoint_cases_of_the_users_choosing_replace_the_defaults():
+    from perfscale.parity import breakpoint
+    default = breakpoint.cases("0.5")
+    assert [c.label for c in default][:2] == ["thread B=0 P=2 T=20", "thread B=4 P=2 T=20"]
+    chosen = breakpoint.cases("0.5", thread_cases=[(2, 1, 10, 100)], enable_cases=[])
+    (case,) = chosen
+    assert case.label == "thread B=2 P=1 T=10 R=100"
+    assert case.reference_cmd[2:] == ["--repeat=100", "breakpoint", "thread", "-b", "2", "-p",
+                                      "1", "-t", "10"]
+    assert "--breakpoint_repeat=100" in case.ours_args
+    assert "--benchmark_filter=^BM_BreakpointThread/breakpoints:2/parallelism:1/threads:10/" \
+           "real_time$" in case.ours_args
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--thread", "2,1"], "--thread takes BREAKPOINTS,PARALLELISM,THREADS,REPEAT"),
+    (["--thread", "2,1,10,x"], "--thread: repeat must be an integer in 1..1000000, got 'x'"),
+    (["--thread", "65,1,10"], "--thread: breakpoints must be an integer in 0..64, got '65'"),
+    (["--enable", "4"], "--enable takes PASSIVE,ACTIVE,REPEAT"),
+    (["--enable", "4,-1"], "--enable: active must be an integer in 0..4096, got '-1'"),
+])
+def test_breakpoint_cases_given_badly_are_one_line_and_exit_2(capsys, argv, message):
+    from perfscale.commands.parity import breakpoint as command
+    with pytest.raises(SystemExit) as exit_info:  # argparse's usage error, before any run
+        command.main(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err

@@ -131,8 +131,9 @@ def check_strength(parser, events, flag="--inject-events"):
         parser.error("%s must be in 1..%d" % (flag, inject.MAX_EVENTS))
 
 
-def parity_settings(argv, description, default_rounds=5):
-    """`tools/perfscale parity FAMILY`'s common options, as parity.common.Settings."""
+def parity_parser(description, default_rounds=5):
+    """The parser of `tools/perfscale parity FAMILY`'s common options; a family adds its
+    own before parity_options parses."""
     parser = argparse.ArgumentParser(prog="tools/perfscale parity", description=description)
     parser.add_argument("--rounds", type=int, default=default_rounds,
                         help="interleaved rounds of each case (default %(default)s)")
@@ -141,13 +142,23 @@ def parity_settings(argv, description, default_rounds=5):
     parser.add_argument("--only", default="",
                         help="run only cases whose label contains this text")
     parser.add_argument("--json", default="", help="also write the table as JSON here")
+    return parser
+
+
+def parity_options(argv, parser):
+    """(parity.common.Settings, the parsed namespace) from parity_parser's `parser`."""
     args = parser.parse_args(argv)
     if args.rounds < 2 or args.rounds > 1000:
         parser.error("--rounds must be in 2..1000")
     if args.tolerance <= 0:
         parser.error("--tolerance must be positive")
     return common.Settings(rounds=args.rounds, tolerance=args.tolerance, only=args.only,
-                           json=args.json)
+                           json=args.json), args
+
+
+def parity_settings(argv, description, default_rounds=5):
+    """`tools/perfscale parity FAMILY`'s common options, as parity.common.Settings."""
+    return parity_options(argv, parity_parser(description, default_rounds))[0]
 
 
 # The dashboard's triage token: `serve` starts with it, `alerts set --dashboard` sends it.

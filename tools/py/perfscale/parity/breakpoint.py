@@ -12,31 +12,35 @@ from perfscale.parity import common
 # The command's --help line (perfscale.commands.parity.breakpoint).
 DESCRIPTION = "perf bench breakpoint vs //benchmarks:breakpoint"
 
-# (label, perf bench args, our flags, our benchmark name)
-THREAD_CASES = [(b, 2, 20) for b in (0, 4)]
-ENABLE_CASES = [(0, 0, 20000), (8, 0, 5000), (0, 1, 5000)]
+# The default cases; `parity breakpoint --thread/--enable` gives others.
 THREAD_REPEAT = 56  # batches per run, as in the seed
+THREAD_CASES = [(b, 2, 20, THREAD_REPEAT) for b in (0, 4)]  # (breakpoints, parallelism, threads, repeat)
+ENABLE_CASES = [(0, 0, 20000), (8, 0, 5000), (0, 1, 5000)]  # (passive, active, repeat)
 
 
-def cases(min_time: str):
+def cases(min_time: str, thread_cases=None, enable_cases=None):
+    # A user's own cases also name their repeat, which the default cases' labels (kept as
+    # the recorded sessions have them) leave out.
+    custom = thread_cases is not None or enable_cases is not None
     result = []
-    for b, p, t in THREAD_CASES:
+    for b, p, t, repeat in THREAD_CASES if thread_cases is None else thread_cases:
         name = "BM_BreakpointThread/breakpoints:%d/parallelism:%d/threads:%d/real_time" % (b, p, t)
         result.append(common.Case(
-            label="thread B=%d P=%d T=%d" % (b, p, t),
-            reference_cmd=["perf", "bench", "--repeat=%d" % THREAD_REPEAT, "breakpoint",
+            label="thread B=%d P=%d T=%d" % (b, p, t) + (" R=%d" % repeat if custom else ""),
+            reference_cmd=["perf", "bench", "--repeat=%d" % repeat, "breakpoint",
                            "thread", "-b", str(b), "-p", str(p), "-t", str(t)],
             reference_parse=common.parse_perf_usecs_per_op,
             ours_args=["--breakpoint_breakpoints=%d" % b, "--breakpoint_parallelism=%d" % p,
-                       "--breakpoint_threads=%d" % t, "--breakpoint_repeat=%d" % THREAD_REPEAT,
+                       "--breakpoint_threads=%d" % t, "--breakpoint_repeat=%d" % repeat,
                        "--breakpoint_passive=0", "--breakpoint_active=0",
                        "--benchmark_filter=^%s$" % name, "--benchmark_min_time=%ss" % min_time],
             ours_repetitions=3))
-    for passive, active, repeat in ENABLE_CASES:
+    for passive, active, repeat in ENABLE_CASES if enable_cases is None else enable_cases:
         name = ("BM_BreakpointEnable/passive:%d/active:%d/placement:unpinned/real_time" %
                 (passive, active))
         result.append(common.Case(
-            label="enable passive=%d active=%d" % (passive, active),
+            label="enable passive=%d active=%d" % (passive, active)
+            + (" R=%d" % repeat if custom else ""),
             reference_cmd=["perf", "bench", "--repeat=%d" % repeat, "breakpoint", "enable",
                            "-p", str(passive), "-a", str(active)],
             reference_parse=common.parse_perf_usecs_per_op,
@@ -48,7 +52,10 @@ def cases(min_time: str):
     return result
 
 
-def run(args):
-    """The parity with common.Settings `args`: prints the table; 0 within tolerance, 1
-    not, 2 it could not run."""
-    return common.run_parity("breakpoint", cases("0.5"), args)
+def run(args, thread_cases=None, enable_cases=None):
+    """The parity with common.Settings `args` on the default cases, or on the cases given
+    (thread: (breakpoints, parallelism, threads, repeat); enable: (passive, active,
+    repeat)); prints the table: 0 within tolerance, 1 not, 2 it could not run."""
+    if thread_cases is not None or enable_cases is not None:
+        thread_cases, enable_cases = thread_cases or [], enable_cases or []
+    return common.run_parity("breakpoint", cases("0.5", thread_cases, enable_cases), args)
