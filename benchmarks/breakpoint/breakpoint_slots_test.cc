@@ -111,6 +111,13 @@ TEST_F(BreakpointSlotsTest, CpuWideBreakpointsHeldElsewhereAreInUseNotMissing) {
   absl::StatusOr<std::vector<int>> cpus = OnlineCpus();
   ASSERT_TRUE(cpus.ok()) << cpus.status();
   const int taken = HardwareBreakpointSlots() - 1;
+  // The slots are the machine's: another test suite running beside this one (a second
+  // checkout's, a developer's perf record) may hold some, and then there is nothing to
+  // count against.
+  absl::StatusOr<BreakpointSlots> before = ProbeBreakpointSlots();
+  if (before.ok() && before->free < before->hardware) {
+    GTEST_SKIP() << "another process holds breakpoint slots: " << before->Describe();
+  }
   static volatile char bytes[8];
   std::vector<PerfEvent> held;
   for (int cpu : *cpus) {
@@ -120,6 +127,10 @@ TEST_F(BreakpointSlotsTest, CpuWideBreakpointsHeldElsewhereAreInUseNotMissing) {
       absl::StatusOr<PerfEvent> event = PerfEvent::Open(BreakpointAttr(spec), -1, cpu);
       if (!event.ok() && absl::IsPermissionDenied(event.status())) {
         GTEST_SKIP() << "CPU-wide breakpoints need root or perf_event_paranoid <= 0: "
+                     << event.status();
+      }
+      if (!event.ok() && absl::IsResourceExhausted(event.status()) && i == 0 && held.empty()) {
+        GTEST_SKIP() << "another process took breakpoint slots as this test began: "
                      << event.status();
       }
       ASSERT_TRUE(event.ok()) << "CPU " << cpu << ": " << event.status();
