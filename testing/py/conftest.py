@@ -10,6 +10,7 @@ import math
 import http.server
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -162,3 +163,36 @@ def http_server(handler, threaded=False):
         httpd.shutdown()
         thread.join()
         httpd.server_close()
+
+
+class Server:
+    """`tools/perfscale serve` as a child on a free loopback port (self.url, self.port),
+    with the triage token `token` or none, `workers` gunicorn workers (None: serve's
+    default); stopped by its PID."""
+
+    def __init__(self, history_path, token=None, workers=None):
+        env = dict(os.environ)
+        env.pop("PERFSCALE_TRIAGE_TOKEN", None)
+        if token:
+            env["PERFSCALE_TRIAGE_TOKEN"] = token
+        self.proc = subprocess.Popen(
+            [os.path.join(REPO_ROOT, "tools", "py", "python"), "-m", "perfscale.cli", "serve",
+             "--history", history_path, "--listen", "127.0.0.1:0"]
+            + ([] if workers is None else ["--workers", str(workers)]), env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        line = self.proc.stdout.readline()
+        if "http://" not in line:
+            self.stop()
+            raise AssertionError("serve did not start: %r" % line)
+        self.url = line.split()[2].rstrip("/")
+        self.port = int(self.url.rsplit(":", 1)[1])
+
+    def stop(self):
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self.proc.stdout.close()
