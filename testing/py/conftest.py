@@ -117,7 +117,7 @@ def pg_history(server, name):
 
 
 def as_schema_5(conn, digest_of=None):
-    """Rewrites a schema-6 history (an open store) as schema 5 stored it: a row per
+    """Rewrites a schema-7 history (an open store) as schema 5 stored it: a row per
     sample; with `digest_of(context)`, the machine digests of runs, calibration, triage
     and alert members as that gives them (schema 5's took the mitigations in). The tests
     of older histories start from it."""
@@ -146,6 +146,9 @@ def as_schema_5(conn, digest_of=None):
                 engine.execute("UPDATE %s SET machine = ? WHERE machine = ?" % table,
                                (old, row["machine"]))
         engine.set_version(5)
+    # Schema 7's change stamp, which schema 5 had not: dropped after the transaction above,
+    # whose commit renews it.
+    engine.execute("DROP TABLE perfscale_changes")
 
 
 @contextlib.contextmanager
@@ -190,8 +193,8 @@ class Server:
     def stop(self):
         if self.proc.poll() is None:
             os.kill(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
+            try:  # gunicorn waits up to 10 s for its workers; a loaded machine takes longer
+                self.proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 os.kill(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()

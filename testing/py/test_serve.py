@@ -144,6 +144,25 @@ def test_an_entry_is_made_once_for_every_process_that_asks(tmp_path):
     assert cache.get_or_make("7-a", "/", lambda: b"late") == b"late"  # a slow request's
 
 
+def test_a_page_that_reads_the_clock_is_made_again_by_one_request(tmp_path):
+    """The fleet page (its window of days) is kept CLOCK_SECONDS; past them the request
+    that takes the entry's lock makes it again, and one that finds it taken meanwhile
+    gets the page kept (the same history: the same stamp), not a wait."""
+    import fcntl
+    cache = web_cache.SharedCache(str(tmp_path / "cache"))
+    os.makedirs(cache.directory)
+    assert cache.get_or_make("1-a", "/", lambda: b"old", 60) == b"old"
+    assert cache.get_or_make("1-a", "/", lambda: b"new", 60) == b"old"  # still fresh
+    entry = os.path.join(cache.directory, "1-a", [n for n in os.listdir(
+        os.path.join(cache.directory, "1-a")) if not n.endswith(".lock")][0])
+    os.utime(entry, (time.time() - 61, time.time() - 61))
+    with open(entry + ".lock", "a") as held:  # another request is making it
+        fcntl.flock(held, fcntl.LOCK_EX)
+        assert cache.get_or_make("1-a", "/", lambda: b"new", 60) == b"old"
+    assert cache.get_or_make("1-a", "/", lambda: b"new", 60) == b"new"
+    assert cache.get_or_make("1-a", "/", lambda: b"newer", 60) == b"new"
+
+
 def test_a_lineage_is_learned_once_per_change_whichever_process_asks(lab, monkeypatch,
                                                                      tmp_path):
     """The compare page's floors, learned from the lineage's passing runs, are kept in the

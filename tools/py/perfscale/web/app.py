@@ -24,7 +24,6 @@ import math
 import os
 import statistics
 import threading
-import time
 
 import flask
 import markupsafe
@@ -49,6 +48,7 @@ MAX_LINEAGES = 8    # on one trend page
 TOKEN_HEADER = "X-Perfscale-Token"
 POOL_SIZE = 8  # PostgreSQL connections per server process (serve's threads, and some)
 MAX_BODY = 64 * 1024  # a triage form is a few hundred bytes (perfscale.web.worker too)
+CLOCK_SECONDS = 60  # how long a page that reads the clock (the fleet's window) is kept
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -75,6 +75,10 @@ def create_app(history_path, token=None, cache=None):
         from perfscale.history import postgres_engine
         postgres_engine.use_pool(target, POOL_SIZE)
     _routes(app)
+    # Compiled here, once, before gunicorn forks: a worker's first page of each kind paid
+    # Jinja's compilation (a second of the first compare page on the loaded VM).
+    for name in app.jinja_env.list_templates():
+        app.jinja_env.get_template(name)
     return app
 
 
@@ -131,25 +135,26 @@ def _shared():
 def kept(clock=False):
     """A page computed once per change of the history and shared by every worker and
     client (perfscale.web.cache), with an ETag that answers 304 while it holds. clock: the
-    page also reads the time (the fleet page's window and silent lineages), so it is kept
-    a minute at most. Only a 200 is kept; an abort or an error goes as it came."""
+    page also reads the time (the fleet page's window and silent lineages): made again
+    after CLOCK_SECONDS, by one request while the others take the one kept. Only a 200 is
+    kept; an abort or an error goes as it came."""
     def wrap(view):
         @functools.wraps(view)
         def page(**kwargs):
             cache, request = flask.current_app.config["CACHE"], flask.request
-            key = "%s %s %s" % (view.__name__, int(time.time() // 60) if clock else "",
-                                request.full_path)
-            tag = hashlib.sha256(("%s %s %s" % (cache.directory, _stamp(), key)).encode(
-                "utf-8", "surrogatepass")).hexdigest()[:32]
-            if tag in request.if_none_match:
+            try:
+                head, _sep, body = cache.get_or_make(
+                    _stamp(), "%s %s" % (view.__name__, request.full_path),
+                    lambda: _to_kept(view(**kwargs)),
+                    CLOCK_SECONDS if clock else None).partition(b"\n")
+            except _NotKept as other:
+                return other.response
+            head = json.loads(head)
+            if head["etag"] in request.if_none_match:
                 answer = flask.Response(status=304)
             else:
-                try:
-                    answer = _from_kept(cache.get_or_make(_stamp(), key,
-                                                          lambda: _to_kept(view(**kwargs))))
-                except _NotKept as other:
-                    return other.response
-            answer.set_etag(tag)
+                answer = flask.Response(body, mimetype=head["mimetype"])
+            answer.set_etag(head["etag"])
             answer.headers["Cache-Control"] = "no-cache"  # asked again each time: a 304
             return answer
         return page
@@ -165,16 +170,14 @@ class _NotKept(Exception):
 
 
 def _to_kept(result):
+    """A page as kept: a line of JSON (its type, its ETag: a digest of the page and the
+    stamp it was made at), then the page."""
     response = flask.make_response(result)
     if response.status_code != 200 or response.direct_passthrough:
         raise _NotKept(response)
-    head = json.dumps({"mimetype": response.mimetype}).encode() + b"\n"
-    return head + response.get_data()
-
-
-def _from_kept(data):
-    head, _sep, body = data.partition(b"\n")
-    return flask.Response(body, mimetype=json.loads(head)["mimetype"])
+    body = response.get_data()
+    tag = hashlib.sha256(_stamp().encode() + b"\n" + body).hexdigest()[:32]
+    return json.dumps({"mimetype": response.mimetype, "etag": tag}).encode() + b"\n" + body
 
 
 def _now():

@@ -24,6 +24,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 import weakref
 
 MAX_ENTRIES = 4096
@@ -56,25 +57,33 @@ class SharedCache:
                 shutil.rmtree(os.path.join(self.directory, name), ignore_errors=True)
         return folder
 
-    def get_or_make(self, stamp, key, make):
+    def get_or_make(self, stamp, key, make, fresh_for=None):
         """The bytes kept under (stamp, key), or make()'s, kept for the next request.
         make() runs at most once per entry at a time, in any process; an exception from
-        it reaches the caller and keeps nothing."""
+        it reaches the caller and keeps nothing. fresh_for: seconds an entry is good for
+        besides its stamp (a page that also reads the clock); past them one request makes
+        it again while the others take the one kept (same stamp: the same history)."""
         name = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
         try:
             folder = self._stamp_folder(stamp)
             path = os.path.join(folder, name)
-            found = _read(path)
-            if found is not None:
-                return found
+            found = _read(path, fresh_for)
+            if found is not None and found[1]:
+                return found[0]
             lock = open(path + ".lock", "a")
         except FileNotFoundError:  # the folder removed by a newer change meanwhile
             return make()
         with lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            found = _read(path)
-            if found is not None:
-                return found
+            if found is not None:  # only old: whoever holds the lock makes it again
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    return found[0]
+            else:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            found = _read(path, fresh_for)
+            if found is not None and found[1]:
+                return found[0]
             made = make()
             try:
                 if len(os.listdir(folder)) < 2 * MAX_ENTRIES:  # an entry and its lock
@@ -101,10 +110,12 @@ def _changes(name):
     return int(count) if count.isdigit() else -1
 
 
-def _read(path):
+def _read(path, fresh_for=None):
+    """(bytes, whether younger than fresh_for seconds) of the entry at `path`, or None."""
     try:
         with open(path, "rb") as f:
-            return f.read()
+            young = fresh_for is None or time.time() - os.fstat(f.fileno()).st_mtime < fresh_for
+            return f.read(), young
     except FileNotFoundError:
         return None
 
