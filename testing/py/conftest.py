@@ -10,6 +10,7 @@ import math
 import http.server
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -116,7 +117,7 @@ def pg_history(server, name):
 
 
 def as_schema_5(conn, digest_of=None):
-    """Rewrites a schema-6 history (an open store) as schema 5 stored it: a row per
+    """Rewrites a schema-7 history (an open store) as schema 5 stored it: a row per
     sample; with `digest_of(context)`, the machine digests of runs, calibration, triage
     and alert members as that gives them (schema 5's took the mitigations in). The tests
     of older histories start from it."""
@@ -145,6 +146,9 @@ def as_schema_5(conn, digest_of=None):
                 engine.execute("UPDATE %s SET machine = ? WHERE machine = ?" % table,
                                (old, row["machine"]))
         engine.set_version(5)
+    # Schema 7's change stamp, which schema 5 had not: dropped after the transaction above,
+    # whose commit renews it.
+    engine.execute("DROP TABLE perfscale_changes")
 
 
 @contextlib.contextmanager
@@ -162,3 +166,36 @@ def http_server(handler, threaded=False):
         httpd.shutdown()
         thread.join()
         httpd.server_close()
+
+
+class Server:
+    """`tools/perfscale serve` as a child on a free loopback port (self.url, self.port),
+    with the triage token `token` or none, `workers` gunicorn workers (None: serve's
+    default); stopped by its PID."""
+
+    def __init__(self, history_path, token=None, workers=None):
+        env = dict(os.environ)
+        env.pop("PERFSCALE_TRIAGE_TOKEN", None)
+        if token:
+            env["PERFSCALE_TRIAGE_TOKEN"] = token
+        self.proc = subprocess.Popen(
+            [os.path.join(REPO_ROOT, "tools", "py", "python"), "-m", "perfscale.cli", "serve",
+             "--history", history_path, "--listen", "127.0.0.1:0"]
+            + ([] if workers is None else ["--workers", str(workers)]), env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        line = self.proc.stdout.readline()
+        if "http://" not in line:
+            self.stop()
+            raise AssertionError("serve did not start: %r" % line)
+        self.url = line.split()[2].rstrip("/")
+        self.port = int(self.url.rsplit(":", 1)[1])
+
+    def stop(self):
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+            try:  # gunicorn waits up to 10 s for its workers; a loaded machine takes longer
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self.proc.stdout.close()

@@ -261,7 +261,7 @@ def test_a_version_4_history_is_migrated_with_empty_alert_tables(tmp_path, night
     old.close()
     assert nightly("--fixture=slow.json")[0] == 1  # migrated, then opens the alert
     conn = sqlite3.connect(nightly.db)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == history.SCHEMA_VERSION == 6
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == history.SCHEMA_VERSION == 7
     assert conn.execute("SELECT COUNT(*) FROM alerts").fetchone()[0] == 1
     conn.close()
 

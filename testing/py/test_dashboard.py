@@ -96,7 +96,8 @@ def test_the_whole_file_is_read_neither_at_start_nor_on_every_request(small, mon
     assert checks == [False]
     assert client.get("/").status_code == 200
     assert client.get("/run/%d" % small["runs"][small["lineages"][0]][-1]).status_code == 200
-    assert checks == [False, False, False]
+    # Opened by a request thread once at most (it keeps its connection), never checked.
+    assert checks[0] is False and len(checks) <= 2 and not any(checks)
 
 
 def test_a_damaged_page_fails_the_request_that_meets_it_naming_the_history(small, tmp_path):

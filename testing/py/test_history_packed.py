@@ -122,8 +122,8 @@ def test_a_migration_that_would_leave_samples_behind_changes_nothing(tmp_path):
     with history.open_history(path) as conn:
         _record(conn, 0, "6.12.118", MITIGATIONS[0])
         as_schema_5(conn, _digest_of_schema_5)
-        with conn.engine.transaction():  # a sample of no stored benchmark
-            conn.engine.execute("INSERT INTO samples VALUES (1, 'BM_Gone', 0, 1.0, NULL)")
+        # A sample of no stored benchmark (no transaction(): schema 5 has no change stamp).
+        conn.engine.execute("INSERT INTO samples VALUES (1, 'BM_Gone', 0, 1.0, NULL)")
     with pytest.raises(history.HistoryError, match="would keep 8 of 9"):
         history.open_history(path).close()
     import sqlite3

@@ -18,7 +18,7 @@ import urllib.request
 
 import pytest
 
-from conftest import REPO_ROOT, pg_history
+from conftest import REPO_ROOT, Server, pg_history
 import synthetic_history
 from perfscale.history import cluster as db, store as history, transfer, views
 
@@ -56,35 +56,6 @@ def built(tmp_path_factory, request):
         # The roles a lab gives them: triage needs only the writer's grants.
         built["path"], built["reader"] = urls[db.WRITER], urls[db.READER]
     return built
-
-
-class Server:
-    """`tools/perfscale serve` as a child on a free port; stopped by its PID."""
-
-    def __init__(self, history_path, token=None):
-        env = dict(os.environ)
-        env.pop("PERFSCALE_TRIAGE_TOKEN", None)
-        if token:
-            env["PERFSCALE_TRIAGE_TOKEN"] = token
-        self.proc = subprocess.Popen(
-            [os.path.join(REPO_ROOT, "tools", "py", "python"), "-m", "perfscale.cli", "serve",
-             "--history", history_path, "--listen", "127.0.0.1:0"], env=env,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        line = self.proc.stdout.readline()
-        if "http://" not in line:
-            self.stop()
-            raise AssertionError("serve did not start: %r" % line)
-        self.url = line.split()[2].rstrip("/")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.kill(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-        self.proc.stdout.close()
 
 
 @pytest.fixture(scope="module")

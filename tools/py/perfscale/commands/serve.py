@@ -15,6 +15,7 @@ import argparse
 import ipaddress
 import os
 import signal
+import socket
 import sys
 
 from perfscale.history import store
@@ -80,14 +81,20 @@ def main(argv):
     except store.HistoryError as err:
         print("perfscale serve: %s" % err, file=sys.stderr)
         return 2
-    if args.workers:
-        return _gunicorn(app, host, port, args, token)
     try:
-        server = serving.make_server(host, port, app, threaded=True)
+        if args.workers:
+            # Bound here, so a port in use is one line (gunicorn's own bind retries and
+            # logs it for five seconds, eleven lines, then exits 1).
+            listener = socket.create_server((host, port), family=socket.AF_INET6 if ":" in
+                                            host else socket.AF_INET, backlog=2048)
+        else:
+            server = serving.make_server(host, port, app, threaded=True)
     except OSError as err:
         print("perfscale serve: cannot listen on %s: %s" % (args.listen, err.strerror or err),
               file=sys.stderr)
         return 2
+    if args.workers:  # gunicorn takes the descriptor over, and closes it
+        return _gunicorn(app, listener.detach(), host, args, token)
     signal.signal(signal.SIGTERM, _stop)
     _listening(host, server.server_port, token)
     try:
@@ -110,17 +117,19 @@ def _listening(host, port, token):
               "front of this address", flush=True)
 
 
-def _gunicorn(app, host, port, args, token):
-    """Serves `app` (made and checked here, before the fork) through Debian's gunicorn:
-    `args.workers` processes of THREADS threads; each request opens its own connection
-    in its worker. SIGTERM or Ctrl-C stops the master, which stops its workers."""
+def _gunicorn(app, listener, host, args, token):
+    """Serves `app` (made and checked here, before the fork) on the listening socket whose
+    descriptor is `listener`, through Debian's gunicorn: `args.workers` processes of
+    THREADS threads, each request read whole before a thread takes it
+    (perfscale.web.worker); each request opens its own history connection in its worker.
+    SIGTERM or Ctrl-C stops the master, which stops its workers."""
     from gunicorn.app.base import BaseApplication
 
     class Application(BaseApplication):
         def load_config(self):
-            bind = "[%s]:%d" % (host, port) if ":" in host else "%s:%d" % (host, port)
-            # The worker: gthread with a deadline on each request's headers (web/worker.py).
-            for key, value in {"bind": bind, "workers": args.workers, "threads": THREADS,
+            # The worker: gthread reading each request whole first (web/worker.py).
+            for key, value in {"bind": "fd://%d" % listener,
+                               "workers": args.workers, "threads": THREADS,
                                "worker_class": "perfscale.web.worker.Worker",
                                "loglevel": "warning",
                                "accesslog": None, "timeout": 120, "graceful_timeout": 10,

@@ -24,10 +24,12 @@ complete, passing runs.
 import collections
 import dataclasses
 import functools
+import json
 import math
 import statistics
 import threading
 
+import numpy
 from scipy.stats import norm
 from scipy.stats import t as student
 
@@ -57,30 +59,48 @@ def floor_and_mdc(sigma, alpha, tests, base_runs=BASELINE_RUNS, new_runs=CONFIRM
     by sigma between runs, judged as the nightly does (see the module comment). df: the
     degrees of freedom of sigma (runs it was learned from, less one), which the nightly's
     test uses (Student's t, stats._between_runs); 0: the normal."""
+    return floors_and_mdcs([sigma], alpha, tests, base_runs, new_runs, threshold, df)[0]
+
+
+def floors_and_mdcs(sigmas, alpha, tests, base_runs=BASELINE_RUNS, new_runs=CONFIRM_RUNS,
+                    threshold=stats.DEFAULT_THRESHOLD_PCT / 100, df=0):
+    """[floor_and_mdc(sigma, ...) for sigma in sigmas], the same figures to the bit: the
+    MDC's bisection runs on every sigma at once, so Student's CDF is one scipy call per
+    step for all of them (a call per benchmark cost a tenth of a millisecond each, 36,000
+    of them for a lineage's 200 benchmarks: seconds before a server's first compare)."""
+    sigma = numpy.asarray(sigmas, dtype=float)
     confirmed = stats.between_runs_spread(sigma, base_runs, new_runs)
     z = stats.quantile(1 - alpha / max(1, tests), df) if df else z_suite(alpha, tests)
-    floor = math.expm1(z * confirmed)
-    if sigma <= 0:
-        return floor, threshold
+    floors = [math.expm1(z * c) for c in confirmed]
+    spread = ~(sigma <= 0)  # a NaN sigma goes through the bisection, as it always did
+    if not spread.any():
+        return [(floor, threshold) for floor in floors]
+    sigma, confirmed = sigma[spread], confirmed[spread]
     first = stats.between_runs_spread(sigma, base_runs, 1)
     screen = stats.quantile(1 - stats.SCREEN_P, df) if df else float(norm.isf(stats.SCREEN_P))
-    _cdf = functools.partial(student.cdf, df=df) if df else _normal_cdf
+    if df:
+        def _cdf(x):
+            return student.cdf(x, df=df)
+    else:  # math.erfc per value: the figures the nightly's own normal gives
+        def _cdf(x):
+            return numpy.array([_normal_cdf(v) for v in x])
 
     def power(shift):
-        # The normal CDF from math.erfc: the same figure as scipy's norm.cdf, without its
-        # per-call overhead (60 steps x 3 CDFs x 200 benchmarks took seconds whenever a
-        # compare page learned a lineage's floors).
         chance = _cdf((shift - z * confirmed) / confirmed)
         chance *= _cdf((shift - math.log1p(threshold)) / confirmed)
         if new_runs > 1:  # it must first be screened as a suspect, on the first run alone
             chance *= _cdf((shift - screen * first) / first)
         return chance
 
-    low, high = 0.0, math.log1p(threshold) + 20 * sigma * math.sqrt(2) + 1
+    low = numpy.zeros_like(sigma)
+    high = math.log1p(threshold) + 20 * sigma * math.sqrt(2) + 1
     for _ in range(60):
         middle = (low + high) / 2
-        low, high = (middle, high) if power(middle) < POWER else (low, middle)
-    return floor, math.expm1(high)
+        weak = power(middle) < POWER
+        low, high = numpy.where(weak, middle, low), numpy.where(weak, high, middle)
+    mdcs = iter(high)
+    return [(floor, math.expm1(float(next(mdcs))) if positive else threshold)
+            for floor, positive in zip(floors, spread)]
 
 
 def _normal_cdf(x):
@@ -113,22 +133,27 @@ def learn(runs, alpha=stats.DEFAULT_ALPHA):
                 if stats.counter_kind(counter) and values:
                     by_metric.setdefault((name, counter), []).append(statistics.median(values))
     tests = len({name for name, metric in by_metric if metric == stats.REAL_TIME})
-    learned = {}
+    learned, times = {}, {}
     for (name, metric), values in by_metric.items():
         if len(values) < MIN_RUNS:
             continue
-        if metric == stats.REAL_TIME:
-            sigma = _stdev(values)
-            floor, mdc = floor_and_mdc(sigma, alpha, tests, min(len(values), BASELINE_RUNS),
-                                       df=stats.degrees_of_freedom(len(values)))
-        else:  # relative spread of a count; a constant count has none
-            mean = math.fsum(values) / len(values)
-            sigma = _stdev(values) / abs(mean) if mean else 0.0
-            floor = counter_floor(sigma, alpha, tests)
-            mdc = floor
-        learned[(name, metric)] = store.Calibration(name, metric, floor, mdc, sigma,
+        if metric == stats.REAL_TIME:  # judged below, all of one run count at once
+            times.setdefault(len(values), []).append((name, _stdev(values)))
+            continue
+        # Relative spread of a count; a constant count has none.
+        mean = math.fsum(values) / len(values)
+        sigma = _stdev(values) / abs(mean) if mean else 0.0
+        floor = counter_floor(sigma, alpha, tests)
+        learned[(name, metric)] = store.Calibration(name, metric, floor, floor, sigma,
                                                       len(values))
-    return learned
+    for runs_seen, sigmas in times.items():
+        found = floors_and_mdcs([sigma for _name, sigma in sigmas], alpha, tests,
+                                min(runs_seen, BASELINE_RUNS),
+                                df=stats.degrees_of_freedom(runs_seen))
+        for (name, sigma), (floor, mdc) in zip(sigmas, found):
+            learned[(name, stats.REAL_TIME)] = store.Calibration(
+                name, stats.REAL_TIME, floor, mdc, sigma, runs_seen)
+    return {key: learned[key] for key in by_metric if key in learned}  # the order it had
 
 
 # What from_history learned, per history, runs and alpha, kept in the process (a server's
@@ -140,8 +165,12 @@ _learned = collections.OrderedDict()
 _learned_lock = threading.Lock()
 
 
-def from_history(conn, host, cpus, config, alpha=stats.DEFAULT_ALPHA, machine=""):
-    """Learned from the lineage's latest complete, passing runs; {} with too few."""
+def from_history(conn, host, cpus, config, alpha=stats.DEFAULT_ALPHA, machine="",
+                 shared=None):
+    """Learned from the lineage's latest complete, passing runs; {} with too few.
+    shared: where other processes keep what they learned (the dashboard's cache at the
+    history's change stamp, perfscale.web.cache: get_or_make(key, make) of bytes), so a
+    lineage is learned once per change of the history, not once per process."""
     ids = tuple(store.passing_run_ids(conn, host, cpus, config, HISTORY_RUNS, machine))
     if len(ids) < MIN_RUNS:
         return {}
@@ -150,7 +179,14 @@ def from_history(conn, host, cpus, config, alpha=stats.DEFAULT_ALPHA, machine=""
         if key in _learned:
             _learned.move_to_end(key)
             return dict(_learned[key])
-    found = learn([store.load_entries(conn, run_id) for run_id in ids], alpha)
+
+    def learned():
+        return learn([store.load_entries(conn, run_id) for run_id in ids], alpha)
+    if shared is None:
+        found = learned()
+    else:
+        found = _decoded(shared.get_or_make("floors %r" % (key,),
+                                            lambda: _encoded(learned())))
     with _learned_lock:
         _learned[key] = found
         while len(_learned) > _LEARNED_KEPT:
@@ -158,15 +194,26 @@ def from_history(conn, host, cpus, config, alpha=stats.DEFAULT_ALPHA, machine=""
     return dict(found)
 
 
-def for_lineage(conn, host, cpus, config, alpha=stats.DEFAULT_ALPHA, machine=""):
+def _encoded(learned):
+    return json.dumps([dataclasses.asdict(c) for c in learned.values()]).encode()
+
+
+def _decoded(data):
+    return {(c.name, c.metric): c for c in (store.Calibration(**fields)
+                                             for fields in json.loads(data))}
+
+
+def for_lineage(conn, host, cpus, config, alpha=stats.DEFAULT_ALPHA, machine="",
+                shared=None):
     """(floors, source): `calibrate`'s where it ran, else the history's, else none.
+    shared: as from_history's.
 
     A calibration's runs come minutes apart; the machine also moves over hours (on this
     VM, whole runs 20% faster for half an hour). Where the lineage's recent passing runs
     spread more than the calibration did, their wider floor and MDC are used instead: a
     floor that only ever shrinks would raise false alarms and promise power it lacks."""
     calibrated = store.load_calibration(conn, host, cpus, config, machine)
-    learned = from_history(conn, host, cpus, config, alpha, machine)
+    learned = from_history(conn, host, cpus, config, alpha, machine, shared)
     if calibrated:
         source = "tools/perfscale calibrate of %s" % min(
             c.calibrated_at for c in calibrated.values())

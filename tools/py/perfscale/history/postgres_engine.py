@@ -255,6 +255,8 @@ class Engine:
 
     @contextlib.contextmanager
     def transaction(self):
+        """One write transaction, the history's change stamp renewed last in it
+        (perfscale.history.changes: the row's lock held only while committing)."""
         if self._depth:
             yield
             return
@@ -262,6 +264,7 @@ class Engine:
         try:
             with self._conn.transaction():
                 yield
+                self.execute(*schema.new_change())
         finally:
             self._depth -= 1
 

@@ -10,7 +10,10 @@ Lineage: (host, machine, cpus, config). `machine` is the digest of the machine's
 is another lineage. The kernel under test is not in it, nor what it reports (mitigations).
 """
 
-SCHEMA_VERSION = 6
+import datetime
+import uuid
+
+SCHEMA_VERSION = 7
 
 RUNS = """
 CREATE TABLE runs (
@@ -158,7 +161,32 @@ CREATE TABLE alert_log (
 );
 """
 
-CREATE = RUNS + CALIBRATION + TRIAGE + ALERTS
+# Version 7: the history's change stamp (perfscale.history.changes). Every committed write
+# (a run, its completion, a calibration, a triage, an alert) sets a new random stamp in the
+# same transaction (each engine's transaction(), CHANGE): whatever is computed from the
+# history (the dashboard's pages, the floors it learns) is kept under the stamp it was read
+# at and is never shown again once the stamp has moved. Random, not a count alone, so that
+# a history rebuilt or restored from a copy never meets a stamp it had before.
+CHANGES = """
+CREATE TABLE perfscale_changes (
+    stamp TEXT NOT NULL,                -- new at every committed write
+    changes BIGINT NOT NULL,            -- writes committed since the table was made
+    changed_at TEXT NOT NULL            -- UTC, ISO 8601, of the last one
+);
+INSERT INTO perfscale_changes (stamp, changes, changed_at) VALUES ('', 0, '');
+"""
+# Run last in each write transaction, so that a PostgreSQL writer holds the row's lock
+# only while it commits (writers otherwise never wait on each other).
+CHANGE = "UPDATE perfscale_changes SET stamp = ?, changes = changes + 1, changed_at = ?"
+
+
+def new_change():
+    """(CHANGE, its parameters: a new random stamp and the time) for one write."""
+    return CHANGE, (uuid.uuid4().hex, datetime.datetime.now(
+        datetime.timezone.utc).isoformat(timespec="seconds"))
+
+
+CREATE = RUNS + CALIBRATION + TRIAGE + ALERTS + CHANGES
 
 # Version 2's calibration, keyed by hostname alone.
 CALIBRATION_V2 = """
@@ -188,8 +216,8 @@ AFTER_PACKING = "DROP TABLE samples"
 # Migrations of SQLite files written by earlier perfscale versions: {from version:
 # statements to the next}. PostgreSQL histories start at version 3; a later version adds
 # its step here, for both engines (version 3's step to 4: the triage tables; 4 to 5: the
-# alerts; 5 to 6: packed samples). After the step from 2, the store fills the run keys
-# (store.run_key: Python, so both engines compute the same key).
+# alerts; 5 to 6: packed samples; 6 to 7: the change stamp). After the step from 2, the
+# store fills the run keys (store.run_key: Python, so both engines compute the same key).
 MIGRATIONS = {
     1: "ALTER TABLE runs ADD COLUMN complete INTEGER NOT NULL DEFAULT 1;"  # v1 runs were whole
        + CALIBRATION_V2,
@@ -213,6 +241,7 @@ CREATE INDEX benchmarks_by_name ON benchmarks(name, run_id);
     3: TRIAGE,
     4: ALERTS,
     5: PACKED_SAMPLES,
+    6: CHANGES,
 }
 # After the version-2 step, the run keys are filled (store) and made unique here.
 AFTER_RUN_KEYS = "CREATE UNIQUE INDEX runs_by_key ON runs(run_key)"
@@ -230,10 +259,11 @@ GRANT SELECT, INSERT ON triage_log TO {writer};
 GRANT SELECT, INSERT, UPDATE ON alerts, alert_members TO {writer};
 GRANT SELECT, INSERT ON alert_log TO {writer};
 GRANT USAGE ON SEQUENCE alerts_id_seq, alert_log_id_seq TO {writer};
+GRANT SELECT, UPDATE ON perfscale_changes TO {writer};
 """
 READER_GRANTS = """
 GRANT SELECT ON runs, benchmarks, calibration, perfscale_schema, triage,
-    triage_log, alerts, alert_members, alert_log TO {reader};
+    triage_log, alerts, alert_members, alert_log, perfscale_changes TO {reader};
 """
 
 

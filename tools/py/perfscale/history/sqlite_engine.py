@@ -73,7 +73,8 @@ class Engine:
 
     @contextlib.contextmanager
     def transaction(self):
-        """One write transaction; rolled back whole on any exception."""
+        """One write transaction, the history's change stamp renewed with it
+        (perfscale.history.changes); rolled back whole on any exception."""
         if self._depth:
             yield
             return
@@ -81,6 +82,7 @@ class Engine:
         self._depth += 1
         try:
             yield
+            self._conn.execute(*schema.new_change())
             self._conn.execute("COMMIT")
         except BaseException:
             self._conn.execute("ROLLBACK")

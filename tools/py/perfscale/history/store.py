@@ -13,6 +13,7 @@ The functions live in modules split by concern, each importing only those above 
     runs          a run's key, recording it in one transaction, reading it back, the
                   lineages and their baselines, copying runs between histories
     calibrations  what `calibrate` learned per lineage
+    changes       the history's change stamp, new at every committed write
     series        a benchmark over time: trends, one lineage's series, the latest runs
     migrations    opening a history: created, migrated (schema.py) or refused
 
@@ -22,6 +23,7 @@ on the same connection; perfscale.history.transfer copies whole histories with t
 interface.
 """
 
+from perfscale.history.changes import change_stamp
 from perfscale.history.calibrations import (Calibration, all_calibrations,
                                             calibrated_configs, calibrated_lineages,
                                             load_calibration, store_calibration)
@@ -39,9 +41,10 @@ from perfscale.history.series import latest_runs, series, trends
 __all__ = [
     "BENCHMARK_COLUMNS", "Calibration", "HistoryError", "HistoryUnavailable", "RunInfo",
     "SCHEMA_VERSION", "Store", "all_calibrations", "all_runs", "as_results_document",
-    "calibrated_configs", "calibrated_lineages", "check_attribution", "copy_run", "counts",
-    "derived_run_key", "describe", "find_baseline", "find_baselines", "get_run", "has_run",
-    "is_server", "is_sqlite_file", "latest_of_other_machine", "latest_runs",
+    "calibrated_configs", "calibrated_lineages", "change_stamp", "check_attribution",
+    "copy_run", "counts", "derived_run_key", "describe", "find_baseline", "find_baselines",
+    "get_run", "has_run", "is_server", "is_sqlite_file", "latest_of_other_machine",
+    "latest_runs",
     "load_calibration", "load_entries", "mark_complete", "new_run_key", "open_history",
     "passing_run_ids", "record_run", "redact", "run_content", "run_id_of", "run_rows",
     "series", "size_bytes", "store_calibration", "trends", "utc_now"]

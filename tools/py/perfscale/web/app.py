@@ -17,6 +17,7 @@ own script reads with textContent and shows with textContent, never as markup.
 import collections
 import datetime
 import functools
+import hashlib
 import hmac
 import json
 import math
@@ -37,6 +38,7 @@ from perfscale.plots.page import Page
 from perfscale.plots import report
 from perfscale.results import io
 from perfscale.results.names import display_name
+from perfscale.web.cache import SharedCache
 
 CHART_JS_DIR = "/usr/share/javascript/chart.js"  # Debian's libjs-chart.js (tools/setup)
 DEFAULT_DAYS = 14   # the fleet page's window: passed / regressed / silent over it
@@ -45,17 +47,22 @@ TOTAL_POINTS = 2400  # over all of a trend page's lineages: its data stays under
 MAX_LINEAGES = 8    # on one trend page
 TOKEN_HEADER = "X-Perfscale-Token"
 POOL_SIZE = 8  # PostgreSQL connections per server process (serve's threads, and some)
+MAX_BODY = 64 * 1024  # a triage form is a few hundred bytes (perfscale.web.worker too)
+CLOCK_SECONDS = 60  # how long a page that reads the clock (the fleet's window) is kept
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def create_app(history_path, token=None):
+def create_app(history_path, token=None, cache=None):
     """The Flask application over `history_path`. token: the triage token (None: the
-    application is read-only and opens the history read-only)."""
+    application is read-only and opens the history read-only). cache: where pages are
+    kept (perfscale.web.cache; None: a new private folder), made before gunicorn forks
+    so that every worker shares it."""
     app = flask.Flask("perfscale.web", template_folder=os.path.join(_HERE, "templates"),
                       static_folder=os.path.join(_HERE, "static"), static_url_path="/static")
     target = history_path if store.is_server(history_path) else os.path.abspath(
         history_path)
-    app.config.update(HISTORY=target, TOKEN=token or None, MAX_CONTENT_LENGTH=64 * 1024)
+    app.config.update(HISTORY=target, TOKEN=token or None, MAX_CONTENT_LENGTH=MAX_BODY,
+                      CACHE=cache or SharedCache())
     # Refuses what is not a history; with a token, brings an older one to this schema
     # (the triage tables are in it) so that every request below only reads or triages.
     # Its pages are not all read first: 14.5 s for a fleet's 6.8 GB year before a server
@@ -68,23 +75,109 @@ def create_app(history_path, token=None):
         from perfscale.history import postgres_engine
         postgres_engine.use_pool(target, POOL_SIZE)
     _routes(app)
+    # Compiled here, once, before gunicorn forks: a worker's first page of each kind paid
+    # Jinja's compilation (a second of the first compare page on the loaded VM).
+    for name in app.jinja_env.list_templates():
+        app.jinja_env.get_template(name)
     return app
+
+
+# Each request thread's SQLite connection, kept for its next request: a new connection
+# parses the history's schema on its first statement, a quarter of a kept page's time.
+# Each statement outside a transaction reads the file as last committed, so a kept
+# connection sees every write; one of another file (moved, replaced) is not kept.
+_threads = threading.local()
 
 
 def _db():
     if "db" not in flask.g:
         config = flask.current_app.config
+        target, read_only = config["HISTORY"], not config["TOKEN"]
+        if store.is_server(target):  # borrowed from the process's pool
+            flask.g.db = store.open_history(target, read_only=read_only, check_pages=False)
+            return flask.g.db
         # A writer's open creates a missing SQLite file: a history moved or deleted under a
         # server with a token came back empty ('no alert #1', triage into a new file).
-        if not store.is_server(config["HISTORY"]) and not os.path.isfile(config["HISTORY"]):
+        try:
+            found = os.stat(target)
+        except FileNotFoundError:
+            found = None
+        if found is None or not os.path.isfile(target):
             raise store.HistoryError("%s: the history is gone (moved or deleted since the "
                                      "server started); nothing was made in its place"
-                                     % config["HISTORY"])
-        # No token: opened read-only, so this server cannot write, whatever its code does.
-        # Its pages are not read in full, at start or here (create_app says why).
-        flask.g.db = store.open_history(config["HISTORY"], read_only=not config["TOKEN"],
-                                        check_pages=False)
+                                     % target)
+        which = (target, read_only, found.st_dev, found.st_ino)
+        kept = getattr(_threads, "sqlite", None)
+        if kept is None or kept[0] != which:
+            if kept is not None:
+                kept[1].close()
+                _threads.sqlite = None
+            # No token: opened read-only, so this server cannot write, whatever its code
+            # does. Its pages are not read in full, at start or here (create_app says why).
+            _threads.sqlite = (which, store.open_history(target, read_only=read_only,
+                                                         check_pages=False))
+        flask.g.db, flask.g.db_kept = _threads.sqlite[1], True
     return flask.g.db
+
+
+def _stamp():
+    """The history's change stamp, read once per request before anything else."""
+    if "stamp" not in flask.g:
+        flask.g.stamp = store.change_stamp(_db())
+    return flask.g.stamp
+
+
+def _shared():
+    """The server's cache as of this request's stamp (what gate.floors learns goes there)."""
+    return flask.current_app.config["CACHE"].at(_stamp())
+
+
+def kept(clock=False):
+    """A page computed once per change of the history and shared by every worker and
+    client (perfscale.web.cache), with an ETag that answers 304 while it holds. clock: the
+    page also reads the time (the fleet page's window and silent lineages): made again
+    after CLOCK_SECONDS, by one request while the others take the one kept. Only a 200 is
+    kept; an abort or an error goes as it came."""
+    def wrap(view):
+        @functools.wraps(view)
+        def page(**kwargs):
+            cache, request = flask.current_app.config["CACHE"], flask.request
+            try:
+                head, _sep, body = cache.get_or_make(
+                    _stamp(), "%s %s" % (view.__name__, request.full_path),
+                    lambda: _to_kept(view(**kwargs)),
+                    CLOCK_SECONDS if clock else None).partition(b"\n")
+            except _NotKept as other:
+                return other.response
+            head = json.loads(head)
+            if head["etag"] in request.if_none_match:
+                answer = flask.Response(status=304)
+            else:
+                answer = flask.Response(body, mimetype=head["mimetype"])
+            answer.set_etag(head["etag"])
+            answer.headers["Cache-Control"] = "no-cache"  # asked again each time: a 304
+            return answer
+        return page
+    return wrap
+
+
+class _NotKept(Exception):
+    """A response that is not a page (a redirect, say): returned, not kept."""
+
+    def __init__(self, response):
+        super().__init__(response.status)
+        self.response = response
+
+
+def _to_kept(result):
+    """A page as kept: a line of JSON (its type, its ETag: a digest of the page and the
+    stamp it was made at), then the page."""
+    response = flask.make_response(result)
+    if response.status_code != 200 or response.direct_passthrough:
+        raise _NotKept(response)
+    body = response.get_data()
+    tag = hashlib.sha256(_stamp().encode() + b"\n" + body).hexdigest()[:32]
+    return json.dumps({"mimetype": response.mimetype, "etag": tag}).encode() + b"\n" + body
 
 
 def _now():
@@ -258,8 +351,8 @@ def compare_runs(conn, base, head):
     floors = {}
     if _lineage(base) == _lineage(head):
         host, machine, cpus, config = _lineage(head)
-        floors, _source = for_lineage(conn, host, cpus, config,
-                                                  stats.DEFAULT_ALPHA, machine)
+        floors, _source = for_lineage(conn, host, cpus, config, stats.DEFAULT_ALPHA,
+                                      machine, _shared())
     key = (conn.name, tuple((r["id"], r["recorded_at"], r["complete"]) for r in (base, head)),
            tuple(sorted((k, c.noise_floor, c.mdc, c.sigma) for k, c in floors.items())))
     with _verdicts_lock:
@@ -334,8 +427,19 @@ def _routes(app):
     @app.teardown_appcontext
     def close_db(_exc):
         conn = flask.g.pop("db", None)
-        if conn is not None:
+        if conn is not None and not flask.g.pop("db_kept", False):
             conn.close()
+
+    @app.before_request
+    def refuse_nul():
+        # PostgreSQL's text holds no NUL: a parameter with one is the client's error (400),
+        # never the history's (503), on either engine.
+        request = flask.request
+        fields = request.args.items(multi=True)
+        if request.method == "POST":
+            fields = list(fields) + list(request.form.items(multi=True))
+        if any("\x00" in k or "\x00" in v for k, v in fields) or "\x00" in request.path:
+            flask.abort(400, "a parameter holds a NUL character; none of this server's do")
 
     @app.after_request
     def headers(response):
@@ -362,6 +466,7 @@ def _routes(app):
                                          mimetype="image/svg+xml")
 
     @app.route("/")
+    @kept(clock=True)
     def fleet():
         days = flask.request.args.get("days", DEFAULT_DAYS, type=int)
         days = min(max(days or DEFAULT_DAYS, 1), 3660)
@@ -389,6 +494,7 @@ def _routes(app):
                                      alerts=alerts.listing(conn, alerts.OPEN_STATES))
 
     @app.route("/alert/<%s:alert_id>" % _ID)
+    @kept()
     def alert(alert_id):
         found = alert_view.details(_db(), alert_id)  # the alert mail's data too
         if found is None:
@@ -408,6 +514,7 @@ def _routes(app):
         return flask.redirect(flask.url_for("alert", alert_id=alert_id), code=303)
 
     @app.route("/trend")
+    @kept()
     def trend():
         conn = _db()
         run_ids = flask.request.args.getlist("run", type=int)
@@ -429,6 +536,7 @@ def _routes(app):
                                      selected={_lineage(r) for r in runs})
 
     @app.route("/run/<%s:run_id>" % _ID)
+    @kept()
     def run(run_id):
         conn = _db()
         row = _run_or_404(conn, run_id)
@@ -467,6 +575,7 @@ def _routes(app):
         return conn, base, head
 
     @app.route("/compare")
+    @kept()
     def compare():
         conn, base, head = _compare_pair()
         verdicts = compare_runs(conn, base, head)
@@ -480,12 +589,14 @@ def _routes(app):
                                      regressions=sum(v.regression for v in verdicts))
 
     @app.route("/compare.txt")
+    @kept()
     def compare_text():
         conn, base, head = _compare_pair()
         text = compare_mail(conn, base, head, compare_runs(conn, base, head))
         return flask.Response(text, mimetype="text/plain")
 
     @app.route("/scaling")
+    @kept()
     def scaling():
         conn = _db()
         name = flask.request.args.get("name", "")
