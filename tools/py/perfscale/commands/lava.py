@@ -42,11 +42,11 @@ import time
 from perfscale.machine import identity
 from perfscale.labs import lava, lava_server
 from perfscale.suite import runner
-from perfscale.vm import kernel
+from perfscale.options import KERNEL_HELP
+from perfscale.vm import cache, debian, errors, kernel
 
-KERNEL_HELP = "a vmlinuz path, or debian:5.10, debian:6.1 or debian:6.12 (each also -rt or -cloud)"
 LAVA_RUN = "lava-run"
-_CACHE_TEMPLATES = os.path.join(kernel.CACHE, "lava-server", "usr", "share", "lava-server",
+_CACHE_TEMPLATES = os.path.join(cache.CACHE, "lava-server", "usr", "share", "lava-server",
                                 "device-types")
 
 
@@ -116,15 +116,15 @@ def job_main(argv):
     if not 1 <= args.cpus <= 64 or not 256 <= args.mem <= 65536 or args.timeout < 15:
         parser.error("--cpus 1..64, --mem 256..65536 and --timeout 15 or more minutes")
     try:
-        vmlinuz, label = kernel.resolve_kernel(args.kernel)
+        job_kernel = kernel.resolve_kernel(args.kernel)
         runner.check_family(options.family)
         # The tests' stand-in for the family binary (run's PERFSCALE_BINARY), when it is
         # one file that can go into the ramdisk.
         stand_in = os.environ.get(runner.STAND_IN_ENV, "")
         binary = stand_in if os.path.isfile(stand_in) else runner.build(options.family)
-    except kernel.VmError as err:
+    except errors.VmError as err:
         print("lava job: %s" % err, file=sys.stderr)
-        return 2 if isinstance(err, kernel.VmUsageError) else 1
+        return 2 if isinstance(err, errors.VmUsageError) else 1
     except runner.UsageError as err:
         print("lava job: %s" % err, file=sys.stderr)
         return 2
@@ -132,8 +132,8 @@ def job_main(argv):
         print("lava job: %s" % err, file=sys.stderr)
         return err.status
     try:
-        return _write_job(args, options, run_args, vmlinuz, label, binary)
-    except (OSError, kernel.VmError) as err:
+        return _write_job(args, options, run_args, job_kernel, binary)
+    except (OSError, errors.VmError) as err:
         print("lava job: %s" % err, file=sys.stderr)
         return 1
     except lava.LavaError as err:
@@ -141,7 +141,8 @@ def job_main(argv):
         return 2
 
 
-def _write_job(args, options, run_args, vmlinuz, label, binary):
+def _write_job(args, options, run_args, job_kernel, binary):
+    vmlinuz, label = job_kernel.vmlinuz, job_kernel.label
     os.makedirs(args.out, exist_ok=True)
     image, guest_binary = lava.ramdisk(binary, {"PERFSCALE_REVISION": runner.revision()})
     ramdisk = os.path.join(args.out, "ramdisk.cpio.gz")
@@ -165,7 +166,8 @@ def _write_job(args, options, run_args, vmlinuz, label, binary):
         cpus=args.cpus, mem_mib=args.mem, clock=args.clock, timeout_min=args.timeout,
         metadata={"perfscale.kernel": label, "perfscale.kernel_config_sha256": config,
                   "perfscale.run": " ".join(run_args),
-                  "perfscale.revision": runner.revision()})
+                  "perfscale.revision": runner.revision(),
+                  **{"perfscale." + k: v for k, v in job_kernel.context.items()}})
     document = lava.definition(job)
     problem = lava.validation_problem(document)
     if problem:
@@ -213,10 +215,10 @@ def run_main(argv):
     templates = lava.find_templates((args.templates, _CACHE_TEMPLATES))
     if not templates:
         try:
-            kernel.fetch_debian_files("lava-server", "usr/share/lava-server/device-types",
-                                      os.path.join(kernel.CACHE, "lava-server"),
-                                      "LAVA's device-type templates")
-        except kernel.VmError as err:
+            debian.fetch_files("lava-server", "usr/share/lava-server/device-types",
+                               os.path.join(cache.CACHE, "lava-server"),
+                               "LAVA's device-type templates")
+        except errors.VmError as err:
             print("lava run: %s" % err, file=sys.stderr)
             return 2
         templates = lava.find_templates((_CACHE_TEMPLATES,))
