@@ -251,6 +251,15 @@ def test_a_split_kernel_is_kept_as_its_vmlinuz_and_config(archive):
     assert debian.fetch(build) == vmlinuz and len(archive.calls()) == before
 
 
+def test_a_split_kernel_up_to_7_1_has_its_vmlinuz_in_boot_and_no_config(archive):
+    release = "7.1.8+deb13-amd64"
+    deb(archive.folder, "linux-binary-" + release, {"boot/vmlinuz-" + release: b"7.1.8"})
+    vmlinuz = debian.fetch(debian.choose("debian:7.1.8",
+                                         debian.archive_builds(("trixie-backports",))))
+    assert os.listdir(os.path.dirname(vmlinuz)) == ["vmlinuz-" + release]
+    assert archive.calls()[-1].endswith("download linux-binary-" + release)
+
+
 def test_an_image_package_keeps_its_boot_folder_and_a_failed_download_keeps_nothing(archive):
     release = "5.10.0-46-cloud-amd64"
     builds = debian.archive_builds(("bullseye",))
@@ -426,14 +435,22 @@ def test_a_tree_is_built_once_per_commit_config_and_compiler(linux):
     # Asked again: at once, from the cache.
     again = kernel.resolve_kernel("tree:%s@v7.3-rc2" % root)
     assert again.vmlinuz == first.vmlinuz and len(made()) == 3
-    # Another commit is another kernel; the same folder builds it.
+    # Another commit is another kernel; the same folder builds it, with the config it has
+    # (the defconfig did not change: Kbuild follows Kconfig changes itself).
     head = kernel.resolve_kernel("tree:%s@HEAD" % root)
-    assert head.vmlinuz != first.vmlinuz and len(made()) == 6
+    assert head.vmlinuz != first.vmlinuz and made()[3:] == ["bzImage"]
     assert head.context["kernel_tree_describe"].startswith("v7.3-rc2-1-g")
     assert open(head.vmlinuz).read() != open(first.vmlinuz).read()
     assert len(os.listdir(os.path.join(tree.tree_folder(str(root)), "src", "kernel",
                                        "events"))) == 1
     assert untouched(root) == before
+    # A commit that changes the defconfig is configured again.
+    (root / "arch/x86/configs/x86_64_defconfig").write_text("CONFIG_SMP=y\nCONFIG_NUMA=y\n")
+    git(root, "commit", "-qam", "x86: defconfig")
+    numa = kernel.resolve_kernel("tree:%s@HEAD" % root)
+    assert made()[4:] == ["x86_64_defconfig", "olddefconfig", "bzImage"]
+    assert "CONFIG_NUMA=y" in open(os.path.join(os.path.dirname(numa.vmlinuz),
+                                                "config-7.3.0-rc2")).read().splitlines()
 
 
 def test_uncommitted_changes_are_built_and_marked_dirty_and_the_tree_is_left_alone(linux):
@@ -455,7 +472,7 @@ def test_uncommitted_changes_are_built_and_marked_dirty_and_the_tree_is_left_alo
     # build's checkout loses the changes (the new file too).
     assert kernel.resolve_kernel("tree:%s" % root).vmlinuz == dirty.vmlinuz
     assert kernel.resolve_kernel("tree:%s@HEAD" % root).vmlinuz == clean.vmlinuz
-    assert len(made()) == 6
+    assert made() == ["x86_64_defconfig", "olddefconfig", "bzImage", "bzImage"]
     git(root, "reset", "-q", "--hard")
     git(root, "clean", "-qfd")
     os.remove(clean.vmlinuz)  # built again from the checkout

@@ -13,9 +13,9 @@ so a line Debian adds to a suite is a --kernel once that suite's lists are refre
 (`tools/debian-archive SUITE update`). Where two suites build one release (6.12.118 for
 Debian 12 and 13) the earlier suite in SUITES gives it. Up to 6.18 the vmlinuz is in
 linux-image-RELEASE-FLAVOUR-amd64 (boot/, with its config); from 6.19 on that package is
-a metapackage, the vmlinuz is in linux-binary-... and the config in linux-base-... (both
-under usr/lib/modules/RELEASE/): only those two are fetched, never the modules, since
-everything a guest needs is built into Debian's kernels.
+a metapackage and the vmlinuz is in linux-binary-... (in boot/ up to 7.1; from 7.2 on in
+usr/lib/modules/RELEASE/, its config in linux-base-...): only those are fetched, never
+the modules, since everything a guest needs is built into Debian's kernels.
 """
 
 import concurrent.futures
@@ -282,22 +282,29 @@ def fetch(build, cache_root=None):
     if build.debian_version:
         packages = ["%s=%s" % (p, build.debian_version) for p in packages]
     with downloaded(packages, build.suite) as root:
-        if build.split:
-            found = glob.glob(os.path.join(root, "usr", "lib", "modules", "*", "vmlinuz"))
-            config = os.path.join(os.path.dirname(found[0]), "config") if found else None
-        else:
-            found = glob.glob(os.path.join(root, "boot", "vmlinuz-*"))
-            config = (os.path.join(root, "boot", "config-" + found[0].split("vmlinuz-", 1)[1])
-                      if found else None)
-        if len(found) != 1:
-            raise VmError("%s holds no one vmlinuz (found %d): is it a kernel package?"
-                          % (build.image, len(found)))
-        release = (os.path.basename(os.path.dirname(found[0])) if build.split
-                   else found[0].split("vmlinuz-", 1)[1])
-        return cache.keep_kernel(directory, found[0], release,
-                                 config if config and os.path.isfile(config) else None,
+        vmlinuz, release, config = kernel_files(root)
+        if vmlinuz is None:
+            raise VmError("%s holds no one vmlinuz: is it a kernel package?" % build.image)
+        return cache.keep_kernel(directory, vmlinuz, release, config,
                                  {"source": "debian", "name": build.name,
                                   "packages": packages, "suite": suite_name(build.suite)})
+
+
+def kernel_files(root):
+    """(vmlinuz, release, config or None) of unpacked kernel packages: boot/vmlinuz-RELEASE
+    (with boot/config-RELEASE: linux-image up to 6.18; linux-binary 6.19 to 7.1, whose
+    config is nowhere), or usr/lib/modules/RELEASE/vmlinuz (linux-binary from 7.2 on, its
+    config in linux-base's usr/lib/modules/RELEASE/config). (None, None, None) unless
+    exactly one."""
+    found = [(path, os.path.basename(path)[len("vmlinuz-"):], "config-")
+             for path in glob.glob(os.path.join(root, "boot", "vmlinuz-*"))]
+    found += [(path, os.path.basename(os.path.dirname(path)), "")
+              for path in glob.glob(os.path.join(root, "usr", "lib", "modules", "*", "vmlinuz"))]
+    if len(found) != 1:
+        return None, None, None
+    vmlinuz, release, prefix = found[0]
+    config = os.path.join(os.path.dirname(vmlinuz), prefix + (release if prefix else "config"))
+    return vmlinuz, release, config if os.path.isfile(config) else None
 
 
 class downloaded:

@@ -255,10 +255,32 @@ def _checkout(source, src, out):
 
 def _configure(src, build_dir, fragment, out):
     """The tree's defconfig with the fragment merged, in build_dir/.config; returns (its
-    path, the fragment's options it lacks). A config that comes out as before keeps its
-    time, so that make sees nothing new."""
+    path, the fragment's options it lacks). Made again only when the defconfig or the
+    fragment changed since the folder's last one: a commit that changes a Kconfig file is
+    Kbuild's to follow (its syncconfig runs whenever one is newer than the config, and
+    gives new options their defaults as olddefconfig does), and the minute kconfig takes
+    stays out of an incremental build. A config that comes out as before keeps its time,
+    so that make sees nothing new."""
     os.makedirs(build_dir, exist_ok=True)
     config = os.path.join(build_dir, ".config")
+    stamp = os.path.join(build_dir, ".perfscale-config-inputs")
+    try:
+        with open(os.path.join(src, "arch", "x86", "configs", DEFCONFIG), "rb") as f:
+            inputs = digest(f.read() + b"\0" + fragment_bytes(fragment))
+    except OSError:
+        raise VmError("%s has no arch/x86/configs/%s to start the config from (log: %s)"
+                      % (src, DEFCONFIG, out.name))
+    try:
+        with open(stamp) as f:
+            configured = f.read().strip() == inputs and os.path.isfile(config)
+    except OSError:
+        configured = False
+    if configured:
+        out.write(b"perfscale: the defconfig and the fragment are as at the last build: "
+                  b"the config is kept\n")
+        with open(config, "rb") as f:
+            return config, options_not_set(fragment_bytes(fragment).decode(errors="replace"),
+                                           f.read().decode(errors="replace"))
     before = None
     if os.path.isfile(config):
         with open(config, "rb") as f:
@@ -276,6 +298,8 @@ def _configure(src, build_dir, fragment, out):
         after = f.read()
     if before and before[0] == after:
         os.utime(config, ns=(before[1].st_atime_ns, before[1].st_mtime_ns))
+    with open(stamp, "w") as f:
+        f.write(inputs + "\n")
     return config, options_not_set(fragment_bytes(fragment).decode(errors="replace"),
                                    after.decode(errors="replace"))
 
