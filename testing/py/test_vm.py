@@ -384,6 +384,28 @@ def test_bisect_follows_the_data_when_the_counter_drops():
     assert bisect.first_bad(kernels, 0, 3, values.get)[0] == 2
 
 
+def test_bisect_goes_around_a_kernel_that_does_not_boot():
+    kernels = ["k%d" % i for i in range(9)]
+
+    def measuring(first_bad_at, not_booting, lines):
+        def measure(kernel):
+            if kernel in not_booting:
+                raise bisect.Skipped("the kernel did not boot (TCG, real time, 2 vCPUs): ...")
+            lines.append(kernel)
+            return 16.0 if int(kernel[1:]) >= first_bad_at else 2.0
+        return measure
+    lines = []
+    found = bisect.first_bad(kernels, 0, 8, measuring(6, ("k2", "k4"), lines), lines.append)
+    assert kernels[found[0]] == "k6" and found[1][4] is None
+    assert "k4: skipped: the kernel did not boot (TCG, real time, 2 vCPUs): ..." in lines
+    # Where the skipped ones leave it open, every kernel it can be is named.
+    with pytest.raises(bisect.BisectError, match=r"one of k4, k5, k6: k4 was skipped .*; "
+                                                 r"k5 was skipped"):
+        bisect.first_bad(kernels, 0, 8, measuring(6, ("k4", "k5"), []))
+    with pytest.raises(bisect.BisectError, match="the good kernel k4 cannot be measured"):
+        bisect.first_bad(kernels, 4, 8, measuring(6, ("k4",), []))
+
+
 def test_bisect_refuses_what_it_cannot_bisect():
     with pytest.raises(bisect.BisectError, match="do not differ"):
         bisect.first_bad(["a", "b", "c"], 0, 2, lambda k: 5.0)
