@@ -542,3 +542,43 @@ def test_a_kernel_that_never_reaches_init_is_a_skip_with_the_consoles_last_lines
     assert message.startswith("the kernel did not boot (TCG, instruction clock, 8 vCPUs): "
                               "QEMU failed (exit 1): qemu: cannot load kernel")
     assert "  | Invalid kernel" in message
+
+
+# --- tools/debian-archive's sources lists ---------------------------------------------------
+
+@pytest.mark.parametrize("suite,stanzas", [
+    ("sid", [("http://archive.example/debian/", "sid")]),
+    ("experimental", [("http://archive.example/debian/", "experimental")]),
+    ("trixie-backports", [("http://archive.example/debian/", "trixie-backports")]),
+    ("trixie", [("http://archive.example/debian/", "trixie trixie-updates"),
+                ("http://archive.example/debian-security/", "trixie-security")]),
+    ("bookworm-security", [("http://archive.example/debian-security/", "bookworm-security")])])
+def test_each_suite_names_only_suites_that_exist(tmp_path, suite, stanzas):
+    # sid and experimental have no -updates or -security suites: naming them failed
+    # `tools/debian-archive sid update`. apt-get is stood in for (the archive's address
+    # is the machine's, from `apt-get indextargets`).
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "apt-get").write_text(
+        "#!/bin/sh\n[ \"$1\" = indextargets ] && printf '%s\\n' "
+        "'http://archive.example/debian/ bookworm' "
+        "'http://archive.example/debian/ bookworm-updates' "
+        "'http://archive.example/debian-security/ bookworm-security'\nexit 0\n")
+    (fake / "apt-get").chmod(0o755)
+    env = dict(os.environ, PATH="%s:%s" % (fake, os.environ["PATH"]),
+               PERFSCALE_CACHE=str(tmp_path / "cache"))
+    tool = os.path.join(os.path.dirname(debian.DEBIAN_ARCHIVE), "debian-archive")
+    done = subprocess.run([tool, suite, "update"], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    sources = (tmp_path / "cache" / "apt" / suite / "perfscale.sources").read_text()
+    found = [(s.split("URIs: ")[1].split("\n")[0], s.split("Suites: ")[1].split("\n")[0])
+             for s in sources.strip().split("\n\n")]
+    assert found == stanzas
+
+
+def test_a_suite_name_is_checked(tmp_path):
+    tool = os.path.join(os.path.dirname(debian.DEBIAN_ARCHIVE), "debian-archive")
+    done = subprocess.run([tool, "Trixie/../x", "update"], capture_output=True, text=True,
+                          env=dict(os.environ, PERFSCALE_CACHE=str(tmp_path)))
+    assert done.returncode == 2 and "not a Debian suite name" in done.stderr
+    assert not os.listdir(tmp_path)
