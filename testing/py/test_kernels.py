@@ -582,3 +582,16 @@ def test_a_suite_name_is_checked(tmp_path):
                           env=dict(os.environ, PERFSCALE_CACHE=str(tmp_path)))
     assert done.returncode == 2 and "not a Debian suite name" in done.stderr
     assert not os.listdir(tmp_path)
+
+
+def test_a_mistyped_kernel_is_said_before_anything_is_fetched_or_built(tmp_path):
+    assert kernel.name_problem("debian:7.9-cloud") is None  # the archive says if it has it
+    assert "not a Debian kernel name" in kernel.name_problem("debian:7.1.08")
+    assert "no such folder" in kernel.name_problem("tree:%s@v1" % (tmp_path / "no"))
+    assert kernel.name_problem("tree:%s@v1" % tmp_path) is None
+    assert "no such kernel image" in kernel.name_problem(str(tmp_path / "bzImage"))
+    # A path is labelled by its path; a named kernel by its name and its vmlinuz.
+    image = tmp_path / "bzImage"
+    image.write_bytes(b"k")
+    assert kernel.kernel_at(str(image), "bzImage").label == str(image)
+    assert kernel.kernel_at(str(image), "tree:x@y").label == "tree:x@y (bzImage)"

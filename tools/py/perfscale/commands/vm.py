@@ -102,11 +102,10 @@ def main(argv):
     except runner.UsageError as err:
         print(err, file=sys.stderr)
         return 2
-    # A mistyped path is a usage error, said before setup installs anything.
-    if not args.kernel.startswith(("debian:", "tree:")) and not os.path.isfile(args.kernel):
-        print("perfscale vm: --kernel: no such kernel image '%s' (%s)" % (args.kernel,
-                                                                         KERNEL_HELP),
-              file=sys.stderr)
+    # A mistyped kernel is a usage error, said before setup installs anything.
+    problem = kernel.name_problem(args.kernel)
+    if problem:
+        print("perfscale vm: %s" % problem, file=sys.stderr)
         return 2
     status = subprocess.call([os.path.join(runner.REPO_ROOT, "tools", "setup"), "vm"])
     if status != 0:

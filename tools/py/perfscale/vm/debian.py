@@ -227,13 +227,23 @@ def _line_order(line):
     return tuple(int(n) for n in line.split("."))
 
 
-def choose(name, builds):
-    """The build a debian: name picks from `builds` (archive_builds). VmUsageError for a
-    name that is not a debian: name, or names nothing the archive holds."""
+def name_problem(name):
+    """Why `name` is not a debian: name, None when it is one (whether the archive holds
+    it is choose's to say)."""
     match = _NAME.fullmatch(name)
     numbers = [match.group(g) for g in ("abi", "patch", "rc")] if match else []
     if not match or any(n and n != str(int(n)) for n in numbers):  # 057 for 57: one spelling
-        raise VmUsageError("--kernel: '%s' is not a Debian kernel name (%s)" % (name, NAMES_HELP))
+        return "--kernel: '%s' is not a Debian kernel name (%s)" % (name, NAMES_HELP)
+    return None
+
+
+def choose(name, builds):
+    """The build a debian: name picks from `builds` (archive_builds). VmUsageError for a
+    name that is not a debian: name, or names nothing the archive holds."""
+    problem = name_problem(name)
+    if problem:
+        raise VmUsageError(problem)
+    match = _NAME.fullmatch(name)
     line, flavour = match.group("line"), match.group("flavour") or ""
     of_line = [b for b in builds if b.line == line and b.flavour == flavour]
     label = "%s%s" % (line, " -" + flavour if flavour else "")

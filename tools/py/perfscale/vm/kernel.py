@@ -46,14 +46,30 @@ def resolve_kernel(spec):
 
 
 def kernel_at(vmlinuz, spec=None):
-    """The Kernel of a vmlinuz already resolved (`vm` hands its guests the one it
-    resolved, so that a tree changed meanwhile is not built again under them): a kept
-    kernel keeps its label and context."""
+    """The Kernel of a vmlinuz path, or of the one `spec` was already resolved to (`vm`
+    hands its guests the one it resolved, so that a tree changed meanwhile is not built
+    again under them): a kept kernel keeps its label and context."""
     if not os.path.isfile(vmlinuz):
         raise VmUsageError("--kernel: no such kernel image '%s' (%s)" % (vmlinuz, KINDS))
     vmlinuz = os.path.abspath(vmlinuz)
-    label = "%s (%s)" % (spec, os.path.basename(vmlinuz)) if spec and spec != vmlinuz else vmlinuz
+    named = spec and spec.startswith(("debian:", "tree:"))
+    label = "%s (%s)" % (spec, os.path.basename(vmlinuz)) if named else vmlinuz
     return Kernel(spec or vmlinuz, vmlinuz, label, context_of(vmlinuz))
+
+
+def name_problem(spec):
+    """What is wrong with how `spec` is written, found without the archive or a build
+    (a command says it before installing anything); None when nothing is."""
+    if spec.startswith("debian:"):
+        return debian.name_problem(spec)
+    if spec.startswith("tree:"):
+        try:
+            tree.split_spec(spec)
+        except VmUsageError as err:
+            return str(err)
+        return None
+    return None if os.path.isfile(spec) else "--kernel: no such kernel image '%s' (%s)" % (
+        spec, KINDS)
 
 
 def context_of(vmlinuz):
