@@ -245,29 +245,27 @@ def choose(name, builds):
         raise VmUsageError(problem)
     match = _NAME.fullmatch(name)
     line, flavour = match.group("line"), match.group("flavour") or ""
+    version = name[len("debian:"):len(name) - (len(flavour) + 1 if flavour else 0)]
     of_line = [b for b in builds if b.line == line and b.flavour == flavour]
-    label = "%s%s" % (line, " -" + flavour if flavour else "")
+    label = line + (" -" + flavour if flavour else "")
     if not of_line:
         lines = sorted({b.line for b in builds}, key=_line_order)
         raise VmUsageError("--kernel: Debian's archive has no %s kernel (lines: %s; "
                            "`tools/perfscale vm kernel` lists them)" % (label, ", ".join(lines)))
     if match.group("rc") is not None:
-        wanted = [b for b in of_line if b.rc and (not match.group("rc")
-                                                  or b.version == "%s-rc%s" % (line, match.group("rc")))]
-        kind = "release candidate"
-    elif match.group("abi") is not None or match.group("patch") is not None:
-        version = name[len("debian:"):len(name) - (len(flavour) + 1 if flavour else 0)]
+        wanted = [b for b in of_line if b.rc and version in (line + "-rc", b.version)]
+    elif version != line:
         wanted = [b for b in of_line if not b.rc and b.version == version]
-        kind = "build"
     else:
         wanted = [b for b in of_line if not b.rc]
-        kind = "release (only release candidates: %s-rc)" % name[:len(name) - (
-            len(flavour) + 1 if flavour else 0)]
     if not wanted:
-        have = sorted({b.version for b in of_line}, key=lambda v: [int(n) for n in re.findall(
-            r"[0-9]+", v)])
-        raise VmUsageError("--kernel: Debian's archive has no %s %s of %s (it has: %s)"
-                           % (name, kind, label, ", ".join(have)))
+        have = sorted({b.version for b in of_line},
+                      key=lambda v: [int(n) for n in re.findall(r"[0-9]+", v)])
+        hint = ("; its release candidates are %s-rc%s" % (
+            name[:len("debian:") + len(line)], "-" + flavour if flavour else "")
+            if version == line else "")
+        raise VmUsageError("--kernel: Debian's archive has no %s (its %s builds: %s)%s"
+                           % (name, label, ", ".join(have), hint))
     return max(wanted, key=lambda b: b.order)
 
 
