@@ -3,6 +3,7 @@ through the real nightly with the fake binary, and `tools/perfscale alerts`."""
 
 import json
 import os
+import re
 import sqlite3
 
 import pytest
@@ -174,20 +175,29 @@ def test_one_mail_per_alert_written_again_only_when_it_grows(nightly, tmp_path):
     ("6.1.0-27-amd64", "6.1.0-28-cloud-amd64", None),  # another flavour
     ("6.1.0-27-amd64", "6.1.0-27-amd64", None),
     ("6.13.0-rc1", "6.13.0", None),
+    ("7.1.3+deb13-cloud-amd64", "7.1.8+deb13-cloud-amd64",  # the lines Debian numbers so
+     ["debian:7.1.%d-cloud" % n for n in range(3, 9)]),
+    ("7.1.13+deb13-amd64", "7.2.6+deb13-amd64", None),  # another line
+    ("7.3-cloud-amd64", "7.3.4+deb13-cloud-amd64", None),  # experimental's rc: by hand
     ("", "6.1.0-28-amd64", None)])
 def test_the_bisect_list_is_debians_updates_between_the_two_as_vm_names_them(
-        good, bad, listed, monkeypatch):
+        good, bad, listed):
     from perfscale.plots import alert_view
-    from perfscale.vm import kernel
+    from perfscale.vm import debian
     assert alert_view.debian_kernels(good, bad) == listed
     worst = {"counts": [], "name": "BM_A/real_time", "cpus": 2}
     command = alert_view.bisect_command({"good_kernel": good, "bad_kernel": bad}, worst)
     assert ("--kernels " + ",".join(listed) + " ") in command if listed else "...," in command
-    # Each name is one `tools/perfscale vm --kernel` takes (the apt lookup stood in for).
-    monkeypatch.setattr(kernel, "_debian_kernel_packages", lambda series, flavour: {
-        n: "linux-image-%d" % n for n in range(200)})
+    # Each name is one `tools/perfscale vm --kernel` takes: it picks the package of that
+    # release (the archive's lists stood in for by the packages of every name listed).
+    def package(name):
+        found = re.fullmatch(r"debian:([0-9.]+?)(\.0-[0-9]+|\.[0-9]+)(?:-(rt|cloud))?", name)
+        line, number, flavour = found.groups()
+        release = line + number + ("" if number.startswith(".0-") else "+deb12")
+        return "linux-image-%s-%samd64" % (release, flavour + "-" if flavour else "")
+    builds = debian.builds_in([package(name) for name in listed or []])
     for name in listed or []:
-        assert kernel.debian_package(name)[0].startswith("linux-image-")
+        assert debian.choose(name, builds).image == package(name)
 
 
 def test_machines_that_move_at_the_same_change_share_the_alert(nightly):

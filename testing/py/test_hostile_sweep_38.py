@@ -201,9 +201,9 @@ def test_a_log_cut_inside_the_result_says_so(run_dir):
 def test_a_debian_kernel_has_one_spelling(spec):
     """Before: a trailing newline (`$`), Arabic-Indic digits (\\d) and leading zeros were
     each taken, the same kernel under a label of its own in the run's JSON."""
-    from perfscale.vm import kernel
-    with pytest.raises(kernel.VmUsageError, match="unknown Debian kernel"):
-        kernel.debian_package(spec)
+    from perfscale.vm import debian, errors
+    with pytest.raises(errors.VmUsageError, match="not a Debian kernel name"):
+        debian.choose(spec, [])
 
 
 def test_stalled_connections_do_not_hold_the_dashboard(alerted):

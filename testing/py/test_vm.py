@@ -25,7 +25,7 @@ from perfscale.results import io as results_io
 from perfscale.suite import bisect
 from perfscale.gate import comparability
 from perfscale.machine import identity
-from perfscale.vm import initramfs, kernel, qemu as vm
+from perfscale.vm import errors, initramfs, kernel, qemu as vm
 
 PERFSCALE = os.path.join(REPO_ROOT, "tools", "perfscale")
 
@@ -112,8 +112,10 @@ def guest_context(vmlinuz, machine, carried=None, **context):
     with open(data("base.json")) as f:
         document = json.load(f)
     document["context"].update(context)
-    return json.loads(vm.guest_results(json.dumps(document).encode(), machine, str(vmlinuz),
-                                       "debian:6.12-cloud", "tcg", 2, carried))["context"]
+    guest_kernel = kernel.Kernel("debian:6.12-cloud", str(vmlinuz), "debian:6.12-cloud",
+                                 {"kernel_tree_commit": "c0ffee"})
+    return json.loads(vm.guest_results(json.dumps(document).encode(), machine, guest_kernel,
+                                       "tcg", 2, carried))["context"]
 
 
 def test_a_guests_run_records_its_kernels_config_and_its_hosts_identity(tmp_path):
@@ -132,6 +134,7 @@ def test_a_guests_run_records_its_kernels_config_and_its_hosts_identity(tmp_path
     assert context["kernel_config_sha256"] == hashlib.sha256(
         b"CONFIG_PERF_EVENTS=y\n").hexdigest()
     assert context["kernel_cmdline"] == "console=ttyS0"  # the guest's own, kept
+    assert context["kernel_tree_commit"] == "c0ffee"  # where the kernel came from
     # The config the kernel carries (/proc/config.gz, sent home) is the one it runs.
     carried = guest_context(vmlinuz, real_clock, gzip.compress(b"CONFIG_X=y\n"), **guest)
     assert carried["kernel_config_sha256"] == hashlib.sha256(b"CONFIG_X=y\n").hexdigest()
@@ -152,82 +155,6 @@ def test_a_guests_run_records_its_kernels_config_and_its_hosts_identity(tmp_path
                             **guest)
     assert not [k for k in counted if k.startswith("machine_host_")]
     assert counted["kernel_config_sha256"] == context["kernel_config_sha256"]
-
-
-def test_debian_names_pick_a_package(monkeypatch):
-    available = {("6.1", "rt-"): {47: "linux-image-6.1.0-47-rt-amd64-unsigned",
-                                  57: "linux-image-6.1.0-57-rt-amd64-unsigned"},
-                 ("6.12", ""): {99: "linux-image-6.12.99+deb12-amd64-unsigned",
-                                117: "linux-image-6.12.117+deb12-amd64-unsigned"},
-                 ("6.12", "cloud-"): {117: "linux-image-6.12.117+deb12-cloud-amd64-unsigned"}}
-    available[("5.10", "cloud-")] = {32: "linux-image-5.10.0-32-cloud-amd64",
-                                     46: "linux-image-5.10.0-46-cloud-amd64"}
-    available[("5.10", "")] = {46: "linux-image-5.10.0-46-amd64"}
-    monkeypatch.setattr(kernel, "_debian_kernel_packages",
-                        lambda series, flavour: available.get((series, flavour), {}))
-    package = lambda spec: kernel.debian_package(spec)[0]
-    assert package("debian:6.1-rt") == available["6.1", "rt-"][57]
-    assert package("debian:6.1.0-47-rt") == available["6.1", "rt-"][47]
-    with pytest.raises(vm.VmError, match="no Debian 6.1 kernel 50 .it has: 47, 57"):
-        kernel.debian_package("debian:6.1.0-50-rt")
-    # 117 is newer than 99: the patch level is compared as a number.
-    assert package("debian:6.12") == available["6.12", ""][117]
-    assert package("debian:6.12.99") == available["6.12", ""][99]
-    assert package("debian:6.12-cloud") == available["6.12", "cloud-"][117]
-    # Debian 11's, from suite bullseye; Debian 12's from the machine's own apt.
-    assert kernel.debian_package("debian:5.10-cloud") == (available["5.10", "cloud-"][46],
-                                                          "bullseye")
-    assert kernel.debian_package("debian:5.10.0-32-cloud") == (
-        "linux-image-5.10.0-32-cloud-amd64", "bullseye")
-    assert kernel.debian_package("debian:5.10") == ("linux-image-5.10.0-46-amd64", "bullseye")
-    assert kernel.debian_package("debian:6.12")[1] is None
-    for unknown in ("debian:6.1.5", "debian:6.12.0-57", "debian:6.2", "debian:6.12-foo",
-                    "debian:5.10.5", "debian:5.1", "debian:5.10.0-x-cloud"):
-        with pytest.raises(vm.VmError, match="unknown Debian kernel"):
-            kernel.debian_package(unknown)
-
-
-def test_debian_package_patterns_match_debian_12s_names():
-    def version(series, flavour, name):
-        match = re.match(kernel.SERIES[series][0] % re.escape(flavour), name)
-        return int(match.group(1)) if match else None
-    assert version("6.1", "", "linux-image-6.1.0-57-amd64-unsigned") == 57
-    assert version("6.1", "", "linux-image-6.1.0-57-rt-amd64-unsigned") is None
-    assert version("6.12", "rt-", "linux-image-6.12.117+deb12-rt-amd64-unsigned") == 117
-    assert version("6.12", "", "linux-image-6.12.117+deb12-amd64-dbg") is None
-    assert version("6.12", "", "linux-image-6.12.117+deb12-amd64") is None  # signed: no
-    # Debian 11's signed images, the names its users know; not its -dbg or -unsigned ones.
-    assert version("5.10", "cloud-", "linux-image-5.10.0-32-cloud-amd64") == 32
-    assert version("5.10", "", "linux-image-5.10.0-46-amd64") == 46
-    assert version("5.10", "", "linux-image-5.10.0-46-cloud-amd64") is None
-    assert version("5.10", "", "linux-image-5.10.0-46-amd64-dbg") is None
-    assert version("5.10", "rt-", "linux-image-5.10.0-46-rt-amd64-unsigned") is None
-
-
-def test_bullseye_kernels_are_listed_and_fetched_through_perfscales_own_apt_state(
-        tmp_path, monkeypatch):
-    # The commands kernel.py gives apt: bullseye's through tools/debian-archive, never the
-    # machine's apt (whose configuration must not change); a fake archive tool records them.
-    calls = tmp_path / "calls"
-    tool = tmp_path / "debian-archive"
-    tool.write_text("#!/bin/sh\necho \"$@\" >> %s\n"
-                    "case \"$2 $3\" in\n"
-                    "  'apt-cache pkgnames') echo linux-image-5.10.0-46-cloud-amd64;"
-                    " echo linux-image-5.10.0-45-cloud-amd64;;\n"
-                    "  'apt-get download') echo no archive here >&2; exit 100;;\n"
-                    "esac\n" % calls)
-    tool.chmod(0o755)
-    monkeypatch.setattr(kernel, "DEBIAN_ARCHIVE", str(tool))
-    assert kernel.debian_package("debian:5.10-cloud") == (
-        "linux-image-5.10.0-46-cloud-amd64", "bullseye")
-    with pytest.raises(vm.VmError, match="apt-get download linux-image-5.10.0-46-cloud-amd64 "
-                                         "failed: no archive here"):
-        kernel.fetch_debian_kernel("linux-image-5.10.0-46-cloud-amd64", cache=str(tmp_path),
-                                   suite="bullseye")
-    assert calls.read_text().splitlines() == [
-        "bullseye apt-cache pkgnames linux-image-5.10.0-",
-        "bullseye apt-get download linux-image-5.10.0-46-cloud-amd64"]
-    assert not (tmp_path / "kernels" / "linux-image-5.10.0-46-cloud-amd64").exists()
 
 
 # What Linux 6.1 printed for a soft lockup in a 4-vCPU TCG guest (loglevel=5), abridged.
@@ -288,10 +215,12 @@ def test_kernel_arguments_and_tcg_threads_reach_qemu():
 
 
 def test_unknown_kernels_are_refused(tmp_path):
-    with pytest.raises(vm.VmError, match="unknown Debian kernel"):
-        kernel.resolve_kernel("debian:4.19")
-    with pytest.raises(vm.VmError, match="no such kernel image"):
+    with pytest.raises(errors.VmUsageError, match="not a Debian kernel name"):
+        kernel.resolve_kernel("debian:4.19.x")
+    with pytest.raises(errors.VmUsageError, match="no such kernel image"):
         kernel.resolve_kernel(str(tmp_path / "missing"))
+    with pytest.raises(errors.VmUsageError, match="no such folder"):
+        kernel.resolve_kernel("tree:%s@v1" % (tmp_path / "missing"))
 
 
 # --- comparability ----------------------------------------------------------------------
@@ -455,6 +384,28 @@ def test_bisect_follows_the_data_when_the_counter_drops():
     assert bisect.first_bad(kernels, 0, 3, values.get)[0] == 2
 
 
+def test_bisect_goes_around_a_kernel_that_does_not_boot():
+    kernels = ["k%d" % i for i in range(9)]
+
+    def measuring(first_bad_at, not_booting, lines):
+        def measure(kernel):
+            if kernel in not_booting:
+                raise bisect.Skipped("the kernel did not boot (TCG, real time, 2 vCPUs): ...")
+            lines.append(kernel)
+            return 16.0 if int(kernel[1:]) >= first_bad_at else 2.0
+        return measure
+    lines = []
+    found = bisect.first_bad(kernels, 0, 8, measuring(6, ("k2", "k4"), lines), lines.append)
+    assert kernels[found[0]] == "k6" and found[1][4] is None
+    assert "k4: skipped: the kernel did not boot (TCG, real time, 2 vCPUs): ..." in lines
+    # Where the skipped ones leave it open, every kernel it can be is named.
+    with pytest.raises(bisect.BisectError, match=r"one of k4, k5, k6: k4 was skipped .*; "
+                                                 r"k5 was skipped"):
+        bisect.first_bad(kernels, 0, 8, measuring(6, ("k4", "k5"), []))
+    with pytest.raises(bisect.BisectError, match="the good kernel k4 cannot be measured"):
+        bisect.first_bad(kernels, 4, 8, measuring(6, ("k4",), []))
+
+
 def test_bisect_refuses_what_it_cannot_bisect():
     with pytest.raises(bisect.BisectError, match="do not differ"):
         bisect.first_bad(["a", "b", "c"], 0, 2, lambda k: 5.0)
@@ -511,10 +462,14 @@ def test_a_kernel_that_does_not_boot_is_said_and_leaves_no_qemu(tmp_path):
         pytest.skip(reason)
     bogus = tmp_path / "vmlinuz-bogus"
     bogus.write_bytes(b"\0" * 4096)
-    result = perfscale_vm(tmp_path, "--kernel", str(bogus), "--cpus", "1", "--timeout", "60",
+    result = perfscale_vm(tmp_path, "--kernel", str(bogus), "--cpus", "1,2", "--timeout", "60",
                           "--", "run", "--quick", timeout=300)
-    assert result.returncode == 1, result.stderr
-    assert "perfscale vm: " in result.stderr and "QEMU failed" in result.stderr
+    # Skipped, with the reason, at each size: `vm` and whoever runs it tell it from a failure.
+    assert result.returncode == errors.DID_NOT_BOOT_STATUS, result.stderr
+    assert result.stderr.count("perfscale vm: the kernel did not boot (TCG, real time, 1 vCPU)"
+                               ": QEMU failed") == 1, result.stderr
+    assert "the kernel did not boot (TCG, real time, 2 vCPUs)" in result.stderr
+    assert "perfscale vm: skipped --cpus 1,2: %s did not boot there" % bogus in result.stderr
     assert qemu_processes_under(tmp_path) == []
 
 

@@ -14,7 +14,11 @@ from perfscale.gate import stats
 from perfscale.labs import tokens
 from perfscale.parity import common
 from perfscale.suite import inject, nightly, runner
-from perfscale.vm import qemu
+from perfscale.vm import kernel, qemu
+
+# What every command that takes a kernel (vm --kernel, vm kernel, lava job --kernel,
+# bisect --kernels, nightly/calibrate/trials --guest) says one is.
+KERNEL_HELP = kernel.KINDS
 
 # The one default of every command's --history (nightly, calibrate, trials, history, kcidb).
 DEFAULT_HISTORY = os.path.join(runner.REPO_ROOT, "results", "history.sqlite")
@@ -42,10 +46,10 @@ def add_lineage_options(parser, config_help, run_cmd_help, history_help=HISTORY_
     parser.add_argument("--config", metavar="NAME", help=config_help)
     parser.add_argument("--run-cmd", metavar="CMD", help=run_cmd_help)
     parser.add_argument("--guest", metavar="KERNEL",
-                        help="run the suite in KERNEL (a vmlinuz path or debian:6.12-cloud, "
-                        "...; see `tools/perfscale vm`) booted in QEMU on its instruction "
-                        "clock: timed in guest instructions, which the host's load cannot "
-                        "move (docs/gate.md, 'A clock the host cannot move')")
+                        help="run the suite in KERNEL (%s; docs/vm.md) booted in QEMU on its "
+                        "instruction clock: timed in guest instructions, which the host's "
+                        "load cannot move (docs/gate.md, 'A clock the host cannot move')"
+                        % KERNEL_HELP)
     parser.add_argument("--guest-cpus", type=int, metavar="N",
                         help="the guest's vCPUs (default: this host's CPUs)")
 

@@ -16,6 +16,7 @@ import argparse
 import re
 import sys
 
+from perfscale.options import KERNEL_HELP
 from perfscale.results import io
 from perfscale.suite import bisect
 from perfscale.vm import qemu
@@ -37,7 +38,8 @@ def main(argv):
     parser.add_argument("--good", required=True, metavar="KERNEL")
     parser.add_argument("--bad", required=True, metavar="KERNEL")
     parser.add_argument("--kernels", required=True, metavar="K1,K2,...|@FILE",
-                        help="kernel images (or debian:...) in order, or a file of them")
+                        help="kernels in order, or a file of them, one a line; each %s"
+                        % KERNEL_HELP)
     parser.add_argument("--benchmark", required=True, metavar="REGEX")
     parser.add_argument("--counter", required=True, metavar="NAME", help="e.g. ipis_sent/op")
     parser.add_argument("--cpus", type=int, default=2)

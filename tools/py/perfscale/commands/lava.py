@@ -42,11 +42,11 @@ import time
 from perfscale.machine import identity
 from perfscale.labs import lava, lava_server
 from perfscale.suite import runner
-from perfscale.vm import kernel
+from perfscale.options import KERNEL_HELP
+from perfscale.vm import cache, debian, errors, kernel
 
-KERNEL_HELP = "a vmlinuz path, or debian:5.10, debian:6.1 or debian:6.12 (each also -rt or -cloud)"
 LAVA_RUN = "lava-run"
-_CACHE_TEMPLATES = os.path.join(kernel.CACHE, "lava-server", "usr", "share", "lava-server",
+_CACHE_TEMPLATES = os.path.join(cache.CACHE, "lava-server", "usr", "share", "lava-server",
                                 "device-types")
 
 
@@ -119,18 +119,18 @@ def job_main(argv):
         parser.error("--name: LAVA takes a job name of %d characters at most, this one has "
                      "%d" % (lava.JOB_NAME_MAX, len(args.name)))
     try:
-        vmlinuz, label = kernel.resolve_kernel(args.kernel)
+        job_kernel = kernel.resolve_kernel(args.kernel)
         if not args.image_url:  # before the build: a path LAVA cannot read stops here
-            lava.file_url(vmlinuz)
+            lava.file_url(job_kernel.vmlinuz)
             lava.file_url(os.path.join(args.out, "ramdisk.cpio.gz"))
         runner.check_family(options.family)
         # The tests' stand-in for the family binary (run's PERFSCALE_BINARY), when it is
         # one file that can go into the ramdisk.
         stand_in = os.environ.get(runner.STAND_IN_ENV, "")
         binary = stand_in if os.path.isfile(stand_in) else runner.build(options.family)
-    except kernel.VmError as err:
+    except errors.VmError as err:
         print("lava job: %s" % err, file=sys.stderr)
-        return 2 if isinstance(err, kernel.VmUsageError) else 1
+        return 2 if isinstance(err, errors.VmUsageError) else 1
     except runner.UsageError as err:
         print("lava job: %s" % err, file=sys.stderr)
         return 2
@@ -141,8 +141,8 @@ def job_main(argv):
         print("lava job: %s" % err, file=sys.stderr)
         return 2
     try:
-        return _write_job(args, options, run_args, vmlinuz, label, binary)
-    except (OSError, kernel.VmError) as err:
+        return _write_job(args, options, run_args, job_kernel, binary)
+    except (OSError, errors.VmError) as err:
         print("lava job: %s" % err, file=sys.stderr)
         return 1
     except lava.LavaError as err:
@@ -150,7 +150,8 @@ def job_main(argv):
         return 2
 
 
-def _write_job(args, options, run_args, vmlinuz, label, binary):
+def _write_job(args, options, run_args, job_kernel, binary):
+    vmlinuz, label = job_kernel.vmlinuz, job_kernel.label
     os.makedirs(args.out, exist_ok=True)
     image, guest_binary = lava.ramdisk(binary, {"PERFSCALE_REVISION": runner.revision()})
     ramdisk = os.path.join(args.out, "ramdisk.cpio.gz")
@@ -173,7 +174,8 @@ def _write_job(args, options, run_args, vmlinuz, label, binary):
         cpus=args.cpus, mem_mib=args.mem, clock=args.clock, timeout_min=args.timeout,
         metadata={"perfscale.kernel": label, "perfscale.kernel_config_sha256": config,
                   "perfscale.run": " ".join(run_args),
-                  "perfscale.revision": runner.revision()})
+                  "perfscale.revision": runner.revision(),
+                  **{"perfscale." + k: v for k, v in job_kernel.context.items()}})
     document = lava.definition(job)
     problem = lava.validation_problem(document)
     if problem:
@@ -224,10 +226,10 @@ def run_main(argv):
     templates = lava.find_templates((args.templates, _CACHE_TEMPLATES))
     if not templates:
         try:
-            kernel.fetch_debian_files("lava-server", "usr/share/lava-server/device-types",
-                                      os.path.join(kernel.CACHE, "lava-server"),
-                                      "LAVA's device-type templates")
-        except kernel.VmError as err:
+            debian.fetch_files("lava-server", "usr/share/lava-server/device-types",
+                               os.path.join(cache.CACHE, "lava-server"),
+                               "LAVA's device-type templates")
+        except errors.VmError as err:
             print("lava run: %s" % err, file=sys.stderr)
             return 2
         templates = lava.find_templates((_CACHE_TEMPLATES,))

@@ -1,17 +1,22 @@
 """`tools/perfscale vm`: run the suite in a kernel booted in QEMU (KVM when it works, else
 TCG); several --cpus sizes give one result file each.
 
-    tools/perfscale vm --kernel PATH|debian:6.1|debian:6.12[-rt|-cloud] --cpus N[,N...]
+    tools/perfscale vm --kernel K --cpus N[,N...]
                        [--mem MIB] [--timeout S] [--append ARGS] [--tcg-threads multi|single]
                        [--clock real|instructions] -- run [RUN OPTIONS] [-- FLAGS...]
 
+K: a vmlinuz path, debian:LINE[...][-rt|-cloud] or tree:PATH[@REV] (perfscale.vm.kernel).
 Each size runs `tools/perfscale run RUN OPTIONS` with the guest as its launcher: the
 binary and its flags are built as `run` builds them, then booted by `vm guest`. With
-several sizes, --out FILE becomes FILE-cpusN.json.
+several sizes, --out FILE becomes FILE-cpusN.json. A size whose guest the kernel does not
+boot is skipped with the reason; the others run, and `vm` exits 77 (skipped).
+
+    vm kernel        lists every Debian release line the archive holds (newest build,
+                     suite, packaging, flavours, whether kept)
+    vm kernel K...   fetches or builds each K and prints its vmlinuz path
 
 What the suite runner starts, and what nothing else should:
-    vm guest --kernel K --cpus N [machine options] -- BINARY FLAGS...
-    vm kernel K      prints the vmlinuz path of K (fetching a Debian kernel if needed)
+    vm guest --kernel K [--vmlinuz PATH] --cpus N [machine options] -- BINARY FLAGS...
 """
 
 import argparse
@@ -22,10 +27,9 @@ import signal
 import subprocess
 import sys
 
+from perfscale.options import KERNEL_HELP
 from perfscale.suite import runner
-from perfscale.vm import kernel, qemu
-
-KERNEL_HELP = ("a vmlinuz path, or debian:5.10, debian:6.1 or debian:6.12 (each also -rt or -cloud)")
+from perfscale.vm import cache, debian, errors, kernel, qemu
 
 
 def add_machine_options(parser):
@@ -98,26 +102,27 @@ def main(argv):
     except runner.UsageError as err:
         print(err, file=sys.stderr)
         return 2
-    # A mistyped path is a usage error, said before setup installs anything.
-    if not args.kernel.startswith("debian:") and not os.path.isfile(args.kernel):
-        print("perfscale vm: --kernel: no such kernel image '%s' (%s)" % (args.kernel,
-                                                                         KERNEL_HELP),
-              file=sys.stderr)
+    # A mistyped kernel is a usage error, said before setup installs anything.
+    problem = kernel.name_problem(args.kernel)
+    if problem:
+        print("perfscale vm: %s" % problem, file=sys.stderr)
         return 2
     status = subprocess.call([os.path.join(runner.REPO_ROOT, "tools", "setup"), "vm"])
     if status != 0:
         return status
     signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     try:
-        # Fetches a Debian kernel once, before the first guest, and fails early on a bad path.
-        vmlinuz = kernel.resolve_kernel(args.kernel)[0]
-    except kernel.VmError as err:
+        # Fetched or built once, before the first guest; every guest boots that one.
+        resolved = kernel.resolve_kernel(args.kernel)
+    except errors.VmError as err:
         print("perfscale vm: %s" % err, file=sys.stderr)
-        return 2 if isinstance(err, kernel.VmUsageError) else 1
+        return 2 if isinstance(err, errors.VmUsageError) else 1
     except KeyboardInterrupt:
         return 130
-    name = re.sub(r"^vmlinuz-", "", os.path.basename(vmlinuz))
+    name = re.sub(r"^vmlinuz-", "", os.path.basename(resolved.vmlinuz))
+    skipped = []
     for guest_machine in machines:
+        guest_machine = dataclasses.replace(guest_machine, vmlinuz=resolved.vmlinuz)
         sized = options
         if len(machines) > 1 and options.out:
             sized = dataclasses.replace(options, out=sized_out(options.out, guest_machine.cpus))
@@ -132,8 +137,15 @@ def main(argv):
             return err.status
         except KeyboardInterrupt:
             return 130
+        if status == errors.DID_NOT_BOOT_STATUS:
+            skipped.append(guest_machine.cpus)  # `vm guest` said why
+            continue
         if status != 0:
             return status
+    if skipped:
+        print("perfscale vm: skipped --cpus %s: %s did not boot there (the reason is above)"
+              % (",".join(map(str, skipped)), args.kernel), file=sys.stderr)
+        return errors.DID_NOT_BOOT_STATUS
     return 0
 
 
@@ -141,11 +153,14 @@ def guest(argv):
     """`vm guest`: one guest running BINARY FLAGS (the suite runner's launcher)."""
     parser = argparse.ArgumentParser(prog="tools/perfscale vm guest")
     parser.add_argument("--kernel", required=True, metavar="K", help=KERNEL_HELP)
+    parser.add_argument("--vmlinuz", default="", metavar="PATH",
+                        help="the vmlinuz `vm` resolved K to: booted as it is")
     parser.add_argument("--cpus", type=int, required=True, metavar="N")
     add_machine_options(parser)
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
-    guest_machine = machine(parser, args, args.kernel, args.cpus)
+    guest_machine = dataclasses.replace(machine(parser, args, args.kernel, args.cpus),
+                                        vmlinuz=args.vmlinuz)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("vm guest needs -- BINARY FLAGS...")
@@ -153,23 +168,42 @@ def guest(argv):
     signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     try:
         return qemu.run_guest(guest_machine, command)
-    except kernel.VmError as err:
+    except errors.KernelDidNotBoot as err:
         print("perfscale vm: %s" % err, file=sys.stderr)
-        return 2 if isinstance(err, kernel.VmUsageError) else 1
+        return errors.DID_NOT_BOOT_STATUS
+    except errors.VmError as err:
+        print("perfscale vm: %s" % err, file=sys.stderr)
+        return 2 if isinstance(err, errors.VmUsageError) else 1
     except KeyboardInterrupt:
         print("perfscale vm: interrupted; the guest is stopped", file=sys.stderr)
         return 130
 
 
 def print_kernel(argv):
-    parser = argparse.ArgumentParser(prog="tools/perfscale vm kernel")
-    parser.add_argument("spec", metavar="K", help=KERNEL_HELP)
+    """`vm kernel`: every Debian release line the archive holds; `vm kernel K...`: each
+    kernel fetched or built, its vmlinuz path printed."""
+    parser = argparse.ArgumentParser(
+        prog="tools/perfscale vm kernel",
+        description="Without K: list every Debian kernel release line the archive holds. "
+                    "With K: fetch (or build) each and print its vmlinuz path.")
+    parser.add_argument("specs", nargs="*", metavar="K", help=KERNEL_HELP)
     args = parser.parse_args(argv)
     try:
-        print(kernel.resolve_kernel(args.spec)[0])
-    except kernel.VmError as err:
+        if not args.specs:
+            rows = kernel.listing(debian.archive_builds())
+            widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+            for row in rows:
+                print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+            print("(each also as one build: debian:5.10.0-N, debian:6.12.N, debian:LINE-rcN; "
+                  "kept under %s)" % os.path.join(cache.CACHE, "kernels"))
+            return 0
+        for spec in args.specs:
+            print(kernel.resolve_kernel(spec).vmlinuz, flush=True)
+    except errors.VmError as err:
         print("perfscale vm: %s" % err, file=sys.stderr)
-        return 2 if isinstance(err, kernel.VmUsageError) else 1
+        return 2 if isinstance(err, errors.VmUsageError) else 1
+    except KeyboardInterrupt:
+        return 130
     return 0
 
 

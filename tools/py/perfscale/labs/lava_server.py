@@ -34,9 +34,9 @@ import urllib.request
 from perfscale.history import cluster
 from perfscale.labs import lava
 from perfscale.machine import processes
-from perfscale.vm import kernel
+from perfscale.vm import cache, debian, errors
 
-PACKAGE_DIR = os.path.join(kernel.CACHE, "lava-server-package")
+PACKAGE_DIR = os.path.join(cache.CACHE, "lava-server-package")
 DATABASE = "lavaserver"
 ADMIN = "admin"
 WORKER = "perfscale-worker"
@@ -53,8 +53,8 @@ def package_root():
     """The unpacked lava-server package (usr/...), fetched once with apt-get download."""
     if not os.path.isfile(os.path.join(PACKAGE_DIR, "usr", "bin", "lava-server")):
         try:
-            kernel.fetch_debian_files("lava-server", "usr", PACKAGE_DIR, "lava-server")
-        except kernel.VmError as err:
+            debian.fetch_files("lava-server", "usr", PACKAGE_DIR, "lava-server")
+        except errors.VmError as err:
             raise ServerError(str(err)) from None
     return PACKAGE_DIR
 

@@ -13,6 +13,7 @@ import shlex
 
 from perfscale.gate import stats
 from perfscale.history import alerts, store
+from perfscale.machine import debian_release
 from perfscale.plots import mail
 from perfscale.results import io
 
@@ -70,28 +71,28 @@ def profile_difference(conn, member):
                                profile_of(runs[1]["results_path"]), [member["name"]])
 
 
-# A Debian kernel's release (`uname -r`: 6.1.0-27-cloud-amd64, 6.12.118+deb12-amd64,
-# 5.10.0-46-rt-amd64) and the `debian:` name `tools/perfscale vm` and bisect boot it by
-# (docs/vm.md): the series, the number Debian counts its updates of it by, the flavour.
-_DEBIAN_RELEASE = re.compile(r"(5\.10\.0-|6\.1\.0-|6\.12\.)(\d+)(?:\+deb\d+)?-(?:(rt|cloud)-)?amd64",
-                             re.ASCII)
 MAX_KERNELS = 200  # a longer list is no bisection a lab would start from a page
 
 
 def debian_kernels(good, bad):
     """The `debian:` names of every update from kernel release `good` to `bad` in order
-    (both ends included) when both are Debian's of one series and flavour; else None.
-    Every number between is listed: Debian skips some, and bisect names those apt lacks."""
-    found = [_DEBIAN_RELEASE.fullmatch(k or "") for k in (good, bad)]
-    if None in found or found[0].group(1, 3) != found[1].group(1, 3):
+    (both ends included) when both are Debian's (`uname -r`: 6.1.0-27-cloud-amd64,
+    7.1.8+deb13-amd64; perfscale.machine.debian_release) of one line and flavour; else
+    None. Every number between is listed: Debian skips some, and bisect names those apt
+    lacks."""
+    found = [debian_release.UNAME.fullmatch(k or "") for k in (good, bad)]
+    if None in found or any(m.group("abi") is None and m.group("patch") is None for m in found):
+        return None  # not Debian's, or experimental's unnumbered release candidate
+    first, last = found
+    by = "abi" if first.group("abi") is not None else "patch"
+    if first.group("line", "flavour") != last.group("line", "flavour") or last.group(by) is None:
         return None
-    first, last = int(found[0].group(2)), int(found[1].group(2))
-    if first == last or abs(last - first) >= MAX_KERNELS:
+    low, high = int(first.group(by)), int(last.group(by))
+    if low == high or abs(high - low) >= MAX_KERNELS:
         return None
-    series, flavour = found[0].group(1), found[0].group(3)
-    step = 1 if last > first else -1
-    return ["debian:%s%d%s" % (series, n, "-" + flavour if flavour else "")
-            for n in range(first, last + step, step)]
+    step = 1 if high > low else -1
+    return [debian_release.name(first.group("line"), flavour=first.group("flavour") or "",
+                                **{by: n}) for n in range(low, high + step, step)]
 
 
 def bisect_command(alert, worst):

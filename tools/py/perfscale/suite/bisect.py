@@ -5,7 +5,9 @@ matches. The good and bad kernels are measured first: a kernel is bad when its c
 median is nearer the bad one's value than the good one's, so the direction (more or
 fewer) comes from the data. Kernels between them are assumed to be good up to some point
 and bad after it (the usual bisection premise); the answer is the first bad one, found in
-about log2(kernels) boots. Counters rather than times are the judge: the guests run under
+about log2(kernels) boots. A kernel that does not boot is skipped, with its reason, and
+the next nearest the middle is tried; where skipped kernels leave the answer open, all it
+can be are named. Counters rather than times are the judge: the guests run under
 TCG here, where times are not comparable (perfscale.gate.comparability).
 """
 
@@ -18,7 +20,7 @@ from typing import List
 
 from perfscale.results import io
 from perfscale.suite import runner
-from perfscale.vm import qemu
+from perfscale.vm import errors, qemu
 
 # A and B must differ by at least this much, relative to the larger, to be worth bisecting.
 MIN_SEPARATION = 0.10
@@ -26,6 +28,11 @@ MIN_SEPARATION = 0.10
 
 class BisectError(Exception):
     pass
+
+
+class Skipped(Exception):
+    """A kernel that cannot be judged (it does not boot on the machine asked for): the
+    bisection goes around it, as `git bisect skip` does."""
 
 
 @dataclasses.dataclass
@@ -45,35 +52,53 @@ class Settings:
 def first_bad(kernels, good, bad, measure, log=lambda line: None):
     """The index of the first bad kernel in kernels[good+1 .. bad].
 
-    `measure(kernel) -> float` runs one kernel. Returns (index, {index: value}).
+    `measure(kernel) -> float` runs one kernel; it raises Skipped for one that cannot be
+    judged, and the bisection tries the next nearest the middle. Returns (index,
+    {index: value, None for a skipped one}).
     """
     if not 0 <= good < bad < len(kernels):
         raise BisectError("--good must come before --bad in --kernels")
-    values = {}
+    values, skipped = {}, {}
 
     def value(index):
         if index not in values:
-            values[index] = measure(kernels[index])
-            log("%s: %g" % (kernels[index], values[index]))
+            try:
+                values[index] = measure(kernels[index])
+                log("%s: %g" % (kernels[index], values[index]))
+            except Skipped as why:
+                values[index] = None
+                skipped[index] = str(why)
+                log("%s: skipped: %s" % (kernels[index], why))
         return values[index]
 
-    good_value, bad_value = value(good), value(bad)
+    for end, name in ((good, "good"), (bad, "bad")):
+        if value(end) is None:
+            raise BisectError("the %s kernel %s cannot be measured: %s"
+                              % (name, kernels[end], skipped[end]))
+    good_value, bad_value = values[good], values[bad]
     spread = max(abs(good_value), abs(bad_value))
     if spread == 0 or abs(bad_value - good_value) < MIN_SEPARATION * spread:
         raise BisectError("the good and bad kernels do not differ in the counter (%g vs %g):"
                           " nothing to bisect" % (good_value, bad_value))
 
-    def is_bad(index):
-        return abs(value(index) - bad_value) < abs(value(index) - good_value)
-
     low, high = good, bad  # low is known good, high known bad
-    while high - low > 1:
-        middle = (low + high) // 2
-        if is_bad(middle):
+    while True:
+        untried = [i for i in range(low + 1, high) if i not in skipped]
+        if not untried:
+            break
+        middle = min(untried, key=lambda i: (abs(i - (low + high) / 2), i))
+        if value(middle) is None:
+            continue
+        if abs(values[middle] - bad_value) < abs(values[middle] - good_value):
             high = middle
         else:
             low = middle
         log("  %s judged %s" % (kernels[middle], "bad" if high == middle else "good"))
+    if any(low < i < high for i in skipped):
+        raise BisectError("the first bad kernel is one of %s: %s"
+                          % (", ".join(kernels[low + 1:high + 1]), "; ".join(
+                              "%s was skipped (%s)" % (kernels[i], skipped[i].split("\n")[0])
+                              for i in range(low + 1, high))))
     return high, values
 
 
@@ -116,8 +141,12 @@ def vm_measure(settings):
                     status = 2
             if status != 0:
                 with open(log, encoding="utf-8", errors="replace") as f:
-                    tail = f.read().splitlines()[-10:]
+                    lines = f.read().splitlines()
+                if status == errors.DID_NOT_BOOT_STATUS:
+                    raise Skipped(next((l[len("perfscale vm: "):] for l in lines
+                                        if l.startswith("perfscale vm: the kernel did not boot")),
+                                       "it did not boot"))
                 raise BisectError("the run on kernel %s failed (exit status %d):\n%s"
-                                  % (kernel, status, "\n".join(tail)))
+                                  % (kernel, status, "\n".join(lines[-10:])))
             return counter_median(io.load_results(out), settings.benchmark, settings.counter)
     return measure

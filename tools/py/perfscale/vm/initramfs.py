@@ -7,7 +7,7 @@ import re
 import os
 import subprocess
 
-from perfscale.vm.kernel import VmError
+from perfscale.vm.errors import VmError
 
 
 BUSYBOX = "/bin/busybox"  # Debian's busybox-static: no shared libraries of its own

@@ -1,169 +1,99 @@
-"""The kernels `tools/perfscale vm` boots: a vmlinuz path, or a Debian package.
+"""Where a kernel comes from: the one place every command that takes a kernel (`vm
+--kernel`, `vm guest`, `bisect`, `lava job`, `nightly --guest`) resolves it.
 
-A --kernel value is a vmlinuz path or debian:5.10, debian:6.1, debian:6.12 (each also -rt
-or -cloud): the newest such Debian package (debian:5.10.0-N, debian:6.1.0-N and
-debian:6.12.N name one version), fetched with `apt-get download` and unpacked with
-`dpkg-deb -x` into ~/.cache/perfscale/kernels/. Debian 12's kernels come from the
-machine's apt; Debian 11's 5.10 from suite bullseye through tools/debian-archive, with a
-sources list and apt state of perfscale's own, so the machine's apt configuration is
-never changed.
+A kernel is one of
+    a vmlinuz (bzImage) path,
+    debian:...       a Debian package (perfscale.vm.debian), fetched once and kept,
+    tree:PATH[@REV]  a kernel git tree at a revision, or as it is now (perfscale.vm.tree),
+                     built once per commit, config and compiler and kept,
+and becomes a Kernel: the vmlinuz to boot, the label the run's JSON names it by, and what
+the run's context records of where it came from.
 """
 
-import glob
+import dataclasses
 import os
-import re
-import shutil
-import subprocess
-import sys
-import tempfile
+from typing import Dict
 
-from perfscale.suite import runner
+from perfscale.vm import cache, debian, tree
+from perfscale.vm.errors import VmUsageError
 
-
-CACHE = os.path.join(os.path.expanduser("~"), ".cache", "perfscale")
-DEBIAN_ARCHIVE = os.path.join(runner.REPO_ROOT, "tools", "debian-archive")
-# Debian's kernel series: how a package of each is named (group 1: the version that
-# orders them, the ABI number for 5.10 and 6.1, the stable patch level for 6.12), how a
-# --kernel value names one version, and the suite it comes from (None: the machine's own,
-# Debian 12). Debian 12's are the -unsigned images; bullseye's 5.10 the signed ones, the
-# package names its users know (`linux-image-5.10.0-32-cloud-amd64`), the same kernel.
-SERIES = {
-    "5.10": (r"^linux-image-5\.10\.0-(\d+)-%samd64$", "linux-image-5.10.0-",
-             r"\.0-(\d+)", "debian:5.10.0-N", "bullseye"),
-    "6.1": (r"^linux-image-6\.1\.0-(\d+)-%samd64-unsigned$", "linux-image-6.1.0-",
-            r"\.0-(\d+)", "debian:6.1.0-N", None),
-    "6.12": (r"^linux-image-6\.12\.(\d+)\+deb12-%samd64-unsigned$", "linux-image-6.12.",
-             r"\.(\d+)", "debian:6.12.N", None),
-}
-DEBIAN_NAMES = tuple("debian:%s%s" % (series, flavour) for series in SERIES
-                     for flavour in ("", "-rt", "-cloud"))
+KINDS = ("a vmlinuz path, %s, or tree:PATH[@REV] (a kernel git tree, built)"
+         % debian.NAMES_HELP)
 
 
-class VmError(Exception):
-    """What stopped a guest run, in words a user can act on."""
-
-
-class VmUsageError(VmError):
-    """A bad vm argument (exit 2, as usage errors are everywhere else)."""
-
-
-def apt_command(tool, suite):
-    """apt-get or apt-cache for a suite: the machine's own (None), or another through
-    tools/debian-archive (perfscale's own sources list and state for it)."""
-    return [tool] if suite is None else [DEBIAN_ARCHIVE, suite, tool]
-
-
-def _debian_kernel_packages(series, flavour):
-    """{version: package} of the kernel images of one series apt knows, for one flavour."""
-    pattern, prefix, suite = SERIES[series][0], SERIES[series][1], SERIES[series][4]
-    pattern = re.compile(pattern % re.escape(flavour))
-    listed = subprocess.run(apt_command("apt-cache", suite) + ["pkgnames", prefix],
-                            capture_output=True, text=True)
-    if listed.returncode != 0:
-        raise VmError("cannot list Debian %s kernel packages with apt-cache: %s"
-                      % (series, (listed.stderr.strip().splitlines() or ["no message"])[-1]))
-    names = listed.stdout.split()
-    found = {int(m.group(1)): name for name in names for m in [pattern.match(name)] if m}
-    if not found:
-        if suite is None:
-            raise VmError("apt knows no %s*-%samd64-unsigned package; run `apt-get update` "
-                          "(Debian 12 with its security archive has them)" % (prefix, flavour))
-        raise VmError("Debian %s knows no %s*-%samd64 package; run `tools/debian-archive %s "
-                      "update` to fetch its package lists again" % (suite, prefix, flavour, suite))
-    return found
-
-
-def debian_package(spec):
-    """(package, suite) a debian: --kernel names: debian:5.10, debian:6.1 and debian:6.12
-    (each [-rt|-cloud]) the newest of the series, debian:5.10.0-N, debian:6.1.0-N and
-    debian:6.12.N (each [-rt|-cloud]) that one (for bisecting Debian's own updates)."""
-    match = None
-    for series, (_, _, version, _, _) in SERIES.items():
-        # fullmatch, ASCII: `$` would let a trailing newline through, and \d Arabic-Indic
-        # digits, each the same kernel under a label (in the run's JSON) of its own.
-        match = re.fullmatch(r"debian:%s(?:%s)?(?:-(rt|cloud))?" % (re.escape(series), version),
-                             spec, re.ASCII)
-        if match and match.group(1) is not None and match.group(1) != str(int(match.group(1))):
-            match = None  # 057 for 57: one kernel, one spelling
-        if match:
-            break
-    if not match:
-        raise VmUsageError("--kernel: unknown Debian kernel '%s' (one of: %s, or %s)"
-                           % (spec, ", ".join(DEBIAN_NAMES),
-                              ", ".join("%s[-rt|-cloud]" % s[3] for s in SERIES.values())))
-    flavour = match.group(2) + "-" if match.group(2) else ""
-    packages = _debian_kernel_packages(series, flavour)
-    suite = SERIES[series][4]
-    if match.group(1) is None:
-        return packages[max(packages)], suite
-    if int(match.group(1)) not in packages:
-        raise VmError("--kernel: apt has no Debian %s kernel %s (it has: %s)"
-                      % (series, match.group(1), ", ".join(map(str, sorted(packages)))))
-    return packages[int(match.group(1))], suite
-
-
-def _unpacked_vmlinuz(directory):
-    kernels = glob.glob(os.path.join(directory, "boot", "vmlinuz-*"))
-    return kernels[0] if len(kernels) == 1 else None
-
-
-def fetch_debian_kernel(package, cache=CACHE, suite=None):
-    """The vmlinuz of a Debian kernel package, downloaded once and kept."""
-    directory = os.path.join(cache, "kernels", package)
-    vmlinuz = _unpacked_vmlinuz(directory)
-    if vmlinuz:
-        return vmlinuz
-    # Only boot/ is kept: what the guest needs (serial console, tracefs, perf events,
-    # initramfs) is built into Debian's kernels (5.10's too), so the modules are not.
-    fetch_debian_files(package, "boot", directory, "kernels", suite)
-    return _unpacked_vmlinuz(directory)
-
-
-def fetch_debian_files(package, keep, directory, what, suite=None):
-    """Downloads Debian's `package` (apt-get download; from `suite` through
-    tools/debian-archive when given) and keeps its folder `keep` (e.g. boot) as
-    DIRECTORY/KEEP, whole or not at all. `what`: the files' name in messages."""
-    try:  # before the download, not after it
-        os.makedirs(os.path.dirname(directory), exist_ok=True)
-    except OSError as err:
-        raise VmError("cannot keep %s in %s (%s): set HOME to a folder you can write"
-                      % (what, os.path.dirname(directory), err.strerror or err)) from None
-    print("perfscale: fetching %s" % package, file=sys.stderr)
-    scratch = tempfile.mkdtemp(prefix="perfscale-deb-")
-    try:
-        download = subprocess.run(apt_command("apt-get", suite) + ["download", package],
-                                  cwd=scratch, capture_output=True, text=True)
-        debs = glob.glob(os.path.join(scratch, "*.deb"))
-        if download.returncode != 0 or len(debs) != 1:
-            lines = download.stderr.strip().splitlines()
-            # apt's errors, not its warnings (downloading as root warns every time).
-            reason = " ".join(l for l in lines if l.startswith("E:")) or " ".join(lines)
-            if suite is not None:
-                # The archive keeps a suite's newest security update only: lists fetched
-                # earlier can name a package it no longer has (404).
-                reason += " (lists fetched earlier may name packages the archive has " \
-                          "dropped: `tools/debian-archive %s update` refreshes them)" % suite
-            raise VmError("apt-get download %s failed: %s" % (package, reason))
-        unpacked = os.path.join(scratch, "root")
-        subprocess.run(["dpkg-deb", "-x", debs[0], unpacked], check=True)
-        os.makedirs(directory + ".partial", exist_ok=True)
-        shutil.rmtree(directory + ".partial")
-        os.makedirs(os.path.dirname(os.path.join(directory + ".partial", keep)), exist_ok=True)
-        shutil.move(os.path.join(unpacked, keep), os.path.join(directory + ".partial", keep))
-        os.replace(directory + ".partial", directory)
-    except subprocess.CalledProcessError as err:
-        raise VmError("unpacking %s failed: %s" % (package, err))
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+@dataclasses.dataclass
+class Kernel:
+    """A kernel ready to boot."""
+    spec: str       # what the user named it by
+    vmlinuz: str
+    label: str      # the run's vm_kernel
+    context: Dict[str, str] = dataclasses.field(default_factory=dict)  # the run's context adds
 
 
 def resolve_kernel(spec):
-    """(vmlinuz path, a label for the JSON): Debian names are fetched, paths checked."""
+    """The Kernel `spec` names: Debian's fetched, trees built (each once, then from the
+    cache), paths checked. Raises VmError (VmUsageError for a bad name)."""
     if spec.startswith("debian:"):
-        package, suite = debian_package(spec)
-        path = fetch_debian_kernel(package, suite=suite)
-        return path, "%s (%s)" % (spec, os.path.basename(path))
-    if not os.path.isfile(spec):
-        raise VmUsageError("--kernel: no such kernel image '%s' (a vmlinuz path, or "
-                           "debian:5.10, debian:6.1, debian:6.12[-rt|-cloud])" % spec)
-    return os.path.abspath(spec), os.path.abspath(spec)
+        builds = debian.archive_builds()
+        vmlinuz = debian.fetch(debian.choose(spec, builds))
+        return Kernel(spec, vmlinuz, "%s (%s)" % (spec, os.path.basename(vmlinuz)),
+                      context_of(vmlinuz))
+    if spec.startswith("tree:"):
+        vmlinuz = tree.build(tree.parse(spec))
+        return Kernel(spec, vmlinuz, "%s (%s)" % (spec, os.path.basename(vmlinuz)),
+                      context_of(vmlinuz))
+    return kernel_at(spec)
+
+
+def kernel_at(vmlinuz, spec=None):
+    """The Kernel of a vmlinuz path, or of the one `spec` was already resolved to (`vm`
+    hands its guests the one it resolved, so that a tree changed meanwhile is not built
+    again under them): a kept kernel keeps its label and context."""
+    if not os.path.isfile(vmlinuz):
+        raise VmUsageError("--kernel: no such kernel image '%s' (%s)" % (vmlinuz, KINDS))
+    vmlinuz = os.path.abspath(vmlinuz)
+    named = spec and spec.startswith(("debian:", "tree:"))
+    label = "%s (%s)" % (spec, os.path.basename(vmlinuz)) if named else vmlinuz
+    return Kernel(spec or vmlinuz, vmlinuz, label, context_of(vmlinuz))
+
+
+def name_problem(spec):
+    """What is wrong with how `spec` is written, found without the archive or a build
+    (a command says it before installing anything); None when nothing is."""
+    if spec.startswith("debian:"):
+        return debian.name_problem(spec)
+    if spec.startswith("tree:"):
+        try:
+            tree.split_spec(spec)
+        except VmUsageError as err:
+            return str(err)
+        return None
+    return None if os.path.isfile(spec) else "--kernel: no such kernel image '%s' (%s)" % (
+        spec, KINDS)
+
+
+def context_of(vmlinuz):
+    """What the run's context records of a kept kernel's origin ({} for a bare path)."""
+    return {k: str(v) for k, v in cache.about(vmlinuz).get("context", {}).items()}
+
+
+def listing(builds, cache_root=None):
+    """`vm kernel`'s table: every release line the archive holds (its newest build), with
+    the suite, the packaging, the flavours and whether it is already kept, as rows."""
+    newest = debian.newest_of_each_line(builds)
+    lines = sorted({(line, rc) for line, rc, _ in newest},
+                   key=lambda k: (tuple(int(n) for n in k[0].split(".")), k[1]))
+    rows = [("name", "newest", "suite", "packaging", "flavours", "kept")]
+    for line, rc in lines:
+        generic = newest.get((line, rc, "")) or next(
+            b for (l, r, _), b in sorted(newest.items()) if (l, r) == (line, rc))
+        flavours = [f for f in debian.FLAVOURS if (line, rc, f) in newest]
+        kept = [("-" + f if f else "generic") for f in flavours
+                if cache.vmlinuz_in(cache.kernel_dir(newest[line, rc, f].cache_name,
+                                                     cache_root))]
+        rows.append(("debian:%s%s" % (line, "-rc" if rc else ""), generic.version + (
+            " (%s)" % generic.debian_version if generic.rc else ""),
+                     debian.suite_name(generic.suite), "split" if generic.split else "image",
+                     " ".join(("-" + f if f else "generic") for f in flavours),
+                     " ".join(kept) or "-"))
+    return rows

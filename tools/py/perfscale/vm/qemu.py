@@ -27,7 +27,9 @@ from perfscale.gate import comparability
 from perfscale.machine import identity
 from perfscale.vm.initramfs import (BEGIN, END, GUEST_OUT_DIR, KERNEL_CONFIG, STARTED,
                                     build_initramfs, busybox_archive)
-from perfscale.vm.kernel import CACHE, VmError, resolve_kernel
+from perfscale.vm import kernel
+from perfscale.vm.cache import CACHE
+from perfscale.vm.errors import KernelDidNotBoot, VmError
 
 OUT_FLAGS = ("--benchmark_out=", "--profile_out=")
 # A kernel that reaches /init under TCG does so in seconds, even with 16 vCPUs; one that
@@ -58,6 +60,8 @@ ICOUNT = "shift=0,sleep=off,align=off"
 # in 2 of 7 quick-suite runs of a Debian 6.12 guest, and in none of 14 with CX16 hidden.
 # Without CX16 the kernel takes its own interrupts-off fallback (this_cpu_cmpxchg16b_emu).
 ICOUNT_CPU = "max,-cx16"
+# How messages name a guest's clock.
+CLOCK_WORDS = {"real": "real time", "instructions": "instruction clock"}
 
 
 def qemu_command(vmlinuz, initrd, cpus, mem_mib, accel, console, results, append="",
@@ -177,6 +181,8 @@ def boot(vmlinuz, initrd, cpus, mem_mib, accel, timeout_s, scratch, echo=None,
     boot failure, a panic, a soft lockup that lasts or a timeout, and in every case leaves
     no QEMU process; the whole console then goes to `keep_console` (a path), if given.
     """
+    machine_words = "%s, %s, %d vCPU%s" % (accel.upper(), CLOCK_WORDS.get(clock, clock), cpus,
+                                           "" if cpus == 1 else "s")
     console, results = os.path.join(scratch, "console"), os.path.join(scratch, "results")
     for path in (console, results):
         open(path, "w").close()
@@ -195,19 +201,24 @@ def boot(vmlinuz, initrd, cpus, mem_mib, accel, timeout_s, scratch, echo=None,
                 shown = len(text)
             if "Kernel panic" in text:
                 time.sleep(0.5)
+                if started < 0:
+                    raise KernelDidNotBoot("the kernel did not boot (%s): it panicked before "
+                                           "/init; last console lines:\n%s"
+                                           % (machine_words, _tail(_read(console))))
                 raise VmError("the guest kernel panicked:\n" + _tail(_read(console)))
             lockup = lockup_report(text)
             if lockup and lockup[0] >= LOCKUP_GIVE_UP_S:
                 _settle(console)  # the registers and call traces follow the line
                 lockup = lockup_report(_read(console))
-                raise VmError("the guest kernel locked up: %s (%s, %d vCPUs)%s"
-                              % (lockup[1], accel.upper(), cpus,
-                                 lockup_hint(_read(console), accel, tcg_threads, cpus)))
+                raise (VmError if started >= 0 else KernelDidNotBoot)(
+                    "the guest kernel locked up%s: %s (%s)%s"
+                    % ("" if started >= 0 else " while booting", lockup[1], machine_words,
+                       lockup_hint(_read(console), accel, tcg_threads, cpus)))
             elapsed = time.monotonic() - start
             if started < 0 and elapsed > boot_timeout_s:
-                raise VmError("the kernel did not reach /init in %d s (%s, %d vCPUs); last "
-                              "console lines:\n%s" % (boot_timeout_s, accel, cpus,
-                                                      _tail(text)))
+                raise KernelDidNotBoot("the kernel did not boot (%s): it did not reach /init in "
+                                       "%d s; last console lines:\n%s"
+                                       % (machine_words, boot_timeout_s, _tail(text)))
             if elapsed > timeout_s:
                 stuck = " (%s)" % lockup[1] if lockup else ""
                 booting = "" if started >= 0 else "; its kernel had not reached /init yet"
@@ -218,7 +229,7 @@ def boot(vmlinuz, initrd, cpus, mem_mib, accel, timeout_s, scratch, echo=None,
         guest.stop()
         if keep_console:
             kept = _keep(console, keep_console)
-            raise VmError("%s\n  whole guest console: %s" % (err, kept)) from None
+            raise type(err)("%s\n  whole guest console: %s" % (err, kept)) from None
         raise
     finally:
         qemu_output = guest.stop()
@@ -226,11 +237,12 @@ def boot(vmlinuz, initrd, cpus, mem_mib, accel, timeout_s, scratch, echo=None,
     if echo and started >= 0 and len(text) > shown:
         echo(text[shown:])
     if guest.process.returncode not in (0, None) and STARTED not in text:
-        raise VmError("QEMU failed (exit %d): %s\n%s" % (guest.process.returncode,
-                                                         qemu_output.strip(), _tail(text)))
+        raise KernelDidNotBoot("the kernel did not boot (%s): QEMU failed (exit %d): %s\n%s"
+                               % (machine_words, guest.process.returncode,
+                                  qemu_output.strip(), _tail(text)))
     if STARTED not in text:
-        raise VmError("the guest stopped before /init ran; last console lines:\n"
-                      + _tail(text))
+        raise KernelDidNotBoot("the kernel did not boot (%s): the guest stopped before /init "
+                               "ran; last console lines:\n%s" % (machine_words, _tail(text)))
     return text, _read(results)
 
 
@@ -358,6 +370,8 @@ class Machine:
     append: str = ""
     tcg_threads: str = "single"
     clock: str = "real"
+    # The vmlinuz `kernel` was resolved to, where `vm` did that once for all its guests.
+    vmlinuz: str = ""
 
 
 # 255: the most vCPUs QEMU's pc machine takes without an IOMMU for x2APIC.
@@ -390,35 +404,40 @@ def launcher(machine):
     `vm guest` (perfscale.commands.vm) through the one interpreter, tools/py/python."""
     python = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__)))), "python")
-    return [python, "-m", "perfscale.cli", "vm", "guest", "--kernel", machine.kernel,
+    pinned = ["--vmlinuz", machine.vmlinuz] if machine.vmlinuz else []
+    return [python, "-m", "perfscale.cli", "vm", "guest", "--kernel", machine.kernel] + pinned + [
             "--cpus", str(machine.cpus), "--mem", str(machine.mem),
             "--timeout", str(machine.timeout), "--append", machine.append,
             "--tcg-threads", machine.tcg_threads, "--clock", machine.clock, "--"]
 
 
-def guest_results(data, args, vmlinuz, label, accel, host_cpus, carried_config=None):
+def guest_results(data, args, guest_kernel, accel, host_cpus, carried_config=None):
     """The guest's results file (bytes) with what only the host knows added to its context:
     how the guest ran (comparability.vm_context), the config digest of the kernel under
     test (the guest has no /boot: from the /proc/config.gz it sent home, else the
-    package's boot/config-RELEASE beside `vmlinuz`), and, on the real clock, the host's
-    identity, at whose pace the guest ran (the instruction clock's figures are the same
-    on every host, so its lineage spans them)."""
+    boot/config-RELEASE kept beside its vmlinuz), where the kernel came from (a tree's
+    commit: kernel.Kernel.context), and, on the real clock, the host's identity, at whose
+    pace the guest ran (the instruction clock's figures are the same on every host, so
+    its lineage spans them)."""
     parsed = json.loads(data)
     context = parsed.setdefault("context", {})
     context["kernel_config_sha256"] = identity.config_digest(
-        context.get("kernel_release", ""), carried_config, os.path.dirname(vmlinuz))
+        context.get("kernel_release", ""), carried_config, os.path.dirname(guest_kernel.vmlinuz))
+    context.update(guest_kernel.context)
     if args.clock != "instructions":
         context.update(identity.as_host(identity.collect()))
     context.update(comparability.vm_context(
-        kernel=label, vcpus=args.cpus, mem_mib=args.mem, accel=accel, host_cpus=host_cpus,
-        clock=args.clock, guest_host_name=context.get("host_name", "")))
+        kernel=guest_kernel.label, vcpus=args.cpus, mem_mib=args.mem, accel=accel,
+        host_cpus=host_cpus, clock=args.clock, guest_host_name=context.get("host_name", "")))
     return (dumps(parsed, indent=2) + "\n").encode()
 
 
 def run_guest(args, command):
     """Boots `args` (a Machine) and runs `command` (BINARY FLAGS...) in it; returns the
-    command's exit status. Raises VmError."""
-    vmlinuz, label = resolve_kernel(args.kernel)
+    command's exit status. Raises VmError (KernelDidNotBoot where the kernel did not)."""
+    guest_kernel = (kernel.kernel_at(args.vmlinuz, args.kernel) if args.vmlinuz
+                    else kernel.resolve_kernel(args.kernel))
+    vmlinuz, label = guest_kernel.vmlinuz, guest_kernel.label
     if args.clock == "instructions":
         accel, why = "tcg", "the instruction clock is QEMU's emulator's: -icount " + ICOUNT
     else:
@@ -460,7 +479,7 @@ def run_guest(args, command):
                           % (code, host_path))
         data = files[name]
         if results_file:
-            data = guest_results(data, args, vmlinuz, label, accel, host_cpus,
+            data = guest_results(data, args, guest_kernel, accel, host_cpus,
                                  files.get(KERNEL_CONFIG))
         with open(host_path, "wb") as f:
             f.write(data)
