@@ -339,3 +339,93 @@ def _without_filter(run_args):
 def _regex_escape(name):
     return re.escape(name)
 
+
+@dataclasses.dataclass
+class BisectFinding:
+    """What `tools/perfscale bisect` found, for bisect_mail (perfscale.suite.bisect
+    fills it in): the subject's tree label and first bad commit (or kernel; `what` says
+    which), the headline move (label, change as a fraction, direction +1 up or -1 down),
+    the culprit's and its parent's one-line titles, the commit as `git show --stat` has
+    it, the range bisected, how it ran (machine, parameters), the two sides' runs
+    ({name: io.Entry} each) and the rows to show [(benchmark, [counters])], the gate's
+    lines of parent -> culprit, the bisection's steps, the kernel config lines, the
+    commands that reproduce it and the --profile documents where measured with them."""
+    tree: str
+    culprit: str
+    what: str
+    headline: tuple
+    title: str
+    parent_title: str
+    show: str
+    range_line: str
+    machine: list
+    parameters: list
+    base_runs: list
+    head_runs: list
+    rows: list
+    verdicts: list
+    steps: list
+    config: list
+    reproduce: list
+    base_profile: object = None
+    head_profile: object = None
+
+
+def bisect_subject(finding):
+    """`[TREE] SHA: BENCHMARK +x% regression` (an improvement where it moved the good way)."""
+    label, change, direction = finding.headline
+    culprit = finding.culprit[:12] if finding.what == "commit" else finding.culprit
+    return "[%s] %s: %s %s %s" % (finding.tree, culprit, label, _percent(change),
+                                   "regression" if direction > 0 else "improvement")
+
+
+def bisect_mail(finding):
+    """The mail the first bad commit's author reads, in the kernel test robot's shape:
+    the subject, what moved and where, the commit and its files, the %stddev/%change
+    table of every benchmark and count that moved, the gate's verdicts, the profile
+    difference, the bisection, the config and how to reproduce."""
+    label, change, direction = finding.headline
+    commit = finding.what == "commit"
+    out = ["Subject: " + bisect_subject(finding), "", "Hello,", "",
+           "perfscale bisected a %s %s of %s to:" % (
+               _percent(change), "regression" if direction > 0 else "improvement", label), "",
+           "%-7s %s" % (finding.what + ":", finding.title if not commit else "%s (\"%s\")" % (
+               finding.culprit, finding.title.split(" ", 1)[-1])),
+           "%-7s %s" % ("range:", finding.range_line), "",
+           "in testcase: perfscale",
+           "on test machine: " + "; ".join(finding.machine),
+           "with following parameters:", ""]
+    out += ["        " + line for line in finding.parameters]
+    out += ["", "Details are as below:", "-" * 98 + "->", ""]
+    if finding.show:
+        out += [finding.show, ""]
+    out += [_RULE, "base: %s (the %s before it, last good)" % (finding.parent_title,
+                                                                finding.what),
+            "head: %s (the first bad %s)" % (finding.title, finding.what), ""] + TABLE_HEAD
+    for name, counters in finding.rows:
+        out += benchmark_rows(finding.base_runs, finding.head_runs, name, moved_counters(
+            finding.base_runs, finding.head_runs, name, set(counters)))
+    out.append("")
+    if finding.verdicts:
+        out += ["gate (the first bad %s against the one before it, %d%% intervals):"
+                % (finding.what, round(100 * stats.CONFIDENCE))]
+        out += ["  " + line for line in finding.verdicts]
+        out.append("")
+    deltas = profile_deltas(finding.base_profile, finding.head_profile,
+                            [name for name, _counters in finding.rows])
+    if deltas:
+        out += ["profile (perf cpu-clock, self share of each benchmark's samples):", ""]
+        out += deltas
+    out += ["bisection (each %s judged by the gate against the good and the bad end):"
+            % finding.what]
+    out += ["  " + line for line in finding.steps] or ["  (no %s between the ends)"
+                                                       % finding.what]
+    out.append("")
+    if finding.config:
+        out += ["config (the first bad %s's run):" % finding.what]
+        out += ["  " + line for line in finding.config]
+        out.append("")
+    out += ["To reproduce:", ""]
+    out += ["        " + shlex.join(command) for command in finding.reproduce]
+    out.append("")
+    return "\n".join(out)
