@@ -120,9 +120,10 @@ class StandIn:
     interrupted (Ctrl-C). Records each measurement it completed as (candidate, kind)."""
 
     def __init__(self, order, first_bad, broken=(), interrupt_at=None, slower=True,
-                 ipis=False, context=None):
+                 ipis=False, context=None, profile=False):
         self.order, self.first_bad, self.broken = order, first_bad, set(broken)
         self.interrupt_at, self.slower, self.ipis = interrupt_at, slower, ipis
+        self.profile = profile
         self.context = context or {}
         self.started, self.done, self.names = 0, [], []
 
@@ -143,6 +144,14 @@ class StandIn:
             levels = {n: v for n, v in levels.items() if n in names}
         seed = int(hashlib.sha256(("%s/%s" % (candidate.name, kind)).encode()).hexdigest(), 16)
         context = dict(self.context, kernel_tree_commit=candidate.name)
+        if self.profile:  # as --profile writes it: each benchmark's symbols and shares
+            context["profile_file"] = out + ".profile.json"
+            walk = 0.40 if bad else 0.02
+            with open(context["profile_file"], "w", encoding="utf-8") as f:
+                json.dump({"benchmarks": [{"name": name, "symbols": [
+                    {"symbol": "toggle_bp_slot", "self": walk, "children": walk},
+                    {"symbol": "clone3", "self": 0.30, "children": 0.9}]} for name in levels]},
+                    f)
         with open(out, "w", encoding="utf-8") as f:
             json.dump(results_document(levels, seed, context), f)
         self.done.append((candidate.name, kind))
@@ -224,6 +233,23 @@ def test_commits_that_do_not_build_are_skipped_with_the_reason(tree, tmp_path):
     assert [s.candidate.name for s in skipped] == [shas[8], shas[9]]
     assert "bisect: %s: skipped: does not build: kernel/events/core.c:42: error: expected " \
         "';'" % title(shas, 8) in lines
+
+
+def test_skips_are_kept_and_tried_again_when_asked(tree, tmp_path, capsys, monkeypatch):
+    root, shas = tree
+    argv = ["--tree", str(root), "--good", "v1.0", "--bad", "perf-series", "--out",
+            str(tmp_path / "retried"), "--", "--", "--benchmark_filter=BM_"]
+    broken = StandIn(shas, 11, broken={8})
+    monkeypatch.setattr(bisect, "vm_measure", lambda chosen, log=None: broken)
+    assert bisect_command.main(argv) == 0 and (shas[8], "focus") not in broken.done
+    again = StandIn(shas, 11)  # fixed: builds now
+    monkeypatch.setattr(bisect, "vm_measure", lambda chosen, log=None: again)
+    assert bisect_command.main(argv) == 0 and again.done == []  # the skip is kept
+    assert bisect_command.main(argv[:-3] + ["--retry-skipped"] + argv[-3:]) == 0
+    assert "bisect: 1 skip(s) forgotten: those are tried again" in capsys.readouterr().out
+    # 8 is measured now (good), which sends the steps another way; nothing measured before
+    # is measured again.
+    assert again.done[0] == (shas[8], "focus") and not set(again.done) & set(broken.done)
 
 
 def test_skipped_commits_that_leave_it_open_are_all_named(tree, tmp_path):
@@ -422,7 +448,7 @@ def test_the_mail_names_the_commit_its_files_what_moved_and_how_to_reproduce(
     stand_in = StandIn(shas, 9, context={"kernel_tree": str(root),
                                            "kernel_config_sha256": "c0ffee",
                                            "vm_accelerator": "tcg",
-                                           "vm_kernel": "tree:linux"})
+                                           "vm_kernel": "tree:linux"}, profile=True)
     monkeypatch.setattr(bisect, "vm_measure", lambda chosen, log=None: stand_in)
     argv = ["--tree", str(root), "--good", "v1.0", "--bad", "perf-series", "--cpus", "4",
             "--clock", "instructions", "--out", str(tmp_path / "mailed"), "--", "--",
@@ -451,6 +477,9 @@ def test_the_mail_names_the_commit_its_files_what_moved_and_how_to_reproduce(
     assert "+100.0%" in rows[1] and rows[1].split()[0] == "2"
     assert not any(l.endswith(OTHER + ".real_time_ns") for l in lines)  # it did not move
     assert any(l.startswith("  %s: slower (" % SLOW) for l in lines)
+    # The profile difference of the parent's and the commit's last measurements.
+    profile = lines.index("profile (perf cpu-clock, self share of each benchmark's samples):")
+    assert lines[profile + 3].split() == ["2.00%", "+38.00", "40.00%", "toggle_bp_slot"]
     assert "  kernel_config_sha256: c0ffee" in lines and \
         "  kernel_tree_commit: %s" % shas[9] in lines
     assert "on test machine: QEMU guest: 4 vCPUs, 1024 MiB, TCG, instructions clock" in lines

@@ -40,7 +40,7 @@ def _terminate_as_interrupt(_signum, _frame):
 
 
 def parse(argv):
-    """(Sequence, Settings, out folder or None) from the command line; exits 2 on a usage
+    """(Sequence, Settings, the parsed options) from the command line; exits 2 on a usage
     error."""
     ours, run_args = options.split_run_args(argv)
     parser = argparse.ArgumentParser(
@@ -79,6 +79,9 @@ def parse(argv):
                         help="where the measurements, the state and the mail go (default: "
                         "a folder of results/bisect/ named after the ends and settings, so "
                         "the same command resumes)")
+    parser.add_argument("--retry-skipped", action="store_true",
+                        help="resuming, try the candidates recorded as skipped again (a "
+                        "build that failed for a reason since fixed)")
     options.add_gate_options(parser)
     args = parser.parse_args(ours)
     options.check_gate_options(parser, args)
@@ -111,19 +114,21 @@ def parse(argv):
             sequence = bisect.kernel_sequence(kernels, args.good, args.bad)
     except bisect.BisectUsageError as err:
         parser.error(str(err))
-    return sequence, settings, args.out
+    return sequence, settings, args
 
 
 def main(argv):
-    sequence, settings, out = parse(argv)
+    sequence, settings, args = parse(argv)
     log = lambda line: print(line, flush=True)
     try:
-        state = bisect.State(out or bisect.default_folder(sequence, settings), sequence,
+        state = bisect.State(args.out or bisect.default_folder(sequence, settings), sequence,
                              settings)
     except bisect.BisectUsageError as err:
         print("perfscale bisect: %s" % err, file=sys.stderr)
         return 2
     log("bisect: measurements, state and mail in %s" % state.folder)
+    if args.retry_skipped:
+        log("bisect: %d skip(s) forgotten: those are tried again" % state.forget_skips())
     previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     try:
         return bisect.run(sequence, settings, state, bisect.vm_measure(settings, log),

@@ -291,6 +291,18 @@ class State:
     def count(self):
         return sum(len(kinds) for kinds in self.measurements.values())
 
+    def forget_skips(self):
+        """Drops every skip recorded (a build that failed for a reason since fixed, a
+        package installed): those candidates are tried again. Returns how many."""
+        dropped = 0
+        for kinds in self.measurements.values():
+            for kind in [k for k, record in kinds.items() if "skipped" in record]:
+                del kinds[kind]
+                dropped += 1
+        if dropped:
+            self._write()
+        return dropped
+
 
 # --- the bisection ------------------------------------------------------------------------
 
