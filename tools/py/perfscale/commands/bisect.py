@@ -45,6 +45,12 @@ def parse(argv):
     ours, run_args = options.split_run_args(argv)
     parser = argparse.ArgumentParser(
         prog="tools/perfscale bisect", description=__doc__.split("\n\n")[0],
+        epilog="RUN OPTIONS are `tools/perfscale run`'s (--family, --quick, --profile, "
+               "--budget) and FLAGS the binary's, as nightly takes them. Each candidate "
+               "boots in a QEMU guest as `tools/perfscale vm` boots it. Exit 0: found and "
+               "confirmed (DIR/mail.txt); 1: not confirmed, left open by skips, or stopped; "
+               "2: usage or refused; 130: interrupted (the same command resumes). "
+               "docs/vm.md, 'Bisecting a slowdown to the commit'.",
         usage="%(prog)s (--tree PATH | --kernels K1,K2,...|@FILE) --good G --bad B "
               "[options] [-- RUN OPTIONS [-- FLAGS...]]")
     source = parser.add_mutually_exclusive_group(required=True)

@@ -311,7 +311,7 @@ class Step:
     candidate: Candidate
     verdict: str     # good, bad or skipped
     lines: List[str]  # why
-    seconds: float = 0.0  # the measurement's, as recorded (0 when it was reused)
+    seconds: float = 0.0  # the measurement's, as recorded when it was made
     build_seconds: Optional[float] = None
 
 
@@ -362,7 +362,8 @@ def first_bad(sequence, settings, state, measure, log=lambda line: None):
         then). Raises Skipped for a candidate recorded as skipped."""
         candidate = candidates[index]
         record = state.get(candidate, kind)
-        if kept_only and (record is None or "results" not in record):
+        if kept_only and (record is None or "results" not in record or not os.path.isfile(
+                os.path.join(state.folder, record["results"]))):
             return None
         if record is not None and "results" in record:
             path = os.path.join(state.folder, record["results"])
@@ -395,6 +396,7 @@ def first_bad(sequence, settings, state, measure, log=lambda line: None):
             try:
                 loaded[path] = io.load_results(path)
             except io.ResultsError as err:
+                state.drop(candidate, kind)  # the same command measures it again
                 raise BisectError("%s: %s" % (candidate.title, err)) from None
         return loaded[path]
 
@@ -405,7 +407,8 @@ def first_bad(sequence, settings, state, measure, log=lambda line: None):
             raise BisectError("the %s %s %s cannot be measured: %s" % (
                 which, kind_word, candidates[index].title, why)) from None
 
-    log("bisect: %d %ss from good %s to bad %s; about %d steps after measuring both ends"
+    log("bisect: %d %s(s) between good %s and bad %s; about %d step(s) after measuring "
+        "both ends"
         % (last - 1, kind_word, candidates[0].title, candidates[last].title,
            steps_left(last - 1)))
     good_full, bad_full = end(0, FULL, None, "good"), end(last, FULL, None, "bad")
