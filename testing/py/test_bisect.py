@@ -10,7 +10,9 @@ import json
 import os
 import random
 import re
+import signal
 import subprocess
+import sys
 
 import pytest
 
@@ -313,6 +315,47 @@ def test_an_interrupted_bisection_resumes_measuring_nothing_twice(tree, tmp_path
     third = StandIn(shas, 9)
     monkeypatch.setattr(bisect, "vm_measure", lambda chosen, log=None: third)
     assert bisect_command.main(argv) == 0 and third.done == []
+
+
+_CRASHING = """
+import os, signal, sys
+sys.path[:0] = sys.argv[1:3]
+import test_bisect
+from perfscale.commands import bisect as command
+from perfscale.suite import bisect
+
+class Crashing(test_bisect.StandIn):
+    def __call__(self, candidate, out, names):
+        if len(self.done) == 5:  # in the middle of the sixth: the power goes
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().__call__(candidate, out, names)
+
+bisect.vm_measure = lambda settings, log=None: Crashing(sys.argv[4].split(","), 9)
+command.main(["--tree", sys.argv[3], "--good", "v1.0", "--bad", "perf-series", "--out",
+              sys.argv[5], "--", "--", "--benchmark_filter=BM_"])
+"""
+
+
+def test_a_crashed_bisection_resumes_from_its_state_file(tree, tmp_path, monkeypatch):
+    root, shas = tree
+    before = snapshot(root)
+    out = tmp_path / "crashed"
+    here = os.path.dirname(os.path.abspath(__file__))
+    crashed = subprocess.run([sys.executable, "-c", _CRASHING, here,
+                              os.path.join(os.path.dirname(os.path.dirname(here)), "tools", "py"),
+                              str(root), ",".join(shas), str(out)], capture_output=True, text=True)
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+    with open(out / bisect.STATE_FILE, encoding="utf-8") as f:
+        kept = {(name, kind) for name, kinds in json.load(f)["measurements"].items()
+                for kind in kinds}
+    assert len(kept) == 5 and not os.path.exists(out / (bisect.STATE_FILE + ".tmp"))
+    assert snapshot(root) == before
+    resumed = StandIn(shas, 9)
+    monkeypatch.setattr(bisect, "vm_measure", lambda chosen, log=None: resumed)
+    assert bisect_command.main(["--tree", str(root), "--good", "v1.0", "--bad", "perf-series",
+                                "--out", str(out), "--", "--", "--benchmark_filter=BM_"]) == 0
+    assert resumed.done and not kept & set(resumed.done)
+    assert snapshot(root) == before
 
 
 def test_a_bisection_that_stops_leaves_the_tree_and_keeps_its_measurements(tree, tmp_path,

@@ -78,6 +78,8 @@ def parse(argv):
                         help="guest memory (default %(default)s)")
     parser.add_argument("--timeout", type=int, default=defaults.timeout, metavar="S",
                         help="seconds a guest may take (default %(default)s)")
+    parser.add_argument("--append", default=defaults.append, metavar="ARGS",
+                        help="more kernel command-line arguments, as vm takes them")
     parser.add_argument("--clock", default=defaults.clock, metavar="real|instructions",
                         help="the guests' clock: real time (the default; under TCG only the "
                         "counts are judged) or QEMU's instruction clock (times judged too)")
@@ -99,7 +101,8 @@ def parse(argv):
     if args.repetitions < 1:
         parser.error("--repetitions must be 1 or more")
     options.check_suite_args(parser, run_args)
-    machine = qemu.Machine("", args.cpus, args.mem, args.timeout, clock=args.clock)
+    machine = qemu.Machine("", args.cpus, args.mem, args.timeout, args.append,
+                           clock=args.clock)
     problem = qemu.machine_problem(machine)
     if problem:
         parser.error(problem)

@@ -149,9 +149,11 @@ def _counts_up(base, new, names, gate):
     repetitions to be judged."""
     judged, _times = stats.judge_counts(base, new, names, {}, gate)
     if not any(tests for _moved, _regressions, tests in judged.values()):
-        raise NotJudged("no benchmark has attributed counts with %d or more repetitions to "
-                        "judge, and the timings are not comparable here (--clock "
-                        "instructions makes them so)" % gate.min_repetitions)
+        raise NotJudged("no benchmark has attributed counts in both runs with %d or more "
+                        "repetitions to judge (a kernel before Linux 6.4 counts none: "
+                        "--counter ipis_system/op judges by the system-wide IPI count), and "
+                        "the timings are not comparable here (--clock instructions makes "
+                        "them so)" % gate.min_repetitions)
     return ({name: tests for name, (_m, _r, tests) in judged.items()},
             {name: regressions for name, (_m, regressions, _t) in judged.items()})
 
