@@ -512,7 +512,8 @@ def test_the_mail_names_the_commit_its_files_what_moved_and_how_to_reproduce(
     # git show --stat: the commit, its message and its files.
     assert "commit %s" % shas[9] in lines and "    Why change 9 was made." in lines
     assert any(l.startswith(" kernel/events/hw_breakpoint.c | 1 +") for l in lines)
-    assert "base: %s (the commit before it, last good)" % title(shas, 8) in lines
+    assert "base: %s (the commit before it)" % title(shas, 8) in lines
+    assert "head: %s (the first bad commit)" % title(shas, 9) in lines
     for head in mail.TABLE_HEAD:
         assert head in lines
     rows = [l for l in lines if l.endswith((SLOW + ".real_time_ns", SLOW + ".xcalls/op"))]
@@ -525,7 +526,7 @@ def test_the_mail_names_the_commit_its_files_what_moved_and_how_to_reproduce(
     assert lines[profile + 3].split() == ["2.00%", "+38.00", "40.00%", "toggle_bp_slot"]
     assert "  kernel_config_sha256: c0ffee" in lines and \
         "  kernel_tree_commit: %s" % shas[9] in lines
-    assert "on test machine: QEMU guest: 4 vCPUs, 1024 MiB, TCG, instructions clock" in lines
+    assert "on test machine: QEMU guest: 4 vCPUs, 1024 MiB, TCG, instruction clock" in lines
     steps = lines[lines.index("bisection (each commit judged by the gate against the good and "
                               "the bad end):") + 1:]
     assert steps[0] == "  good     %s" % title(shas, 8)  # the middle of 1..15, then 12...
@@ -561,6 +562,9 @@ def test_the_mail_text_from_recorded_results():
     assert 995 < float(base_mean) < 1005 and 49 < float(change.strip("+%")) < 51
     assert "        tools/perfscale compare base.json head.json" in text
     assert "profile" not in text  # none recorded
-    improvement = mail.bisect_subject(mail.BisectFinding(**dict(
-        finding.__dict__, headline=("BM_X.xcalls/op", -0.25, -1))))
-    assert improvement == "[linux] aaaaaaaaaaaa: BM_X.xcalls/op -25.0% improvement"
+    improvement = mail.BisectFinding(**dict(finding.__dict__,
+                                            headline=("BM_X.xcalls/op", -0.25, -1)))
+    assert mail.bisect_subject(improvement) == \
+        "[linux] aaaaaaaaaaaa: BM_X.xcalls/op -25.0% improvement"
+    assert "\nhead: aaaaaaaaaaaa perf: walk every task (the first commit with the change)\n" \
+        in mail.bisect_mail(improvement)

@@ -399,16 +399,18 @@ def bisect_mail(finding):
     out += ["", "Details are as below:", "-" * 98 + "->", ""]
     if finding.show:
         out += [finding.show, ""]
-    out += [_RULE, "base: %s (the %s before it, last good)" % (finding.parent_title,
-                                                                finding.what),
-            "head: %s (the first bad %s)" % (finding.title, finding.what), ""] + TABLE_HEAD
+    # git bisect's words: "bad" has the change, which for an improvement is the good news.
+    first = ("the first bad %s" if direction > 0 else "the first %s with the change") \
+        % finding.what
+    out += [_RULE, "base: %s (the %s before it)" % (finding.parent_title, finding.what),
+            "head: %s (%s)" % (finding.title, first), ""] + TABLE_HEAD
     for name, counters in finding.rows:
         out += benchmark_rows(finding.base_runs, finding.head_runs, name, moved_counters(
             finding.base_runs, finding.head_runs, name, set(counters)))
     out.append("")
     if finding.verdicts:
-        out += ["gate (the first bad %s against the one before it, %d%% intervals):"
-                % (finding.what, round(100 * stats.CONFIDENCE))]
+        out += ["gate (%s against the one before it, %d%% intervals):"
+                % (first, round(100 * stats.CONFIDENCE))]
         out += ["  " + line for line in finding.verdicts]
         out.append("")
     deltas = profile_deltas(finding.base_profile, finding.head_profile,
@@ -422,7 +424,7 @@ def bisect_mail(finding):
                                                        % finding.what]
     out.append("")
     if finding.config:
-        out += ["config (the first bad %s's run):" % finding.what]
+        out += ["config (the run of %s):" % first]
         out += ["  " + line for line in finding.config]
         out.append("")
     out += ["To reproduce:", ""]

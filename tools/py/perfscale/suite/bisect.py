@@ -678,10 +678,11 @@ def mail_text(sequence, settings, outcome, command):
             "tree %s, " % sequence.tree if is_tree else "", "first-parent line"
             if is_tree else "kernels", sequence.good, sequence.bad, len(candidates) - 2,
             sequence.kind, measured, len(outcome.steps) - measured),
-        machine=["QEMU guest: %d vCPUs, %d MiB, %s, %s clock" % (
-            machine.cpus, machine.mem, context.get("vm_accelerator", "?").upper(),
-            machine.clock)] + (["timings: %s" % context["timings_note"]]
-                               if context.get("timings_note") else []),
+        machine=["QEMU guest: %d vCPU%s, %d MiB, %s, %s" % (
+            machine.cpus, "" if machine.cpus == 1 else "s", machine.mem,
+            context.get("vm_accelerator", "?").upper(),
+            "instruction clock" if machine.clock == "instructions" else "real time")]
+        + (["timings: %s" % context["timings_note"]] if context.get("timings_note") else []),
         parameters=parameters, base_runs=outcome.base_runs, head_runs=outcome.head_runs,
         rows=[(name, sorted(moved[name])) for name in names if name in moved],
         verdicts=bisection.lines(outcome.direct),
