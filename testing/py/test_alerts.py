@@ -164,6 +164,28 @@ def test_one_mail_per_alert_written_again_only_when_it_grows(nightly, tmp_path):
     assert code == 1 and "regression mail:" not in out
 
 
+def test_an_alert_between_two_commits_of_a_tree_names_them_and_bisects_the_tree(
+        nightly, tmp_path):
+    # Kernels built from a tree name their commit (perfscale.vm.kernel's context): the
+    # alert is keyed by it, names it, and its bisect command walks the tree's commits.
+    good, bad = "a" * 40, "b" * 40
+    tree = ("--context=kernel_tree=/src/linux", "--context=kernel_release=7.3.0-rc2")
+    assert nightly("--fixture=base.json", "--context=kernel_tree_commit=" + good, *tree)[0] == 0
+    code, out, _ = nightly("--fixture=" + _slow_only(tmp_path, SLOWED[0]),
+                           "--context=kernel_tree_commit=" + bad, *tree)
+    assert code == 1 and "opens alert #1" in out
+    [(alert, _members)] = _alerts(nightly.db)
+    assert (alert["good_commit"], alert["bad_commit"]) == (good, bad)
+    assert "kernel commit %s -> %s" % (good, bad) in alert["why"]
+    mail = _mail(nightly.report_dir)
+    assert "\ncommit:    %s -> %s\n" % (good, bad) in mail
+    assert "To narrow the kernel range (the tree's commits between the two, each built and " \
+        "measured):" in mail
+    assert ("tools/perfscale bisect --tree /src/linux --good %s --bad %s --benchmark "
+            "'^BM_BreakpointEnable/passive:8/active:0/placement:0' --cpus 2 -- -- "
+            "--fixture=" % (good, bad)) in mail  # and the nightly's run arguments
+
+
 @pytest.mark.parametrize("good,bad,listed", [
     ("6.1.0-27-cloud-amd64", "6.1.0-30-cloud-amd64",
      ["debian:6.1.0-27-cloud", "debian:6.1.0-28-cloud", "debian:6.1.0-29-cloud",

@@ -22,7 +22,6 @@ import pytest
 from conftest import REPO_ROOT, data
 from perfscale.plots import cpus as plot_cpus
 from perfscale.results import io as results_io
-from perfscale.suite import bisect
 from perfscale.gate import comparability
 from perfscale.machine import identity
 from perfscale.vm import errors, initramfs, kernel, qemu as vm
@@ -361,71 +360,6 @@ def test_plot_vs_cpus_joins_cpu_sized_parameters(tmp_path):
         "BM_BreakpointEnable/passive:4xCPUs": [(2, [16.0]), (4, [32.0]), (8, [64.0])]}}
     written = plot_cpus.plots(sets, str(tmp_path), ["passive"])
     assert len(written) == 1 and os.path.getsize(written[0][0]) > 0
-
-
-# --- bisect -------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("first_bad_at", [1, 2, 5, 8, 9])
-def test_bisect_names_the_first_bad_kernel(first_bad_at):
-    kernels = ["k%d" % i for i in range(10)]
-    runs = []
-
-    def measure(kernel):
-        runs.append(kernel)
-        return 16.0 if int(kernel[1:]) >= first_bad_at else 2.0
-    index, _ = bisect.first_bad(kernels, 0, 9, measure)
-    assert kernels[index] == "k%d" % first_bad_at
-    assert len(runs) == len(set(runs)) <= 2 + 4  # good, bad, then log2(8) rounded up
-
-
-def test_bisect_follows_the_data_when_the_counter_drops():
-    kernels = ["a", "b", "c", "d"]
-    values = {"a": 10.0, "b": 10.2, "c": 3.0, "d": 2.9}
-    assert bisect.first_bad(kernels, 0, 3, values.get)[0] == 2
-
-
-def test_bisect_goes_around_a_kernel_that_does_not_boot():
-    kernels = ["k%d" % i for i in range(9)]
-
-    def measuring(first_bad_at, not_booting, lines):
-        def measure(kernel):
-            if kernel in not_booting:
-                raise bisect.Skipped("the kernel did not boot (TCG, real time, 2 vCPUs): ...")
-            lines.append(kernel)
-            return 16.0 if int(kernel[1:]) >= first_bad_at else 2.0
-        return measure
-    lines = []
-    found = bisect.first_bad(kernels, 0, 8, measuring(6, ("k2", "k4"), lines), lines.append)
-    assert kernels[found[0]] == "k6" and found[1][4] is None
-    assert "k4: skipped: the kernel did not boot (TCG, real time, 2 vCPUs): ..." in lines
-    # Where the skipped ones leave it open, every kernel it can be is named.
-    with pytest.raises(bisect.BisectError, match=r"one of k4, k5, k6: k4 was skipped .*; "
-                                                 r"k5 was skipped"):
-        bisect.first_bad(kernels, 0, 8, measuring(6, ("k4", "k5"), []))
-    with pytest.raises(bisect.BisectError, match="the good kernel k4 cannot be measured"):
-        bisect.first_bad(kernels, 4, 8, measuring(6, ("k4",), []))
-
-
-def test_bisect_refuses_what_it_cannot_bisect():
-    with pytest.raises(bisect.BisectError, match="do not differ"):
-        bisect.first_bad(["a", "b", "c"], 0, 2, lambda k: 5.0)
-    with pytest.raises(bisect.BisectError, match="before"):
-        bisect.first_bad(["a", "b"], 1, 0, lambda k: 5.0)
-
-
-def test_bisect_cli_checks_its_kernels(cli):
-    with pytest.raises(SystemExit) as exit_info:
-        cli("bisect", "--good", "x", "--bad", "b", "--kernels", "a,b",
-            "--benchmark", "BM", "--counter", "ipis_system/op")
-    assert exit_info.value.code == 2
-
-
-def test_counter_median_wants_exactly_one_benchmark():
-    results = results_io.load_results(data("base.json"))
-    with pytest.raises(bisect.BisectError, match="matched"):
-        bisect.counter_median(results, "BM_", "ipis_system/op")
-    name = "BM_BreakpointEnable/passive:8/active:0/placement:0/real_time"
-    assert bisect.counter_median(results, "^" + name + "$", "ipis_system/op") > 0
 
 
 # --- guests ---------------------------------------------------------------------------------

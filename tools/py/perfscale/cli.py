@@ -17,7 +17,8 @@ COMMANDS = (
     ("vm", "boot a kernel in QEMU (KVM when it works, else TCG) and run the suite inside;\n"
            "several --cpus sizes give one result file each; --clock instructions\n"
            "times the guest in instructions (QEMU -icount): figures the host cannot move"),
-    ("bisect", "the first bad kernel of an ordered list, judged by one counter"),
+    ("bisect", "the first bad commit of a kernel tree (or kernel of a list), judged by the\n"
+               "gate; resumable; writes the mail the commit's author reads"),
     ("test", "build and run every test (bazel test //..., then under ASan+UBSan, the\n"
              "Python tools' tests, and each fuzz target for 10 s under libFuzzer); lists\n"
              "every skipped test with its reason, then ends with\n"

@@ -71,6 +71,12 @@ def check_run_args(parser, args, run_args):
     external --run-cmd takes them; --guest hands them to `run` in the guest)."""
     if nightly.runner_command(args) and args.guest is None:
         return
+    check_suite_args(parser, run_args)
+
+
+def check_suite_args(parser, run_args):
+    """Refuses RUN_ARGS that `run` would refuse, or that the command (parser.prog) sets
+    itself: --repetitions, --out, --plan."""
     try:
         options = runner.parse_args(run_args)
         runner.check_family(options.family)

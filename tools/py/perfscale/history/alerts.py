@@ -1,7 +1,8 @@
 """Alerts: one per change, not one per night (schema version 5, history/schema.py ALERTS).
 
 An alert is keyed by the change between a lineage's last good run and its first bad one:
-kernel release, kernel config digest, kernel commit (where the run's context names one) and
+kernel release, kernel config digest, kernel commit (where the run's context names one: a
+kernel built from a tree, kernel_tree_commit) and
 perfscale revision of both. Every lineage x benchmark that moved at the same change is a
 member of the same alert; later nights of the same step attach to their member. Triage is
 once per alert (new, acknowledged, invalid, fixed; the rules of the dashboard's triage,
@@ -66,7 +67,8 @@ def _of(run):
     context = json.loads(context) if isinstance(context, str) else (context or {})
     return (str(run.get("kernel_release") or context.get("kernel_release") or ""),
             str(context.get("kernel_config_sha256") or ""),
-            str(context.get("kernel_commit") or ""),
+            # A kernel built from a tree names its commit (perfscale.vm.kernel's context).
+            str(context.get("kernel_tree_commit") or context.get("kernel_commit") or ""),
             str(run.get("perfscale_revision") or context.get("perfscale_revision") or ""))
 
 

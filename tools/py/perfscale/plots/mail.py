@@ -54,6 +54,38 @@ def _row(base, head, label):
                                          _number(head_mean), _sd(head_sd), label)
 
 
+# The robot's table head: base %stddev %change head %stddev metric.
+TABLE_HEAD = ["%14s %s %10s %14s %s" % ("base", "       ", "", "head", ""),
+              "---------------- --------------------------- ----------------------",
+              "%14s %s %10s %14s %s" % ("", "%stddev", "%change", "", "%stddev"),
+              "%14s %s %10s %14s %s" % ("", "     \\ ", "|", "", "     \\")]
+
+
+def benchmark_rows(base_runs, head_runs, name, counters, suffix=""):
+    """The table's rows of one benchmark over runs ({name: io.Entry} each): its time, then
+    each of `counters`; `suffix` marks the time row (an alert's NEW member)."""
+    label = display_name(name)
+    rows = [_row(_values(base_runs, name), _values(head_runs, name),
+                 "%s.real_time_ns%s" % (label, suffix))]
+    for counter in counters:
+        rows.append(_row(_values(base_runs, name, counter), _values(head_runs, name, counter),
+                         "%s.%s" % (label, counter)))
+    return rows
+
+
+def moved_counters(base_runs, head_runs, name, named):
+    """The counters of a benchmark worth a row, in order: those the gate named (`named`)
+    and every other attributed counter that moved by 10% (_moved)."""
+    counters = set(named)
+    for runs in (base_runs, head_runs):
+        for entries in runs:
+            entry = entries.get(name)
+            if entry is not None:
+                counters.update(k for k in entry.counters if stats.counter_kind(k))
+    return [c for c in sorted(counters) if c in named or _moved(
+        _values(base_runs, name, c), _values(head_runs, name, c))]
+
+
 def _values(entries_list, name, counter=None):
     """Per repetition (time) or per run (counter) values of `name` over runs."""
     out = []
@@ -110,29 +142,12 @@ def regression_mail(lineage, base_label, head_label, base_runs, head_runs, verdi
     out = [_RULE,
            "perfscale: %d regression(s) on host %s, %d CPUs, config '%s'"
            % (len(regressed), host, cpus, config or "default"), _RULE, "",
-           "base: %s" % base_label, "head: %s" % head_label, "",
-           "%14s %s %10s %14s %s" % ("base", "       ", "", "head", ""),
-           "---------------- --------------------------- ----------------------",
-           "%14s %s %10s %14s %s" % ("", "%stddev", "%change", "", "%stddev"),
-           "%14s %s %10s %14s %s" % ("", "     \\ ", "|", "", "     \\")]
+           "base: %s" % base_label, "head: %s" % head_label, ""] + TABLE_HEAD
     if not shown:
         out.append("(no benchmark changed significantly)")
     for verdict in shown:
-        label = display_name(verdict.name)
-        out.append(_row(_values(base_runs, verdict.name), _values(head_runs, verdict.name),
-                        "%s.real_time_ns" % label))
-        counters = set()
-        for runs in (base_runs, head_runs):
-            for entries in runs:
-                entry = entries.get(verdict.name)
-                if entry is not None:
-                    counters.update(k for k in entry.counters if stats.counter_kind(k))
-        moved = {name for name, _old, _new in verdict.counters}
-        for counter in sorted(counters):
-            base_values = _values(base_runs, verdict.name, counter)
-            head_values = _values(head_runs, verdict.name, counter)
-            if counter in moved or _moved(base_values, head_values):
-                out.append(_row(base_values, head_values, "%s.%s" % (label, counter)))
+        out += benchmark_rows(base_runs, head_runs, verdict.name, moved_counters(
+            base_runs, head_runs, verdict.name, {name for name, _old, _new in verdict.counters}))
     out.append("")
     out += ["verdicts (the nightly's gate, %d%% intervals):" % round(100 * stats.CONFIDENCE)]
     out += ["  " + v.line() for v in regressed]
@@ -254,10 +269,7 @@ def alert_mail(found, sections, run_id):
                 "last good run -> first bad run):", ""]
         out += found["profile"]
     if found["bisect"]:
-        out += ["To narrow the kernel range (%s):" % (
-            "list the kernels between the two in order" if "...," in found["bisect"] else
-            "Debian's updates between the two, every number: bisect names any that apt "
-            "lacks, to drop from the list"), "",
+        out += ["To narrow the kernel range (%s):" % found["bisect_how"], "",
                 "        " + found["bisect"], ""]
     return "\n".join(out)
 
@@ -268,21 +280,12 @@ def _alert_section(section, run_id):
            "  %s/%d/%s/%s" % (first["host"], first["cpus"], first["config"] or "default",
                               first["machine"][:12] or "-"), "",
            "runs:", "  %s (last good)" % _run_label(section.good),
-           "  %s (first bad)" % _run_label(section.bad), "",
-           "%14s %s %10s %14s %s" % ("base", "       ", "", "head", ""),
-           "---------------- --------------------------- ----------------------",
-           "%14s %s %10s %14s %s" % ("", "%stddev", "%change", "", "%stddev"),
-           "%14s %s %10s %14s %s" % ("", "     \\ ", "|", "", "     \\")]
+           "  %s (first bad)" % _run_label(section.bad), ""] + TABLE_HEAD
     base, head = [section.base_entries], [section.head_entries]
     for member in section.members:
-        label = display_name(member["name"])
-        out.append(_row(_values(base, member["name"]), _values(head, member["name"]),
-                        "%s.real_time_ns%s" % (label, "  (NEW)" if member["first_bad_run_id"]
-                                               == run_id else "")))
-        for counter, _before, _after in member["counts"]:
-            out.append(_row(_values(base, member["name"], counter),
-                            _values(head, member["name"], counter),
-                            "%s.%s" % (label, counter)))
+        out += benchmark_rows(base, head, member["name"],
+                              [counter for counter, _before, _after in member["counts"]],
+                              "  (NEW)" if member["first_bad_run_id"] == run_id else "")
     out += ["", "gate (first bad night, %d%% intervals):" % round(100 * stats.CONFIDENCE)]
     for member in section.members:
         out.append("  %s: %s %s, noise floor %s, MDC %s, %d night(s)%s" % (
@@ -312,13 +315,20 @@ def reproduce_commands(names, repetitions, base_id, config, run_args, history_pa
     a focused run on the kernel under test compared with the baseline's results file
     (base_results; else the baseline.json the nightly rebuilds from the history beside
     its report), then the nightly against the same baseline."""
-    focus = (["--benchmark_filter=^(%s)$" % "|".join(_regex_escape(n) for n in sorted(names))]
-             if names else [])
     return [["tools/perfscale", "run", "--repetitions", str(repetitions), "--out",
-             "head.json"] + list(_without_filter(run_args)) + focus,
+             "head.json"] + focused_run_args(run_args, names),
             ["tools/perfscale", "compare", base_results or "baseline.json", "head.json"],
             ["tools/perfscale", "nightly", "--history", history_path, "--baseline",
              str(base_id), "--config", config, "--"] + list(run_args)]
+
+
+def focused_run_args(run_args, names):
+    """`run`'s arguments (RUN OPTIONS [-- FLAGS]) made to run the benchmarks `names` alone
+    (a filter matching each whole name, in place of any filter the flags had); with no
+    names, as they were less their filter."""
+    focus = (["--benchmark_filter=^(%s)$" % "|".join(_regex_escape(n) for n in sorted(names))]
+             if names else [])
+    return list(_without_filter(run_args)) + focus
 
 
 def _without_filter(run_args):
@@ -328,3 +338,96 @@ def _without_filter(run_args):
 
 def _regex_escape(name):
     return re.escape(name)
+
+
+@dataclasses.dataclass
+class BisectFinding:
+    """What `tools/perfscale bisect` found, for bisect_mail (perfscale.suite.bisect
+    fills it in): the subject's tree label and first bad commit (or kernel; `what` says
+    which), the headline move (label, change as a fraction, direction +1 up or -1 down),
+    the culprit's and its parent's one-line titles, the commit as `git show --stat` has
+    it, the range bisected, how it ran (machine, parameters), the two sides' runs
+    ({name: io.Entry} each) and the rows to show [(benchmark, [counters])], the gate's
+    lines of parent -> culprit, the bisection's steps, the kernel config lines, the
+    commands that reproduce it and the --profile documents where measured with them."""
+    tree: str
+    culprit: str
+    what: str
+    headline: tuple
+    title: str
+    parent_title: str
+    show: str
+    range_line: str
+    machine: list
+    parameters: list
+    base_runs: list
+    head_runs: list
+    rows: list
+    verdicts: list
+    steps: list
+    config: list
+    reproduce: list
+    base_profile: object = None
+    head_profile: object = None
+
+
+def bisect_subject(finding):
+    """`[TREE] SHA: BENCHMARK +x% regression` (an improvement where it moved the good way)."""
+    label, change, direction = finding.headline
+    culprit = finding.culprit[:12] if finding.what == "commit" else finding.culprit
+    return "[%s] %s: %s %s %s" % (finding.tree, culprit, label, _percent(change),
+                                   "regression" if direction > 0 else "improvement")
+
+
+def bisect_mail(finding):
+    """The mail the first bad commit's author reads, in the kernel test robot's shape:
+    the subject, what moved and where, the commit and its files, the %stddev/%change
+    table of every benchmark and count that moved, the gate's verdicts, the profile
+    difference, the bisection, the config and how to reproduce."""
+    label, change, direction = finding.headline
+    commit = finding.what == "commit"
+    out = ["Subject: " + bisect_subject(finding), "", "Hello,", "",
+           "perfscale bisected a %s %s of %s to:" % (
+               _percent(change), "regression" if direction > 0 else "improvement", label), "",
+           "%-7s %s" % (finding.what + ":", finding.title if not commit else "%s (\"%s\")" % (
+               finding.culprit, finding.title.split(" ", 1)[-1])),
+           "%-7s %s" % ("range:", finding.range_line), "",
+           "in testcase: perfscale",
+           "on test machine: " + "; ".join(finding.machine),
+           "with following parameters:", ""]
+    out += ["        " + line for line in finding.parameters]
+    out += ["", "Details are as below:", "-" * 98 + "->", ""]
+    if finding.show:
+        out += [finding.show, ""]
+    # git bisect's words: "bad" has the change, which for an improvement is the good news.
+    first = ("the first bad %s" if direction > 0 else "the first %s with the change") \
+        % finding.what
+    out += [_RULE, "base: %s (the %s before it)" % (finding.parent_title, finding.what),
+            "head: %s (%s)" % (finding.title, first), ""] + TABLE_HEAD
+    for name, counters in finding.rows:
+        out += benchmark_rows(finding.base_runs, finding.head_runs, name, moved_counters(
+            finding.base_runs, finding.head_runs, name, set(counters)))
+    out.append("")
+    if finding.verdicts:
+        out += ["gate (%s against the one before it, %d%% intervals):"
+                % (first, round(100 * stats.CONFIDENCE))]
+        out += ["  " + line for line in finding.verdicts]
+        out.append("")
+    deltas = profile_deltas(finding.base_profile, finding.head_profile,
+                            [name for name, _counters in finding.rows])
+    if deltas:
+        out += ["profile (perf cpu-clock, self share of each benchmark's samples):", ""]
+        out += deltas
+    out += ["bisection (each %s judged by the gate against the good and the bad end):"
+            % finding.what]
+    out += ["  " + line for line in finding.steps] or ["  (no %s between the ends)"
+                                                       % finding.what]
+    out.append("")
+    if finding.config:
+        out += ["config (the run of %s):" % first]
+        out += ["  " + line for line in finding.config]
+        out.append("")
+    out += ["To reproduce:", ""]
+    out += ["        " + shlex.join(command) for command in finding.reproduce]
+    out.append("")
+    return "\n".join(out)
