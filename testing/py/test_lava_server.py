@@ -119,12 +119,16 @@ def test_stop_ends_the_tree_qemu_s_session_too(tmp_path, monkeypatch):
 
 
 def _templates():
-    # The templates the server renders with: those of the unpacked lava-server.
+    # The templates the server renders with: those of the unpacked lava-server, fetched as
+    # `lava start` fetches it (one Debian package unpacked, nothing installed) on a machine
+    # that has not started a server yet.
+    try:
+        root = lava_server.package_root()
+    except lava_server.ServerError as err:
+        pytest.skip("lava-server could not be fetched: %s" % err)
     templates = lava.find_templates((os.path.join(
-        lava_server.PACKAGE_DIR, "usr", "share", "lava-server", "device-types"),))
-    if not templates:
-        pytest.skip("lava-server is not unpacked under %s (lava start fetches it)"
-                    % lava_server.PACKAGE_DIR)
+        root, "usr", "share", "lava-server", "device-types"),))
+    assert templates, "lava-server unpacked under %s holds no device-type templates" % root
     return templates
 
 
