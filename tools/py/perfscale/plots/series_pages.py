@@ -1,0 +1,265 @@
+"""A kernel series' pages (`tools/perfscale series`): one page per flagged step, and the
+series' index.
+
+A step's page says what moved (each flagged benchmark: the gate's verdict, the change of
+its median with the interval, the attributed counts that moved with it), the profile
+difference (the kernel functions whose share of the benchmark's samples moved most,
+from `--profile` runs of both kernels), and what the sources say (the changed functions
+among those, the files behind them, the hunks). It ends with the step's explanation: a
+step is "explained" when a kernel function whose share moved by MIN_SHARE_MOVE or more
+changed between the two releases' sources: that function's change is the candidate
+cause, named as such. Otherwise the step is "unexplained", with the reason (no profile,
+no kernel function moved, no sources, or none of the moved functions changed in the
+sources searched), never left out.
+"""
+
+import dataclasses
+import os
+from typing import Dict, Optional
+
+from perfscale.gate import steps
+from perfscale.plots.page import Page
+from perfscale.plots import plot
+from perfscale.results import profile
+from perfscale.results.names import display_name
+
+MIN_SHARE_MOVE = 0.01  # of a benchmark's samples: a function moved by a point or more
+SOURCE_SYMBOLS = 12    # kernel functions per flagged benchmark looked up in the sources
+PROFILE_ROWS = 12      # rows of a benchmark's profile difference on the page
+EXPLAINED, UNEXPLAINED = "explained", "unexplained"
+
+
+@dataclasses.dataclass
+class Side:
+    """One kernel of a step."""
+    label: str                      # the kernel as the series names it (--kernels)
+    release: str                    # the guest's kernel_release
+    results: str                    # its results file
+    profile: Optional[dict] = None  # its --profile document (the flagged benchmarks)
+    profile_note: str = ""          # why there is none
+
+
+@dataclasses.dataclass
+class Step:
+    """A release against the one before it, as judged, profiled and looked up."""
+    number: int
+    old: Side
+    new: Side
+    verdicts: list                  # the gate's, every benchmark (gate.steps.judge_step)
+    how: str                        # how they were judged
+    changes: Optional[list] = None  # vm.sources.FunctionChange of the moved functions
+    files: Dict[str, tuple] = dataclasses.field(default_factory=dict)  # path: (+, -)
+    sources: str = ""               # which sources were compared, or why none
+
+    @property
+    def flagged(self):
+        return steps.flagged(self.verdicts)
+
+    @property
+    def stem(self):
+        return "step-%d-%s-to-%s" % (self.number, plot.slug(self.old.release),
+                                     plot.slug(self.new.release))
+
+
+def moves(step, name):
+    """The profile difference of benchmark `name` (profile.share_moves), [] without
+    both profiles."""
+    base = profile.benchmark_profile(step.old.profile, name)
+    head = profile.benchmark_profile(step.new.profile, name)
+    if base is None or head is None:
+        return []
+    return profile.share_moves(base, head)
+
+
+def _largest_move(move):
+    _symbol, _kernel, (old_self, new_self), (old_children, new_children) = move
+    return max(abs(new_self - old_self), abs(new_children - old_children))
+
+
+def moved_symbols(step, per_benchmark=SOURCE_SYMBOLS):
+    """The kernel functions to look up in the sources: of each flagged benchmark, the
+    `per_benchmark` kernel symbols whose share moved most (MIN_SHARE_MOVE or more), in
+    that order, each once."""
+    symbols = {}
+    for verdict in step.flagged:
+        kernel = [m for m in moves(step, verdict.name)
+                  if m[1] and _largest_move(m) >= MIN_SHARE_MOVE]
+        for move in kernel[:per_benchmark]:
+            symbols[move[0]] = max(symbols.get(move[0], 0.0), _largest_move(move))
+    return list(symbols)
+
+
+def _share_moved(step):
+    """{symbol: the largest move of its share over the flagged benchmarks}."""
+    moved = {}
+    for verdict in step.flagged:
+        for move in moves(step, verdict.name):
+            moved[move[0]] = max(moved.get(move[0], 0.0), _largest_move(move))
+    return moved
+
+
+def explanation(step):
+    """(EXPLAINED or UNEXPLAINED, the sentence that says why)."""
+    if not step.flagged:
+        return UNEXPLAINED, "nothing moved"
+    if step.old.profile is None or step.new.profile is None:
+        return UNEXPLAINED, "no profile of %s: %s" % (
+            "either kernel" if step.old.profile is None and step.new.profile is None else
+            step.old.label if step.old.profile is None else step.new.label,
+            step.old.profile_note or step.new.profile_note or "not profiled")
+    moved = _share_moved(step)
+    if not any(share >= MIN_SHARE_MOVE for symbol, share in moved.items()):
+        return UNEXPLAINED, ("no kernel function's share of the samples moved by %g points "
+                             "or more" % (100 * MIN_SHARE_MOVE))
+    if step.changes is None:
+        return UNEXPLAINED, "the sources could not be compared: %s" % (step.sources or
+                                                                       "not fetched")
+    changed = [c for c in step.changes if c.changed and moved.get(c.symbol, 0.0)
+               >= MIN_SHARE_MOVE]
+    if not changed:
+        searched = [c for c in step.changes if c.found]
+        return UNEXPLAINED, (
+            "none of the %d kernel functions whose share moved changed in the sources "
+            "searched (%d found there, unchanged)%s" % (
+                len(step.changes), len(searched),
+                "; the cause may be outside them, in code they call or inline, or in the "
+                "kernel's configuration" if searched else ""))
+    named = ", ".join("%s (%s, %s, share moved %.1f points)" % (
+        c.function.replace("sys:", "SYSCALL_DEFINE "), ", ".join(c.new_files or c.old_files),
+        c.status, 100 * moved[c.symbol]) for c in changed[:6])
+    return EXPLAINED, ("candidate cause: %s%s. A candidate, not a proof: the function "
+                       "changed between the releases and its share of the samples moved "
+                       "with the step" % (named, " and %d more" % (len(changed) - 6)
+                                          if len(changed) > 6 else ""))
+
+
+def _pct(value):
+    return "%+.1f%%" % (100 * value) if value == value else "-"
+
+
+def _interval(ci):
+    low, high = ci
+    return "[%+.1f%%, %+.1f%%]" % (100 * low, 100 * high) if low == low and high == high \
+        else "-"
+
+
+def _us(ns):
+    return "%.4g" % (ns / 1000.0) if ns == ns else "-"
+
+
+def _title(step):
+    state, _why = explanation(step)
+    return "Step %d: %s -> %s: %d benchmark(s) moved, %s" % (
+        step.number, step.old.release, step.new.release, len(step.flagged), state)
+
+
+def step_page(step, page_dir):
+    """The step's Page; links relative to `page_dir` (where it is written)."""
+    state, why = explanation(step)
+    page = Page(_title(step))
+    page.table(["", "kernel", "release", "results"], [
+        ["before", step.old.label, step.old.release, os.path.relpath(step.old.results,
+                                                                     page_dir)],
+        ["after", step.new.label, step.new.release, os.path.relpath(step.new.results,
+                                                                    page_dir)]])
+    page.text("Judged on the %s by the gate (tools/perfscale compare's): %s." % (
+        step.how, "calibrated benchmarks on their spread between runs, the others on "
+        "their own repetitions' spread, Holm's correction over the suite"))
+    page.heading("What moved")
+    page.table(["benchmark", "verdict", "change of the median [95% CI]",
+                "before (us)", "after (us)", "counts that moved", "note"],
+               [[display_name(v.name), v.verdict, "%s %s" % (_pct(v.change), _interval(v.ci)),
+                 _us(v.base_median_ns), _us(v.new_median_ns), v.moved() or "-",
+                 v.note or "-"] for v in step.flagged])
+    page.heading("Profile difference")
+    if step.old.profile is None or step.new.profile is None:
+        page.text("No profile to compare: %s." % (step.old.profile_note or
+                                                  step.new.profile_note or "not profiled"))
+    else:
+        page.text("cpu-clock samples of each benchmark's own tasks in its timed region "
+                  "(`run --profile` in both guests). self: the sample's leaf is in the "
+                  "function; children: the function is anywhere on the stack. Largest "
+                  "move first; [k] kernel, [.] user.")
+        for verdict in step.flagged:
+            page.heading(display_name(verdict.name), 3)
+            rows = moves(step, verdict.name)
+            if not rows:
+                page.text("Not in both profiles.")
+                continue
+            samples = [str((profile.benchmark_profile(s.profile, verdict.name) or {})
+                           .get("samples", "?")) for s in (step.old, step.new)]
+            page.text("%s samples before, %s after." % tuple(samples))
+            page.table(["function", "", "self before", "self after", "children before",
+                        "children after"],
+                       [[symbol, "[k]" if kernel else "[.]", "%.1f%%" % (100 * own[0]),
+                         "%.1f%% (%+.1f)" % (100 * own[1], 100 * (own[1] - own[0])),
+                         "%.1f%%" % (100 * children[0]),
+                         "%.1f%% (%+.1f)" % (100 * children[1],
+                                            100 * (children[1] - children[0]))]
+                        for symbol, kernel, own, children in rows[:PROFILE_ROWS]])
+    page.heading("What the sources say")
+    if step.changes is None:
+        page.text("Not compared: %s." % (step.sources or "no profile named a function"))
+    else:
+        page.text("%s. The kernel functions whose share moved by %g points or more, looked "
+                  "up where the perf_event and tracing paths live and in the headers "
+                  "those files include." % (step.sources, 100 * MIN_SHARE_MOVE))
+        page.table(["function", "status", "before", "after", "lines changed"],
+                   [[c.symbol if c.function == c.symbol else "%s (%s)" % (c.symbol,
+                                                                          c.function),
+                     c.status, ", ".join(c.old_files) or "-", ", ".join(c.new_files) or "-",
+                     c.lines_changed or "-"] for c in step.changes])
+        if step.files:
+            page.text("The files behind them, as wholes (lines added, removed):")
+            page.table(["file", "added", "removed"],
+                       [[path, added, removed] for path, (added, removed)
+                        in sorted(step.files.items())])
+        for change in step.changes:
+            if change.hunk:
+                page.heading("%s: %s" % (change.function, change.status), 3)
+                page.preformatted(change.hunk)
+    page.heading("Explanation: %s" % state)
+    page.text(why + ".")
+    return page
+
+
+def write_step(step, directory):
+    """Writes the step's page as DIRECTORY/STEM.md and .html; returns the .md path."""
+    return step_page(step, directory).write(os.path.join(directory, step.stem))[0]
+
+
+def index_page(title, settings_rows, kernel_rows, series_steps, table, timing_rows,
+               plots, page_dir, steps_dir):
+    """The series' index: its settings, its kernels (measured, reused or skipped with
+    the reason), its steps with their pages, the table benchmark x release, where the
+    wall time went, and the plots."""
+    page = Page(title)
+    page.table(["setting", "value"], settings_rows)
+    page.heading("Kernels")
+    page.table(["#", "kernel", "release", "state", "results", "measured in"], kernel_rows)
+    page.heading("Steps")
+    if not series_steps:
+        page.text("No two kernels were measured, so nothing was judged.")
+    rows = []
+    for step in series_steps:
+        state, why = explanation(step) if step.flagged else ("-", "")
+        counts = {}
+        for verdict in step.flagged:
+            counts[verdict.verdict] = counts.get(verdict.verdict, 0) + 1
+        rows.append([step.number, "%s -> %s" % (step.old.release, step.new.release),
+                     ", ".join("%d %s" % (n, v) for v, n in sorted(counts.items())) or
+                     "no step", state, why])
+    page.table(["step", "releases", "flagged", "explanation", "why"], rows)
+    page.links([(_title(step), os.path.relpath(os.path.join(steps_dir, step.stem + ".md"),
+                                                page_dir))
+                for step in series_steps if step.flagged])
+    page.heading("Benchmark x release")
+    header, table_rows = table
+    page.table(header, table_rows)
+    page.heading("Wall time")
+    page.table(["what", "seconds", "share"], timing_rows)
+    if plots:
+        page.heading("Plots")
+        for path, caption in plots:
+            page.image(os.path.relpath(path, page_dir), caption)
+    return page
