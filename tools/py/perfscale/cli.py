@@ -18,6 +18,9 @@ COMMANDS = (
            "several --cpus sizes give one result file each; --clock instructions\n"
            "times the guest in instructions (QEMU -icount): figures the host cannot move"),
     ("bisect", "the first bad kernel of an ordered list, judged by one counter"),
+    ("series", "the suite on every kernel release (default: each Debian line's newest),\n"
+               "each judged against the one before; every step profiled, looked up in\n"
+               "the sources and written up (docs/series.md)"),
     ("test", "build and run every test (bazel test //..., then under ASan+UBSan, the\n"
              "Python tools' tests, and each fuzz target for 10 s under libFuzzer); lists\n"
              "every skipped test with its reason, then ends with\n"

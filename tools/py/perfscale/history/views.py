@@ -173,6 +173,33 @@ def scaling(conn, name, per_kernel=False):
             for r in rows]
 
 
+def release_series(conn, name):
+    """The benchmark against the kernel release, in every lineage that ran more than one
+    release (a `tools/perfscale series`, guests of several kernels): its latest run on each
+    release, with the verdict stored against the run before it, the run it was judged
+    against and that run's release: [dict(host, machine, cpus, config, run_id, kernel,
+    median_ns, verdict, change, baseline_id, baseline_kernel)]."""
+    latest = _all(conn, "SELECT MAX(id) AS id, host, machine, cpus, config FROM runs "
+                  "WHERE complete = 1 GROUP BY host, machine, cpus, config, kernel_release")
+    releases = {}
+    for row in latest:
+        key = (row["host"], row["machine"], row["cpus"], row["config"])
+        releases.setdefault(key, []).append(row["id"])
+    ids = [i for found in releases.values() if len(found) > 1 for i in found]
+    rows = _of_runs(conn, "SELECT r.id, r.host, r.machine, r.cpus, r.config, "
+                    "r.kernel_release, r.baseline_id, b.verdict, b.change, b.real_ns "
+                    "FROM runs r JOIN benchmarks b ON b.run_id = r.id AND b.name = ? "
+                    "WHERE r.id IN (%s)", ids, (name,))
+    bases = {r["id"]: r["kernel_release"] for r in _of_runs(
+        conn, "SELECT id, kernel_release FROM runs WHERE id IN (%s)",
+        sorted({r["baseline_id"] for r in rows if r["baseline_id"] is not None}))}
+    return [dict(host=r["host"], machine=r["machine"], cpus=r["cpus"], config=r["config"],
+                 run_id=r["id"], kernel=r["kernel_release"], median_ns=_median(r),
+                 verdict=r["verdict"], change=r["change"], baseline_id=r["baseline_id"],
+                 baseline_kernel=bases.get(r["baseline_id"]))
+            for r in sorted(rows, key=lambda r: r["id"])]
+
+
 def verdicts(conn, run_id):
     """The nightly's verdicts stored with the run: [row(name, verdict, change, pvalue)]."""
     return _all(conn, "SELECT name, verdict, change, pvalue FROM benchmarks "
