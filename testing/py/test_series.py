@@ -457,11 +457,13 @@ def test_the_series_command_checks_its_options_first(cli, capsys, tmp_path):
 
 
 def test_the_releases_page_draws_a_line_per_lineage_and_marks_the_steps(tmp_path, guests):
+    """(Its query on PostgreSQL: test_dashboard's, beside the other engine tests.)"""
     from perfscale.web import app as web_app
-    status, said = run_series(settings_for(tmp_path, ["debian:5.10-cloud",
-                                                      "debian:6.1-cloud"], profile=False))
+    settings = settings_for(tmp_path, ["debian:5.10-cloud", "debian:6.1-cloud"],
+                            profile=False)
+    status, said = run_series(settings)
     assert status == 0, said
-    client = web_app.create_app(str(tmp_path / "history.sqlite")).test_client()
+    client = web_app.create_app(settings.history).test_client()
     page = client.get("/releases?name=" + ENABLE)
     assert page.status_code == 200
     text = page.get_data(as_text=True)
