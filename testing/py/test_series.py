@@ -223,7 +223,8 @@ def test_the_release_comes_from_uname_v():
 # --- Step pages -----------------------------------------------------------------------
 
 def profile_doc(shares):
-    return {"benchmarks": [{"name": ENABLE, "samples": 400, "symbols": [
+    # As the binary names a profile: the benchmark without the time it reports.
+    return {"benchmarks": [{"name": ENABLE[:-len("/real_time")], "samples": 400, "symbols": [
         {"symbol": symbol, "dso": "[kernel.kallsyms]", "kernel": True, "self": own,
          "children": own} for symbol, own in shares.items()]}]}
 
@@ -347,6 +348,16 @@ def test_the_default_kernels_are_each_lines_newest_oldest_first():
                                             "debian:6.12-cloud"]
     assert all(k.startswith("debian:") and k.endswith("-cloud")
                for k in series.default_kernels())
+
+
+def test_the_eta_is_the_pace_so_far_times_what_is_left():
+    progress = series.Progress(4, text_io.StringIO())
+    assert progress.eta(3) is None and "ETA unknown" in progress.eta_text(3)
+    progress.durations += [100.0, 200.0]
+    assert progress.eta(3, running_for=50.0) == 100.0 + 2 * 150.0
+    assert progress.eta(1, running_for=400.0) == 0.0  # overdue: not negative
+    assert progress.eta(0) == 0.0 and progress.eta_text(0) == "nothing left to measure"
+    assert progress.eta_text(2) == "ETA 5m00s for 2 more (at 2m30s a kernel)"
 
 
 def test_the_resume_key_changes_with_what_made_the_run_and_only_that(tmp_path):

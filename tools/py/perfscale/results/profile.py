@@ -51,11 +51,18 @@ def load_profile(path):
     return document
 
 
+# The results file names a benchmark with the time it reports (BM_X/real_time); its
+# profile, with the name it ran under (BM_X).
+_TIME_SUFFIXES = ("/real_time", "/manual_time", "/process_time")
+
+
 def benchmark_profile(document, name):
-    """The profile entry of benchmark `name` in a loaded profile document, or None."""
+    """The profile entry of benchmark `name` (as the results file names it) in a loaded
+    profile document, or None."""
     if not document:
         return None
-    return next((b for b in document["benchmarks"] if b["name"] == name), None)
+    wanted = {name} | {name[:-len(s)] for s in _TIME_SUFFIXES if name.endswith(s)}
+    return next((b for b in document["benchmarks"] if b["name"] in wanted), None)
 
 
 def share_moves(base, head):

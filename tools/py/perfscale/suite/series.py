@@ -161,12 +161,16 @@ class Progress:
     def eta(self, left, running_for=0.0):
         """Seconds left for `left` more guests (the current one running_for seconds in),
         at the mean of those measured; None before the first."""
+        if left <= 0:
+            return 0.0
         if not self.durations:
             return None
         mean = statistics.mean(self.durations)
         return max(0.0, mean - running_for) + mean * max(0, left - 1)
 
     def eta_text(self, left, running_for=0.0):
+        if left <= 0:
+            return "nothing left to measure"
         eta = self.eta(left, running_for)
         return "ETA unknown until one kernel is measured" if eta is None else \
             "ETA %s for %d more (at %s a kernel)" % (_duration(eta), left,
