@@ -264,6 +264,25 @@ def test_a_step_whose_moved_function_changed_is_explained_on_its_page(tmp_path):
     assert os.path.isfile(path[:-3] + ".html")
 
 
+def test_a_step_explained_for_one_benchmark_and_not_another_is_partly_explained(tmp_path):
+    old = results(tmp_path, "debian:5.10-cloud")
+    new = results(tmp_path, "debian:6.12-cloud")  # ENABLE slower, OPEN's counts up
+    verdicts, how = steps.judge_step(old, new, steps.options_for("instructions"))
+    step = pages.Step(2, pages.Side("a", "5.10", old.source, profile_doc(
+        {"perf_install": 0.1})), pages.Side("b", "6.12", new.source, profile_doc(
+            {"perf_install": 0.4})), verdicts, how, changes=[sources.FunctionChange(
+                "perf_install", "perf_install", ["k.c"], ["k.c"], sources.CHANGED, "-a\n+b")],
+        sources="x")
+    assert [v.name for v in step.flagged] == [ENABLE, OPEN]
+    assert pages.benchmark_explanation(step, ENABLE)[0] == pages.EXPLAINED
+    assert pages.benchmark_explanation(step, OPEN) == (
+        pages.UNEXPLAINED, "no kernel function's share of its samples moved by 1 points or more")
+    state, why = pages.explanation(step)
+    assert state == pages.PARTLY and why.startswith("1 of 2 moved benchmarks")
+    text = open(pages.write_step(step, str(tmp_path / "s"))).read()
+    assert "| %s | unexplained | no kernel function" % OPEN in text
+
+
 @pytest.mark.parametrize("case", ["no profile", "nothing moved", "no sources", "unchanged"])
 def test_a_step_without_a_cause_is_named_unexplained_with_the_reason(tmp_path, case):
     unchanged = sources.FunctionChange("perf_install", "perf_install", ["k.c"], ["k.c"],

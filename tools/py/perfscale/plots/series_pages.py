@@ -26,7 +26,8 @@ from perfscale.results.names import display_name
 MIN_SHARE_MOVE = 0.01  # of a benchmark's samples: a function moved by a point or more
 SOURCE_SYMBOLS = 12    # kernel functions per flagged benchmark looked up in the sources
 PROFILE_ROWS = 12      # rows of a benchmark's profile difference on the page
-EXPLAINED, UNEXPLAINED = "explained", "unexplained"
+CANDIDATES = 4         # candidate causes named per benchmark
+EXPLAINED, PARTLY, UNEXPLAINED = "explained", "partly explained", "unexplained"
 
 
 @dataclasses.dataclass
@@ -89,48 +90,59 @@ def moved_symbols(step, per_benchmark=SOURCE_SYMBOLS):
     return list(symbols)
 
 
-def _share_moved(step):
-    """{symbol: the largest move of its share over the flagged benchmarks}."""
-    moved = {}
-    for verdict in step.flagged:
-        for move in moves(step, verdict.name):
-            moved[move[0]] = max(moved.get(move[0], 0.0), _largest_move(move))
-    return moved
-
-
-def explanation(step):
-    """(EXPLAINED or UNEXPLAINED, the sentence that says why)."""
-    if not step.flagged:
-        return UNEXPLAINED, "nothing moved"
+def benchmark_explanation(step, name, top=CANDIDATES):
+    """(EXPLAINED or UNEXPLAINED, why) of one flagged benchmark: explained when a kernel
+    function whose share of its samples moved by MIN_SHARE_MOVE or more changed between
+    the releases' sources (those named, largest move first)."""
     if step.old.profile is None or step.new.profile is None:
-        return UNEXPLAINED, "no profile of %s: %s" % (
-            "either kernel" if step.old.profile is None and step.new.profile is None else
-            step.old.label if step.old.profile is None else step.new.label,
-            step.old.profile_note or step.new.profile_note or "not profiled")
-    moved = _share_moved(step)
-    if not any(share >= MIN_SHARE_MOVE for symbol, share in moved.items()):
-        return UNEXPLAINED, ("no kernel function's share of the samples moved by %g points "
+        missing = [s.label for s in (step.old, step.new) if s.profile is None]
+        notes = [s.profile_note for s in (step.old, step.new) if s.profile_note]
+        return UNEXPLAINED, "no profile of %s (%s)" % (" or ".join(dict.fromkeys(missing)),
+                                                       notes[0] if notes else "not profiled")
+    moved = {m[0]: _largest_move(m) for m in moves(step, name)
+             if m[1] and _largest_move(m) >= MIN_SHARE_MOVE}
+    if not moved:
+        return UNEXPLAINED, ("no kernel function's share of its samples moved by %g points "
                              "or more" % (100 * MIN_SHARE_MOVE))
     if step.changes is None:
         return UNEXPLAINED, "the sources could not be compared: %s" % (step.sources or
                                                                        "not fetched")
-    changed = [c for c in step.changes if c.changed and moved.get(c.symbol, 0.0)
-               >= MIN_SHARE_MOVE]
+    looked = [c for c in step.changes if c.symbol in moved]
+    changed = sorted((c for c in looked if c.changed), key=lambda c: -moved[c.symbol])
     if not changed:
-        searched = [c for c in step.changes if c.found]
+        found = [c for c in looked if c.found]
+        absent = [c.symbol for c in looked if not c.found]
         return UNEXPLAINED, (
             "none of the %d kernel functions whose share moved changed in the sources "
-            "searched (%d found there, unchanged)%s" % (
-                len(step.changes), len(searched),
-                "; the cause may be outside them, in code they call or inline, or in the "
-                "kernel's configuration" if searched else ""))
-    named = ", ".join("%s (%s, %s, share moved %.1f points)" % (
+            "searched (%d found there unchanged%s)%s" % (
+                len(looked), len(found),
+                "; not there: " + ", ".join(absent[:4]) + (" ..." if len(absent) > 4 else "")
+                if absent else "",
+                "; the cause may be in code they call or inline, outside the folders "
+                "searched, or in the kernel's configuration"))
+    named = ", ".join("%s (%s, %s; its share moved %.1f points)" % (
         c.function.replace("sys:", "SYSCALL_DEFINE "), ", ".join(c.new_files or c.old_files),
-        c.status, 100 * moved[c.symbol]) for c in changed[:6])
-    return EXPLAINED, ("candidate cause: %s%s. A candidate, not a proof: the function "
-                       "changed between the releases and its share of the samples moved "
-                       "with the step" % (named, " and %d more" % (len(changed) - 6)
-                                          if len(changed) > 6 else ""))
+        c.status, 100 * moved[c.symbol]) for c in changed[:top])
+    return EXPLAINED, "candidate cause: %s%s" % (
+        named, " and %d more" % (len(changed) - top) if len(changed) > top else "")
+
+
+def explanation(step):
+    """(EXPLAINED, PARTLY or UNEXPLAINED, the sentence that says why) of the step: each
+    flagged benchmark's explanation, taken together."""
+    if not step.flagged:
+        return UNEXPLAINED, "nothing moved"
+    each = [(v.name, benchmark_explanation(step, v.name)) for v in step.flagged]
+    explained = [name for name, (state, _why) in each if state == EXPLAINED]
+    if len(explained) == len(each):
+        return EXPLAINED, ("every moved benchmark has a candidate cause (a function whose "
+                           "share moved changed between the releases; a candidate, not a "
+                           "proof): %s" % each[0][1][1])
+    reasons = dict.fromkeys(why for _name, (state, why) in each if state == UNEXPLAINED)
+    if explained:
+        return PARTLY, ("%d of %d moved benchmarks have a candidate cause; the others are "
+                        "unexplained: %s" % (len(explained), len(each), "; ".join(reasons)))
+    return UNEXPLAINED, "; ".join(reasons)
 
 
 def _pct(value):
@@ -220,6 +232,9 @@ def step_page(step, page_dir):
                 page.preformatted(change.hunk)
     page.heading("Explanation: %s" % state)
     page.text(why + ".")
+    page.table(["benchmark", "explanation", "why"],
+               [[display_name(v.name)] + list(benchmark_explanation(step, v.name))
+                for v in step.flagged])
     return page
 
 
@@ -257,7 +272,8 @@ def index_page(title, settings_rows, kernel_rows, series_steps, table, timing_ro
     header, table_rows = table
     page.table(header, table_rows)
     page.heading("Wall time")
-    page.table(["what", "seconds", "share"], timing_rows)
+    page.table(["what", "seconds", "share", "earlier runs reused (seconds they took)"],
+               timing_rows)
     if plots:
         page.heading("Plots")
         for path, caption in plots:

@@ -361,7 +361,8 @@ def _measure_one(settings, out, manifest, progress, item, series, timings):
     record = manifest.done(item.key, out)
     if record:
         item.results = io.load_results(os.path.join(out, record["results"]))
-        item.state, item.seconds["measure"] = "measured earlier (resumed)", 0.0
+        item.state = "measured earlier (resumed)"
+        item.seconds["measured earlier"] = float(record.get("seconds", 0.0))
         progress.line("%s (%s): measured earlier with the same binary, kernel, shape and "
                       "options; not again" % (name, item.release))
         return
@@ -462,7 +463,9 @@ def _profile(settings, out, manifest, progress, series, series_steps, timings):
         results_path = os.path.join(out, "profiles", key + ".json")
         what = "profile %d/%d %s" % (number, len(measured), item.spec)
         record = manifest.done(key, out)
-        if record is None:
+        if record is not None:
+            item.seconds["profiled earlier"] = float(record.get("seconds", 0.0))
+        else:
             log_path = os.path.join(out, "profiles", key + ".log")
             progress.line("%s: %d benchmark(s) (log: %s)" % (what, len(names),
                                                              os.path.relpath(log_path, out)))
@@ -552,14 +555,21 @@ def _write_pages(settings, out, binary, series, series_steps, timings, elapsed):
     for step in series_steps:
         if step.flagged:
             series_pages.write_step(step, os.path.join(out, "steps"))
+    # This invocation's, and beside it what the guests it reused took when they ran.
+    earlier = {"measuring (guests)": sum(i.seconds.get("measured earlier", 0) for i in series),
+               "profiling (guests)": sum(i.seconds.get("profiled earlier", 0) for i in series)}
     total = sum(timings.values()) or 1.0
-    timing_rows = [[what, "%.0f" % seconds, "%.0f%%" % (100 * seconds / total)]
+    timing_rows = [[what, "%.0f" % seconds, "%.0f%%" % (100 * seconds / total),
+                    "%.0f" % earlier[what] if earlier.get(what) else "-"]
                    for what, seconds in timings.items()]
-    timing_rows.append(["whole series (this invocation)", "%.0f" % elapsed, ""])
+    timing_rows.append(["whole series (this invocation)", "%.0f" % elapsed, "",
+                        "%.0f" % sum(earlier.values()) if any(earlier.values()) else "-"])
     kernel_rows = [[item.position, item.spec, item.release if item.measured else "-",
                     item.state + (": " + item.reason.splitlines()[0] if item.reason else ""),
                     os.path.relpath(item.results.source, out) if item.measured else "-",
-                    _duration(item.seconds.get("measure", 0)) if item.measured else "-"]
+                    _duration(item.seconds.get("measure", item.seconds.get("measured earlier",
+                                                                           0)))
+                    if item.measured else "-"]
                    for item in series]
     settings_rows = [["kernels", ", ".join(settings.kernels)],
                      ["guest", settings.shape()],

@@ -28,9 +28,14 @@ from typing import List
 
 from perfscale.vm.kernel import CACHE, VmError, apt_command, fetch_debian_files
 
-# Where the perf_event and tracing paths live: the functions of a step's profile are
-# looked for here, and in the headers these files include.
-SOURCE_PATHS = ("kernel/events/", "kernel/trace/", "arch/x86/kernel/", "kernel/smp.c")
+# Where the paths the families measure live: perf_event and tracing, cross-CPU calls,
+# and what the benchmarks' threads, syscalls, locks and page faults go through. The
+# functions of a step's profile are looked for here, and in the headers these files
+# include.
+SOURCE_PATHS = ("kernel/events/", "kernel/trace/", "arch/x86/kernel/", "kernel/smp.c",
+                "arch/x86/events/", "kernel/entry/", "arch/x86/entry/", "kernel/fork.c",
+                "kernel/exit.c", "kernel/sched/core.c", "kernel/locking/", "mm/",
+                "fs/ioctl.c", "fs/file.c", "fs/open.c", "kernel/bpf/")
 INCLUDE_ROOTS = ("include/", "arch/x86/include/", "arch/x86/include/generated/",
                  "include/uapi/", "arch/x86/include/uapi/")
 KEPT = SOURCE_PATHS + ("include/", "arch/x86/include/")
@@ -65,7 +70,7 @@ def fetch(release, cache=CACHE, log=lambda line: None):
     """The root of `release`'s kept sources (SOURCE_PATHS and the include folders),
     fetched once. Raises SourceError naming what was tried."""
     root = os.path.join(cache, "sources", release.version)
-    if os.path.exists(os.path.join(root, _DONE)):
+    if _read(os.path.join(root, _DONE)) == _kept_text():
         return root
     tried = []
     for suite in SUITES:
@@ -146,7 +151,8 @@ def _keep_parts(tarball, root):
                 os.makedirs(os.path.dirname(target), exist_ok=True)
                 with archive.extractfile(member) as src, open(target, "wb") as out:
                     shutil.copyfileobj(src, out)
-        open(os.path.join(partial, _DONE), "w").close()
+        with open(os.path.join(partial, _DONE), "w") as done:
+            done.write(_kept_text())  # kept again when KEPT changes
         shutil.rmtree(root, ignore_errors=True)
         os.replace(partial, root)
     except (OSError, tarfile.TarError) as err:
@@ -154,11 +160,15 @@ def _keep_parts(tarball, root):
         raise SourceError("cannot unpack %s: %s" % (os.path.basename(tarball), err)) from None
 
 
+def _kept_text():
+    return "\n".join(KEPT) + "\n"
+
+
 # --- What changed in the profile's functions ----------------------------------------
 
 CHANGED, UNCHANGED, ADDED, REMOVED, NOT_FOUND = (
-    "changed", "unchanged", "new in the later release", "gone from the later release",
-    "not in the sources searched")
+    "changed", "unchanged", "only in the later release's sources searched",
+    "only in the earlier release's sources searched", "not in the sources searched")
 
 
 @dataclasses.dataclass
