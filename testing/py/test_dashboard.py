@@ -180,10 +180,10 @@ def test_a_benchmark_against_the_kernel_release_on_both_engines(engine, tmp_path
                     results_io.ResultSet("", ctx, {name: entry}), [verdict],
                     previous if config != "nightly" else None, complete=True)
         points = views.release_series(conn, name)
-    # The nightly's one release is no series; 6.1's second run (an A/A, judged against
-    # the first) is its latest.
+    # The nightly's one release is no series; 6.1 shows the run it arrived in (judged
+    # against 5.10), not its A/A (judged against 6.1).
     assert [p["kernel"] for p in points] == ["5.10", "6.1", "6.12"]
-    assert [p["baseline_kernel"] for p in points] == [None, "6.1", "6.1"]
+    assert [p["baseline_kernel"] for p in points] == [None, "5.10", "6.1"]
     assert [p["verdict"] for p in points] == ["no significant change"] * 2 + ["slower"]
     assert {p["config"] for p in points} == {"series: --quick"}
 

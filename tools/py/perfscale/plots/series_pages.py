@@ -102,8 +102,8 @@ def benchmark_explanation(step, name, top=CANDIDATES):
     moved = {m[0]: _largest_move(m) for m in moves(step, name)
              if m[1] and _largest_move(m) >= MIN_SHARE_MOVE}
     if not moved:
-        return UNEXPLAINED, ("no kernel function's share of its samples moved by %g points "
-                             "or more" % (100 * MIN_SHARE_MOVE))
+        return UNEXPLAINED, ("no kernel function's share of its samples moved by %s or more"
+                             % _points(MIN_SHARE_MOVE))
     if step.changes is None:
         return UNEXPLAINED, "the sources could not be compared: %s" % (step.sources or
                                                                        "not fetched")
@@ -143,6 +143,11 @@ def explanation(step):
         return PARTLY, ("%d of %d moved benchmarks have a candidate cause; the others are "
                         "unexplained: %s" % (len(explained), len(each), "; ".join(reasons)))
     return UNEXPLAINED, "; ".join(reasons)
+
+
+def _points(share):
+    points = 100 * share
+    return "%g point%s" % (points, "" if points == 1 else "s")
 
 
 def _pct(value):
@@ -213,9 +218,12 @@ def step_page(step, page_dir):
     if step.changes is None:
         page.text("Not compared: %s." % (step.sources or "no profile named a function"))
     else:
-        page.text("%s. The kernel functions whose share moved by %g points or more, looked "
-                  "up where the perf_event and tracing paths live and in the headers "
-                  "those files include." % (step.sources, 100 * MIN_SHARE_MOVE))
+        page.text("%s. The kernel functions whose share moved by %s or more, looked up "
+                  "where the paths the families measure live (perf_event, tracing, "
+                  "cross-CPU calls, syscall entry, fork, locking, memory) and in the headers "
+                  "those files include; a status says what the sources searched hold, not "
+                  "what the kernel built (its configuration picks among mm/slab.c, "
+                  "slub.c ...)." % (step.sources, _points(MIN_SHARE_MOVE)))
         page.table(["function", "status", "before", "after", "lines changed"],
                    [[c.symbol if c.function == c.symbol else "%s (%s)" % (c.symbol,
                                                                           c.function),
