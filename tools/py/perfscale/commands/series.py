@@ -22,7 +22,7 @@ import subprocess
 import sys
 
 from perfscale import options
-from perfscale.gate import steps
+from perfscale.gate import stats, steps
 from perfscale.history import store
 from perfscale.suite import runner, series
 from perfscale.vm import kernel, qemu
@@ -44,7 +44,9 @@ def main(argv):
     parser = argparse.ArgumentParser(
         prog="tools/perfscale series",
         usage="%(prog)s [--kernels K1,K2,...|@FILE] [options] [-- RUN OPTIONS [-- FLAGS]]",
-        description=__doc__.split("\n\n")[0] + ".")
+        description="Run the suite on every kernel of a list in guests of one shape, judge "
+                    "each release against the one before it, and profile, look up in the "
+                    "sources and write up every step found (docs/series.md).")
     parser.add_argument("--kernels", metavar="K1,K2,...|@FILE",
                         help="kernels in order (vmlinuz paths or debian:..., as `vm "
                         "--kernel` takes them), or a file of them; default: %s"
@@ -70,8 +72,8 @@ def main(argv):
                         "again, what it holds is not measured again (default %s)"
                         % os.path.relpath(DEFAULT_OUT, runner.REPO_ROOT))
     options.add_history_option(parser)
-    options.add_gate_options(parser)
-    parser.set_defaults(between_runs_floor=None)  # per clock below, unless given
+    options.add_gate_options(parser, None, "the threshold on the instruction clock, %g on "
+                             "real time" % stats.DEFAULT_BETWEEN_RUNS_FLOOR_PCT)
     parser.add_argument("--no-profile", action="store_true",
                         help="do not profile the flagged steps' kernels")
     parser.add_argument("--no-sources", action="store_true",
