@@ -316,6 +316,10 @@ def guests(tmp_path, monkeypatch):
     broken = set()
 
     def resolve(spec):
+        if spec == "debian:4.19-cloud":
+            raise kernel.VmError("apt knows no linux-image-4.19* package")
+        if spec == "debian:nonsense":
+            raise kernel.VmUsageError("--kernel: unknown Debian kernel 'debian:nonsense'")
         path = tmp_path / "kernels" / spec.replace(":", "_")
         path.parent.mkdir(exist_ok=True)
         path.write_text(spec)
@@ -469,6 +473,20 @@ def test_a_kernel_that_does_not_boot_is_skipped_with_its_console(tmp_path, guest
     status, _ = run_series(settings_for(tmp_path, ["debian:5.10-cloud", "debian:6.1-cloud",
                                                    "debian:6.12-cloud"], profile=False))
     assert status == 0 and [spec for spec, _p, _f in runs] == ["debian:6.1-cloud"]
+
+
+def test_a_kernel_the_archive_lacks_is_skipped_and_a_bad_name_stops_before_any_guest(
+        tmp_path, guests):
+    runs, _broken = guests
+    status, said = run_series(settings_for(tmp_path, ["debian:4.19-cloud", "debian:5.10-cloud",
+                                                      "debian:6.1-cloud"], profile=False,
+                                           sources=False))
+    assert status == 1 and "[1/3] debian:4.19-cloud: skipped, not fetched: apt knows no" in said
+    assert [spec for spec, _p, _f in runs] == ["debian:5.10-cloud", "debian:6.1-cloud"]
+    del runs[:]
+    with pytest.raises(kernel.VmUsageError):
+        run_series(settings_for(tmp_path, ["debian:5.10-cloud", "debian:nonsense"]))
+    assert runs == []
 
 
 def test_the_series_command_checks_its_options_first(cli, capsys, tmp_path):

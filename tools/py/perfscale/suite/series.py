@@ -300,22 +300,9 @@ def _series(settings, out, progress):
         settings.repetitions, out))
     series = [Kernel(i + 1, spec, settings.kernels[:i].count(spec))
               for i, spec in enumerate(settings.kernels)]
-    for item in series:  # every kernel fetched first: a bad one is said before hours of guests
-        begin = time.monotonic()
-        try:
-            item.vmlinuz = kernel.resolve_kernel(item.spec)[0]
-            item.key = measurement_key(binary, lava.sha256_file(item.vmlinuz), settings,
-                                       item.occurrence)
-        except kernel.VmUsageError:
-            raise  # a name no kernel has: the command's usage error, before any guest
-        except kernel.VmError as err:
-            item.state, item.reason = "not fetched", str(err)
-            progress.line("[%d/%d] %s: skipped, not fetched: %s"
-                          % (item.position, len(series), item.spec, err))
-        item.seconds["fetch"] = time.monotonic() - begin
-        timings["fetching kernels"] += item.seconds["fetch"]
-    conn = store.open_history(settings.history)
+    conn = store.open_history(settings.history)  # refused now, not after hours of guests
     try:
+        _fetch(series, binary, settings, progress, timings)
         previous = None
         series_steps = []
         for item in series:
@@ -351,6 +338,25 @@ def _series(settings, out, progress):
         progress.line("fewer than two kernels measured: nothing judged")
         return 2
     return 1 if skipped else 0
+
+
+def _fetch(series, binary, settings, progress, timings):
+    """Every kernel fetched before the first guest: one the archive lacks is said now,
+    not hours into the series; a name no kernel has is the command's usage error."""
+    for item in series:
+        begin = time.monotonic()
+        try:
+            item.vmlinuz = kernel.resolve_kernel(item.spec)[0]
+            item.key = measurement_key(binary, lava.sha256_file(item.vmlinuz), settings,
+                                       item.occurrence)
+        except kernel.VmUsageError:
+            raise
+        except kernel.VmError as err:
+            item.state, item.reason = "not fetched", str(err)
+            progress.line("[%d/%d] %s: skipped, not fetched: %s"
+                          % (item.position, len(series), item.spec, err))
+        item.seconds["fetch"] = time.monotonic() - begin
+        timings["fetching kernels"] += item.seconds["fetch"]
 
 
 def _measure_one(settings, out, manifest, progress, item, series, timings):
