@@ -11,6 +11,7 @@ from conftest import pg_history, postgres_missing
 from perfscale.history import cluster, sqlite_engine, store as history, triage, views
 from perfscale.results import io as results_io, names as results_names
 from perfscale.web import app as web_app
+from perfscale.gate import stats as gate_stats
 
 
 @pytest.fixture(scope="module")
@@ -152,6 +153,40 @@ def test_the_medians_the_database_takes_are_the_samples_medians(engine, tmp_path
         assert [r["median_ns"] for r in views.trend(conn, name, "m", machine, 4, "c")] == \
             expected
         assert [r["median_ns"] for r in views.scaling(conn, name)] == expected[-1:]
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "postgresql"])
+def test_a_benchmark_against_the_kernel_release_on_both_engines(engine, tmp_path, request):
+    """views.release_series (the Releases page): each lineage of several releases, its
+    latest run on each, the verdict against the run before and that run's release."""
+    if engine == "sqlite":
+        target = str(tmp_path / "history.sqlite")
+    else:
+        if postgres_missing():
+            pytest.skip(postgres_missing())
+        target = pg_history(request.getfixturevalue("pg_server"), "t_releases")[cluster.WRITER]
+    name = "BM_X/real_time"
+    with history.open_history(target) as conn:
+        previous = None
+        for config, releases in (("series: --quick", ("5.10", "6.1", "6.1", "6.12")),
+                                 ("nightly", ("6.12",))):
+            for release in releases:
+                ctx = {"host_name": "m", "num_online_cpus": "1", "kernel_release": release}
+                real = [float(len(release))] * 3
+                entry = results_io.Entry(name, results_names.parse_name(name), "ns", real, real)
+                verdict = gate_stats.Verdict(name, "slower" if release == "6.12" else
+                                             "no significant change", 0.5)
+                previous = history.record_run(
+                    conn, history.RunInfo("m", 1, config, ["--quick"], 3, ctx),
+                    results_io.ResultSet("", ctx, {name: entry}), [verdict],
+                    previous if config != "nightly" else None, complete=True)
+        points = views.release_series(conn, name)
+    # The nightly's one release is no series; 6.1 shows the run it arrived in (judged
+    # against 5.10), not its A/A (judged against 6.1).
+    assert [p["kernel"] for p in points] == ["5.10", "6.1", "6.12"]
+    assert [p["baseline_kernel"] for p in points] == [None, "5.10", "6.1"]
+    assert [p["verdict"] for p in points] == ["no significant change"] * 2 + ["slower"]
+    assert {p["config"] for p in points} == {"series: --quick"}
 
 
 def test_a_regression_marked_invalid_leaves_the_fleets_open_list(small, tmp_path):

@@ -70,7 +70,7 @@ def test_the_command_prints_the_table_and_refuses_what_it_cannot_draw(cli, tmp_p
     code, _, err = cli("plot", "--vs-kernel", "--x", "processes", "-o", str(tmp_path / "p"),
                        old, new)
     assert code == 2 and "no benchmark has every --x parameter (processes)" in err
-    with pytest.raises(SystemExit):
-        cli("plot", "--vs-kernel", "-o", str(tmp_path / "q"), old)  # no --x
+    with pytest.raises(SystemExit):  # --metric without --x: the release view has none
+        cli("plot", "--vs-kernel", "--metric", "usecs/op", "-o", str(tmp_path / "q"), old)
     with pytest.raises(SystemExit):
         cli("plot", "--x", "threads", "-o", str(tmp_path / "q"), old)  # no --vs-kernel

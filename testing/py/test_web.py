@@ -170,6 +170,7 @@ def _pages(built, srv):
         "run": "%s/run/%d" % (srv.url, first[STEP_AT]),
         "compare": "%s/compare?a=%d&b=%d" % (srv.url, first[STEP_AT - 1], first[STEP_AT]),
         "scaling": srv.url + "/scaling?" + urllib.parse.urlencode([("name", name)]),
+        "releases": srv.url + "/releases?" + urllib.parse.urlencode([("name", name)]),
     }
 
 
@@ -243,6 +244,18 @@ def test_the_scaling_page_has_a_point_per_lineage_labelled_with_its_machine(buil
     datasets, sizes, lit = _chart(browser, "scaling-chart")
     assert datasets == len({(h, c) for h, _cpus, c in built["lineages"]})
     assert sum(sizes) == len(built["lineages"]) and lit > 1000
+
+
+def test_the_releases_page_draws_each_lineage_against_the_kernel_release(built, server,
+                                                                         browser):
+    _open(browser, _pages(built, server)["releases"])
+    data = _page_data(browser)
+    # Every synthetic lineage changed kernel once (synthetic_history's kernel_change_at).
+    assert data["releases"] == ["6.1.0-27-amd64", "6.1.0-28-amd64"]
+    assert len(data["lines"]) == len(built["lineages"])
+    datasets, sizes, lit = _chart(browser, "releases-chart")
+    assert datasets == len(built["lineages"]) and set(sizes) == {2} and lit > 1000
+    assert _console_errors(browser) == []
 
 
 def _triage_rows(target):

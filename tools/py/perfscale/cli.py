@@ -19,6 +19,9 @@ COMMANDS = (
            "times the guest in instructions (QEMU -icount): figures the host cannot move"),
     ("bisect", "the first bad commit of a kernel tree (or kernel of a list), judged by the\n"
                "gate; resumable; writes the mail the commit's author reads"),
+    ("series", "the suite on every kernel release (default: each Debian line's newest),\n"
+               "each judged against the one before; every step profiled, looked up in\n"
+               "the sources and written up (docs/series.md)"),
     ("test", "build and run every test (bazel test //..., then under ASan+UBSan, the\n"
              "Python tools' tests, and each fuzz target for 10 s under libFuzzer); lists\n"
              "every skipped test with its reason, then ends with\n"

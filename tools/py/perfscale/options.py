@@ -89,10 +89,12 @@ def check_suite_args(parser, run_args):
             ", ".join(own), "is" if len(own) == 1 else "are", parser.prog))
 
 
-def add_gate_options(parser):
+def add_gate_options(parser, floor_default=stats.DEFAULT_BETWEEN_RUNS_FLOOR_PCT,
+                     floor_default_text="%(default)s"):
     """The options that define a regression (--alpha, --threshold, --min-repetitions,
     --between-runs-floor):
-    compare and nightly take the same ones."""
+    compare and nightly take the same ones. A command whose floor depends on something
+    else (series: the clock) gives its own default (None: chosen later) and its words."""
     parser.add_argument("--alpha", type=float, default=stats.DEFAULT_ALPHA,
                         help="significance level of the U test (default %(default)s)")
     parser.add_argument("--threshold", type=float, default=stats.DEFAULT_THRESHOLD_PCT,
@@ -102,12 +104,13 @@ def add_gate_options(parser):
                         default=stats.DEFAULT_MIN_REPETITIONS, metavar="N",
                         help="fewest repetitions on each side for the U test "
                         "(default %(default)s, as compare.py recommends)")
-    parser.add_argument("--between-runs-floor", type=float,
-                        default=stats.DEFAULT_BETWEEN_RUNS_FLOOR_PCT, metavar="PCT",
+    parser.add_argument("--between-runs-floor", type=float, default=floor_default,
+                        metavar="PCT",
                         help="a benchmark with no calibrated noise floor is slower only "
                         "past this change of its median, in percent: how far whole runs "
                         "of one build move on a shared machine, which the repetitions of "
-                        "one run do not show (default %(default)s; docs/gate.md)")
+                        "one run do not show (default %s; docs/gate.md)"
+                        % floor_default_text)
 
 
 def check_gate_options(parser, args):

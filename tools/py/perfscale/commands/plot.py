@@ -26,8 +26,11 @@ def main(argv):
                         help="with --vs-cpus: parameters sized from the CPUs, drawn as a "
                         "multiple of them (e.g. passive)")
     parser.add_argument("--vs-kernel", action="store_true",
-                        help="a kernel A/B: each benchmark against --x, one line per kernel "
-                        "(files from guests of several kernels), and DIR/ab.md")
+                        help="files from guests of several kernels: with --x, a kernel A/B "
+                        "(each benchmark against --x, one line per kernel, DIR/ab.md); "
+                        "without, each benchmark against the kernel release, one line per "
+                        "guest shape, each release judged against the one before and its "
+                        "steps marked (DIR/releases.md)")
     parser.add_argument("--x", metavar="PARAM[*PARAM...]",
                         help="with --vs-kernel: the x axis, a parameter or a product of "
                         "them (threads*parallelism: BM_BreakpointThread's live threads)")
@@ -43,12 +46,12 @@ def main(argv):
         parser.error("give RESULTS.json files or --history DB (one of them)")
     if args.vs_kernel and (args.history or args.vs_cpus):
         parser.error("--vs-kernel draws RESULTS.json files, without --history or --vs-cpus")
-    if args.vs_kernel and not args.x:
-        parser.error("--vs-kernel needs --x PARAM[*PARAM...] (e.g. threads*parallelism)")
     if not args.vs_kernel and (args.x or args.metric or args.ratio):
         parser.error("--x, --metric and --ratio go with --vs-kernel")
+    if args.vs_kernel and not args.x and (args.metric or args.ratio):
+        parser.error("--metric and --ratio go with --vs-kernel --x (a kernel A/B)")
     x_params = [p for p in (args.x or "").split("*") if p]
-    if args.vs_kernel and (not x_params or len(x_params) != len((args.x or "").split("*"))):
+    if args.x is not None and (not x_params or len(x_params) != len(args.x.split("*"))):
         parser.error("--x wants PARAM[*PARAM...], parameter names joined by *, got '%s'"
                      % args.x)
     try:
@@ -71,7 +74,10 @@ def main(argv):
                 for results in result_sets:
                     results.entries = {k: v for k, v in results.entries.items()
                                        if pattern.search(k)}
-            if args.vs_kernel:
+            if args.vs_kernel and not x_params:
+                written, lines = kernels.vs_release(result_sets, args.output)
+                print("\n".join(lines))
+            elif args.vs_kernel:
                 written, lines = kernels.ab(result_sets, x_params, args.metric, args.output,
                                             args.ratio)
                 print("\n".join(lines))

@@ -173,6 +173,37 @@ def scaling(conn, name, per_kernel=False):
             for r in rows]
 
 
+def release_series(conn, name):
+    """The benchmark against the kernel release, in every lineage that ran more than one
+    release (a `tools/perfscale series`, guests of several kernels): per release, the run
+    in which it arrived (the latest judged against another release; else its latest), so
+    a release measured twice (an A/A) still shows the step from the release before it.
+    [dict(host, machine, cpus, config, run_id, kernel, median_ns, verdict, change,
+    baseline_id, baseline_kernel)], oldest run first."""
+    runs = _all(conn, "SELECT id, host, machine, cpus, config, kernel_release, baseline_id "
+                "FROM runs WHERE complete = 1 ORDER BY id")
+    kernel_of = {r["id"]: r["kernel_release"] for r in runs}
+    chosen = {}
+    for run in runs:  # oldest first: a later run of the same kind replaces an earlier one
+        key = (run["host"], run["machine"], run["cpus"], run["config"])
+        arrived = kernel_of.get(run["baseline_id"]) not in (None, run["kernel_release"])
+        found = chosen.setdefault(key, {})
+        held = found.get(run["kernel_release"])
+        if held is None or arrived or not held[1]:
+            found[run["kernel_release"]] = (run["id"], arrived)
+    ids = sorted(run_id for releases in chosen.values() if len(releases) > 1
+                 for run_id, _arrived in releases.values())
+    rows = _of_runs(conn, "SELECT r.id, r.host, r.machine, r.cpus, r.config, "
+                    "r.kernel_release, r.baseline_id, b.verdict, b.change, b.real_ns "
+                    "FROM runs r JOIN benchmarks b ON b.run_id = r.id AND b.name = ? "
+                    "WHERE r.id IN (%s)", ids, (name,))
+    return [dict(host=r["host"], machine=r["machine"], cpus=r["cpus"], config=r["config"],
+                 run_id=r["id"], kernel=r["kernel_release"], median_ns=_median(r),
+                 verdict=r["verdict"], change=r["change"], baseline_id=r["baseline_id"],
+                 baseline_kernel=kernel_of.get(r["baseline_id"]))
+            for r in sorted(rows, key=lambda r: r["id"])]
+
+
 def verdicts(conn, run_id):
     """The nightly's verdicts stored with the run: [row(name, verdict, change, pvalue)]."""
     return _all(conn, "SELECT name, verdict, change, pvalue FROM benchmarks "

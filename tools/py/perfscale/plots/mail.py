@@ -19,6 +19,7 @@ import shlex
 import statistics
 
 from perfscale.gate import stats
+from perfscale.results import profile
 from perfscale.results.names import display_name
 
 _RULE = "=" * 100
@@ -103,23 +104,16 @@ def _values(entries_list, name, counter=None):
 def profile_deltas(base_doc, head_doc, names):
     """Lines of the symbols whose self share moved most, per regressed benchmark (the
     mail's, and the alert page's for its worst member)."""
-    if not base_doc or not head_doc:
-        return []
-    base = {b["name"]: b for b in base_doc["benchmarks"]}
-    head = {b["name"]: b for b in head_doc["benchmarks"]}
     lines = []
     for name in names:
-        if name not in base or name not in head:
+        base = profile.benchmark_profile(base_doc, name)
+        head = profile.benchmark_profile(head_doc, name)
+        if base is None or head is None:
             continue
-        share = {}
-        for side, entry in ((0, base[name]), (1, head[name])):
-            for s in entry["symbols"]:
-                key = str(s.get("symbol", "?"))
-                share.setdefault(key, [0.0, 0.0])[side] = float(s.get("self", 0.0))
-        moved = sorted(share.items(), key=lambda kv: -abs(kv[1][1] - kv[1][0]))
+        moved = sorted(profile.share_moves(base, head), key=lambda m: -abs(m[2][1] - m[2][0]))
         lines.append("      %-10s %10s   %s" % ("base", "head", "self share: "
                                                 + display_name(name)))
-        for symbol, (old, new) in moved[:_PROFILE_LINES]:
+        for symbol, _kernel, (old, new), _children in moved[:_PROFILE_LINES]:
             lines.append("%10.2f%%  %+9.2f  %9.2f%%  %s" % (
                 100 * old, 100 * (new - old), 100 * new, symbol))
         lines.append("")

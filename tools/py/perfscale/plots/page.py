@@ -27,6 +27,11 @@ class Page:
         if items:
             self.blocks.append(("bullets", list(items)))
 
+    def links(self, items):
+        """A list of (text, href) links; href relative to the page's folder."""
+        if items:
+            self.blocks.append(("links", [(str(t), str(h)) for t, h in items]))
+
     def table(self, header, rows):
         if rows:
             self.blocks.append(("table", list(header), [list(map(str, r)) for r in rows]))
@@ -48,6 +53,9 @@ class Page:
                 out += [block[1], ""]
             elif kind == "bullets":
                 out += ["- " + item for item in block[1]] + [""]
+            elif kind == "links":
+                out += ["- [%s](%s)" % (_md_link_text(t), h.replace(" ", "%20"))
+                        for t, h in block[1]] + [""]
             elif kind == "table":
                 out.append("| " + " | ".join(_md_cell(c) for c in block[1]) + " |")
                 out.append("|" + "---|" * len(block[1]))
@@ -82,6 +90,9 @@ class Page:
                 out.append("<p>%s</p>" % e(block[1]))
             elif kind == "bullets":
                 out.append("<ul>%s</ul>" % "".join("<li>%s</li>" % e(i) for i in block[1]))
+            elif kind == "links":
+                out.append("<ul>%s</ul>" % "".join(
+                    "<li><a href=\"%s\">%s</a></li>" % (e(h), e(t)) for t, h in block[1]))
             elif kind == "table":
                 out.append("<table><tr>%s</tr>%s</table>" % (
                     "".join("<th>%s</th>" % e(c) for c in block[1]),
@@ -118,6 +129,10 @@ def write_whole(path, text):
         except OSError:
             pass
         raise
+
+
+def _md_link_text(text):
+    return str(text).replace("[", "\\[").replace("]", "\\]").replace("\n", " ")
 
 
 def _md_cell(text):

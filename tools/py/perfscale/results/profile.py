@@ -51,6 +51,39 @@ def load_profile(path):
     return document
 
 
+# The results file names a benchmark with the time it reports (BM_X/real_time); its
+# profile, with the name it ran under (BM_X).
+_TIME_SUFFIXES = ("/real_time", "/manual_time", "/process_time")
+
+
+def benchmark_profile(document, name):
+    """The profile entry of benchmark `name` (as the results file names it) in a loaded
+    profile document, or None."""
+    if not document:
+        return None
+    wanted = {name} | {name[:-len(s)] for s in _TIME_SUFFIXES if name.endswith(s)}
+    return next((b for b in document["benchmarks"] if b["name"] in wanted), None)
+
+
+def share_moves(base, head):
+    """What moved between two profiles of one benchmark (entries of load_profile's
+    benchmarks): [(symbol, is kernel, (base self, head self), (base children, head
+    children))], the largest move of either share first. A symbol one side lacks has
+    share 0 there (below that side's top symbols, or not run at all)."""
+    shares = {}
+    for side, entry in ((0, base), (1, head)):
+        for s in entry["symbols"]:
+            key = str(s.get("symbol", "?"))
+            found = shares.setdefault(key, [bool(s.get("kernel")), [0.0, 0.0], [0.0, 0.0]])
+            found[0] = found[0] or bool(s.get("kernel"))
+            found[1][side] = float(s.get("self", 0.0))
+            found[2][side] = float(s.get("children", 0.0))
+    moves = [(symbol, kernel, tuple(own), tuple(children))
+             for symbol, (kernel, own, children) in shares.items()]
+    return sorted(moves, key=lambda m: (-max(abs(m[2][1] - m[2][0]), abs(m[3][1] - m[3][0])),
+                                        m[0]))
+
+
 def _rows(symbols, key, kernel_only=False):
     ranked = sorted((s for s in symbols if s[key] > 0 and (s.get("kernel") or not kernel_only)),
                     key=lambda s: -s[key])[:_LINES]

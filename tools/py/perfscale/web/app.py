@@ -29,10 +29,10 @@ import flask
 import markupsafe
 from werkzeug import exceptions as werkzeug_exceptions
 
-from perfscale.gate import changepoints, stats
+from perfscale.gate import changepoints, stats, steps
 from perfscale.gate.floors import BASELINE_RUNS, for_lineage
 from perfscale.history import alerts, store, triage, views
-from perfscale.plots import alert_view
+from perfscale.plots import alert_view, kernels
 from perfscale.plots import mail
 from perfscale.plots.page import Page
 from perfscale.plots import report
@@ -423,6 +423,28 @@ def _check_token(form):
         flask.abort(403, "wrong or missing triage token")
 
 
+def release_data(conn, name):
+    """The Releases page's data: the benchmark against the kernel release, a line per
+    lineage (a guest shape), the releases in version order, each step the series marked."""
+    points = views.release_series(conn, name) if name else []
+    releases = sorted({p["kernel"] for p in points if p["kernel"]}, key=kernels.release_key)
+    lines = {}
+    for point in points:
+        label = _label((point["host"], point["machine"], point["cpus"], point["config"]))
+        lines.setdefault(label, []).append(dict(point, step=point["verdict"] in steps.FLAGGED))
+    return {"benchmark": name, "releases": releases,
+            "lines": [{"lineage": label, "points": found}
+                      for label, found in sorted(lines.items())]}
+
+
+def _releases_page(conn, name):
+    names = views.latest_names(conn)
+    if not name and names:
+        name = names[0]
+    return flask.render_template("releases.html", name=name, names=names,
+                                 data=release_data(conn, name))
+
+
 def _routes(app):
     @app.teardown_appcontext
     def close_db(_exc):
@@ -611,6 +633,10 @@ def _routes(app):
         points = views.scaling(conn, name, per_kernel=by == "kernel") if name else []
         return flask.render_template("scaling.html", name=name, names=names, by=by,
                                      data={"benchmark": name, "points": points, "by": by})
+
+    @app.route("/releases")
+    def releases():
+        return _releases_page(_db(), flask.request.args.get("name", ""))
 
     @app.route("/triage", methods=["POST"])
     def set_triage():

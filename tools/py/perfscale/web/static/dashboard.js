@@ -177,9 +177,46 @@ function drawScaling(data) {
                 item.raw.run}}}}});
 }
 
+// A step's marker, by the gate's verdict of the release against the run before it.
+const STEP_STYLES = {"slower": ["triangle", "#d62728"], "faster": ["triangle", "#2ca02c"],
+                     "counts up": ["rectRot", "#ff7f0e"], "counts down": ["rectRot", "#9467bd"]};
+
+function drawReleases(data) {
+  const releases = data.releases;
+  const datasets = data.lines.map((line, i) => {
+    const colour = COLOURS[i % COLOURS.length];
+    const points = line.points.filter((p) => p.median_ns !== null).map((p) => ({
+      x: p.kernel, y: p.median_ns, run: p.run_id, verdict: p.verdict, step: p.step,
+      change: p.change, before: p.baseline_kernel}));
+    const style = (p, k, fallback) => (p.step && STEP_STYLES[p.verdict] ?
+                                       STEP_STYLES[p.verdict][k] : fallback);
+    return {label: line.lineage, data: points, borderColor: colour, backgroundColor: colour,
+            borderWidth: 1.5, spanGaps: true,
+            pointStyle: points.map((p) => style(p, 0, "circle")),
+            pointBackgroundColor: points.map((p) => style(p, 1, colour)),
+            pointRotation: points.map((p) => (p.step && p.verdict === "faster" ? 180 : 0)),
+            pointRadius: points.map((p) => (p.step ? 9 : 3)), pointHoverRadius: 10};
+  });
+  new Chart(document.getElementById("releases-chart"), {
+    type: "line", data: {labels: releases, datasets: datasets},
+    options: {animation: false, responsive: true, maintainAspectRatio: false,
+              interaction: {mode: "nearest", intersect: true}, onClick: clickToRun,
+              scales: {x: {type: "category", title: {display: true, text: "kernel release"}},
+                       y: {title: {display: true, text: "median real time (ns)"}}},
+              plugins: {tooltip: {callbacks: {label: (item) => {
+                const p = item.raw;
+                const parts = [item.dataset.label + ": " + Number(p.y).toPrecision(4) + " ns"];
+                if (p.step) parts.push(p.verdict + (p.change !== null ? " " +
+                  (100 * p.change).toFixed(1) + "%" : "") + " against " + p.before);
+                parts.push("run " + p.run);
+                return parts.join(", ");
+              }}}}}});
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   const page = document.body.dataset.page;
   const data = pageData();
   if (page === "trend" && data) drawTrend(data);
   if (page === "scaling" && data) drawScaling(data);
+  if (page === "releases" && data) drawReleases(data);
 });
