@@ -470,5 +470,5 @@ def test_sweep_vm_with_an_unwritable_home_says_so_before_downloading(tmp_path):
                             env=dict(os.environ, HOME="/proc", TMPDIR=str(tmp_path),
                                      PYTHONPATH=os.path.join(REPO, "tools", "py")))
     assert result.returncode == 1, result.stderr
-    assert "set HOME to a folder you can write" in result.stderr
+    assert "set HOME (or PERFSCALE_CACHE) to a folder you can write" in result.stderr
     assert "Traceback" not in result.stderr and "fetching" not in result.stderr

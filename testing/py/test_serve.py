@@ -261,6 +261,9 @@ def test_slow_clients_hold_no_thread_another_client_needs(lab):
             status, _headers, _page = _get(server.url + "/alert/1")
             assert status == 200 and time.monotonic() - asked < 5
         assert time.monotonic() - started < worker.REQUEST_SECONDS  # all while they trickle
+        stop.set()  # what they sent after their deadline would only be answered with a reset
+        for thread in threads:
+            thread.join()
         with socket.create_connection(address) as huge:
             huge.sendall(b"POST /triage HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000000"
                          b"\r\n\r\n")

@@ -250,8 +250,9 @@ def choose(name, builds):
     label = line + (" -" + flavour if flavour else "")
     if not of_line:
         lines = sorted({b.line for b in builds}, key=_line_order)
-        raise VmUsageError("--kernel: Debian's archive has no %s kernel (lines: %s; "
-                           "`tools/perfscale vm kernel` lists them)" % (label, ", ".join(lines)))
+        raise VmUsageError("--kernel: %s: Debian's archive has no %s kernel (lines: %s; "
+                           "`tools/perfscale vm kernel` lists them)"
+                           % (name, label, ", ".join(lines)))
     if match.group("rc") is not None:
         wanted = [b for b in of_line if b.rc and version in (line + "-rc", b.version)]
     elif version != line:

@@ -24,6 +24,7 @@ connection slots (gunicorn's worker_connections per worker), never a thread.
 import errno
 import functools
 import selectors
+import socket
 import time
 
 from gunicorn import http
@@ -156,6 +157,16 @@ class Worker(ThreadWorker):
                                status, reason.encode(), len(body), body))
         except OSError:
             pass  # a client that does not read its refusal loses it
+        # Closed with bytes of the client's unread, the socket would answer with a reset that
+        # can reach the client before it reads the refusal: send FIN first, then discard what
+        # has arrived (without waiting for more: this is the event loop's thread).
+        try:
+            conn.sock.shutdown(socket.SHUT_WR)
+            conn.sock.setblocking(False)
+            while conn.sock.recv(65536):
+                pass
+        except OSError:
+            pass
         self._drop(conn)
 
     def _drop(self, conn):
