@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -303,9 +304,16 @@ bool WillBeReported(double manual_seconds, double loop_seconds, int64_t iteratio
 
 }  // namespace
 
-int64_t CountingIterations(int64_t count_iterations, int64_t timed_iterations) {
+int64_t CountingIterations(int64_t count_iterations, int64_t timed_iterations, double timed_ops) {
   const int64_t wanted = std::max<int64_t>(1, count_iterations);
-  return std::max(std::min(wanted, kMinCountingIterations), std::min(wanted, timed_iterations));
+  int64_t minimum = kMinCountingIterations;
+  if (timed_ops > 0 && timed_iterations > 0) {
+    const double ops_per_iteration = timed_ops / static_cast<double>(timed_iterations);
+    minimum = std::clamp<int64_t>(
+        static_cast<int64_t>(std::ceil(static_cast<double>(kMinCountingOps) / ops_per_iteration)),
+        1, kMinCountingIterations);
+  }
+  return std::max(std::min(wanted, minimum), std::min(wanted, timed_iterations));
 }
 
 void RunPasses(benchmark::State& state, const PassOptions& options, const PassBody& body) {
@@ -327,7 +335,8 @@ void RunPasses(benchmark::State& state, const PassOptions& options, const PassBo
                       static_cast<int64_t>(state.iterations()))) {
     return;
   }
-  const int64_t iterations = CountingIterations(options.count_iterations, state.iterations());
+  const int64_t iterations =
+      CountingIterations(options.count_iterations, state.iterations(), timed.ops_);
   BenchmarkPass counting(state, options, /*counting=*/true, /*attribute=*/true, iterations);
   // Whatever the body writes in this pass, the row's own figures are the timed pass's.
   benchmark::UserCounters timed_counters = state.counters;

@@ -14,7 +14,7 @@
 //      threads and processes are created after the counters open, so they inherit them;
 //      a body may instead name the timed pass's threads: OpenCounters(tids)),
 //      untimed, sized by iterations (PassOptions::count_iterations, no more than the
-//      timed pass ran unless that was under kMinCountingIterations: CountingIterations):
+//      timed pass ran unless that held under kMinCountingOps operations: CountingIterations):
 //      ipis_sent/<unit>, xcalls/<unit>, ... and count_ops, the
 //      operations (in <unit>) those counts are divided by.
 // --attribution=timed instead counts during the timed pass (the old way, to see what
@@ -101,20 +101,28 @@ struct PassOptions {
   int64_t count_iterations = 1000;
 };
 
-// A counting pass runs at least this many iterations (or count_iterations, if fewer),
-// however few the timed pass ran. A pass has a fixed cost of its own in some counts (7
-// cross-CPU calls enabling the counters of a thread running on another CPU, on the
-// instruction clock), which a count per operation divides by the pass's length: a toggle
-// that times 1, 2 or 3 iterations read 9, 5.5 and 4.3 xcalls/op from identical runs. With
-// 16 or more, a fixed cost of 16 events moves a count by at most one event per operation
-// between passes of any length (the gate allows for it: gate/stats.py pass_length_slack).
-constexpr int64_t kMinCountingIterations = 16;
+// A counting pass runs at least this many operations (or count_iterations, if fewer
+// iterations hold fewer), however few the timed pass ran. A pass has a fixed cost of its
+// own in some counts (7 cross-CPU calls enabling the counters of a thread running on
+// another CPU, on the instruction clock), which a count per operation divides by the
+// pass's operations: a toggle that times 1, 2 or 3 iterations read 9, 5.5 and 4.3
+// xcalls/op from identical runs. With 16 or more operations, a fixed cost of 16 events
+// moves a count by at most one event per operation between passes of any length (the
+// gate allows for it: gate/stats.py pass_length_slack). The minimum is in operations,
+// not iterations: one iteration of a uprobe row is a thousand hits, and sixteen of them
+// made the quick suite's counting pass 16 times its timed one for nothing.
+constexpr int64_t kMinCountingOps = 16;
+// The most iterations the minimum asks for: 16 operations at one an iteration.
+constexpr int64_t kMinCountingIterations = kMinCountingOps;
 
 // The counting pass's iterations: count_iterations, but no more than the timed pass's
-// unless that is under kMinCountingIterations. A row that times few iterations is a slow
-// one, so the pass is capped by what timing it cost; a pass length that follows the timed
-// iterations (how GB sized them, under what load) is kept out of rows that count little.
-int64_t CountingIterations(int64_t count_iterations, int64_t timed_iterations);
+// unless those held under kMinCountingOps operations (timed_ops of them in
+// timed_iterations; 0 when the body did not say: then kMinCountingIterations). A row
+// that times few iterations is a slow one, so the pass is capped by what timing it cost;
+// a pass length that follows the timed iterations (how GB sized them, under what load)
+// is kept out of rows that count little.
+int64_t CountingIterations(int64_t count_iterations, int64_t timed_iterations,
+                           double timed_ops = 0);
 
 class BenchmarkPass;
 using PassBody = std::function<void(BenchmarkPass& pass)>;

@@ -131,6 +131,21 @@ TEST(CountingIterations, FollowsTheTimedPassOnlyAboveTheMinimum) {
   EXPECT_EQ(CountingIterations(0, 50), 1);
 }
 
+TEST(CountingIterations, TheMinimumIsInOperations) {
+  // One operation an iteration (a toggle): 16 iterations, as before.
+  EXPECT_EQ(CountingIterations(200, 1, 1.0), kMinCountingIterations);
+  EXPECT_EQ(CountingIterations(200, 3, 3.0), kMinCountingIterations);
+  // A thousand hits an iteration: one iteration already holds 16 operations.
+  EXPECT_EQ(CountingIterations(20, 1, 1000.0), 1);
+  EXPECT_EQ(CountingIterations(20, 10, 10000.0), 10);  // still no more than was timed
+  // Five operations an iteration: four iterations make 20 >= 16.
+  EXPECT_EQ(CountingIterations(200, 1, 5.0), 4);
+  // A pass that said nothing of its operations keeps the iteration minimum.
+  EXPECT_EQ(CountingIterations(200, 1, 0.0), kMinCountingIterations);
+  // A fraction of an operation an iteration still asks for no more than 16 iterations.
+  EXPECT_EQ(CountingIterations(200, 4, 1.0), kMinCountingIterations);
+}
+
 rlimit FileLimit() {
   rlimit files{};
   EXPECT_EQ(getrlimit(RLIMIT_NOFILE, &files), 0);
