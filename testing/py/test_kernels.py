@@ -10,13 +10,16 @@ kind is a recorded demonstration (docs/measurements/2026-12-07-kernel-builds.md)
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
 from perfscale.machine import debian_release
+from perfscale.suite import runner
 from perfscale.vm import cache, debian, errors, kernel, qemu, tree
 
 # What Debian's suites list (`apt-cache pkgnames linux-`), abridged to the kinds of names
@@ -311,6 +314,17 @@ for target in [a for a in args if not a.startswith(("-", "O=", "CC=")) and a != 
         kept = sorted(set(l for l in lines if "BTF" not in l))
         open(out + "/.config", "w").write("\n".join(kept) + "\n")
     elif target == "bzImage":
+        marks = os.environ.get("FAKE_MAKE_MARKS")
+        if marks:  # a slow build, its time spent in a child as make's in sub-makes
+            import subprocess, time
+            with open(marks, "a") as f:
+                f.write("start %f %d\n" % (time.time(), os.getpid()))
+            sub = subprocess.Popen([sys.executable, "-c", "import sys, time; "
+                                    "time.sleep(float(sys.argv[1]))",
+                                    os.environ["FAKE_MAKE_SLEEP"]])
+            with open(marks, "a") as f:
+                f.write("sub %d\n" % sub.pid)
+            sub.wait()
         if os.path.exists(os.path.join(src, "kernel/events/broken.c")):
             print("  CC      kernel/events/broken.o")
             print("kernel/events/broken.c:3:1: error: expected ';' before '}' token")
@@ -326,6 +340,9 @@ for target in [a for a in args if not a.startswith(("-", "O=", "CC=")) and a != 
         os.makedirs(out + "/include/config", exist_ok=True)
         version = open(os.path.join(src, "VERSION")).read().strip()
         open(out + "/include/config/kernel.release", "w").write(version + "\n")
+        if marks:
+            with open(marks, "a") as f:
+                f.write("end %f %d\n" % (time.time(), os.getpid()))
 '''
 
 MERGE_CONFIG = """#!/bin/sh
@@ -371,6 +388,44 @@ def linux(tmp_path, monkeypatch):
     def made():
         return calls.read_text().splitlines() if calls.exists() else []
     return root, made
+
+
+BUILDER = """
+import sys
+sys.path.insert(0, %r)
+from perfscale.vm import cache, tree
+tree.MAKE = (sys.executable, %r)
+tree.setup = lambda: None
+cache.CACHE = %r
+print(tree.build(tree.parse(%r)))
+"""
+
+
+def start_builder(tmp_path, root, sleep):
+    """A build of tree:ROOT@v7.3-rc2 in a process of its own (python, then make), its make
+    sleeping `sleep` s; returns (the builder, the marks file) once make has started."""
+    marks = tmp_path / "marks"
+    script = tmp_path / "builder.py"
+    script.write_text(BUILDER % (os.path.join(runner.REPO_ROOT, "tools", "py"), str(tmp_path / "make.py"),
+                                 str(tmp_path / "cache"), "tree:%s@v7.3-rc2" % root))
+    builder = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE,
+                               env=dict(os.environ, FAKE_MAKE_MARKS=str(marks),
+                                        FAKE_MAKE_SLEEP=str(sleep)))
+    deadline = time.monotonic() + 30
+    while not (marks.exists() and "sub" in marks.read_text()):
+        assert builder.poll() is None, builder.communicate()
+        assert time.monotonic() < deadline, "the builder's make never started"
+        time.sleep(0.05)
+    return builder, marks
+
+
+def gone(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
 
 
 def untouched(root):
@@ -598,3 +653,29 @@ def test_a_mistyped_kernel_is_said_before_anything_is_fetched_or_built(tmp_path)
     image.write_bytes(b"k")
     assert kernel.kernel_at(str(image), "bzImage").label == str(image)
     assert kernel.kernel_at(str(image), "tree:x@y").label == "tree:x@y (bzImage)"
+
+
+def test_a_builder_killed_outright_keeps_the_tree_locked_until_its_make_is_done(linux, tmp_path):
+    # The bisect demo of 2026-12-07: its builder was stopped while make ran on, and the
+    # resumed bisect's make in the same folder read the half-written vmlinux as up to date.
+    root, _ = linux
+    builder, marks = start_builder(tmp_path, root, sleep=2)
+    builder.kill()  # SIGKILL: no handler of ours runs
+    builder.communicate()
+    vmlinuz = tree.build(tree.parse("tree:%s@v7.3-rc2" % root), say=lambda line: None)
+    assert os.path.isfile(vmlinuz)
+    first_start, first_end = [line.split() for line in marks.read_text().splitlines()
+                              if not line.startswith("sub")]
+    assert first_start[0] == "start" and first_end[0] == "end"
+    assert first_start[2] == first_end[2]  # the orphaned make ran to its end alone
+
+
+def test_an_interrupted_builder_stops_its_make_first(linux, tmp_path):
+    root, _ = linux
+    builder, marks = start_builder(tmp_path, root, sleep=60)
+    pids = [int(line.split()[-1]) for line in marks.read_text().splitlines()]
+    builder.send_signal(signal.SIGINT)  # to the builder alone, not to its make
+    _, err = builder.communicate(timeout=30)
+    assert builder.returncode != 0 and b"KeyboardInterrupt" in err
+    assert all(gone(pid) for pid in pids)  # make and what it started
+    assert "end" not in marks.read_text()

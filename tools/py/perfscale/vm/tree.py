@@ -20,6 +20,7 @@ import hashlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -188,9 +189,10 @@ def build(source, cache_root=None, jobs=None, fragment=None, say=None):
             % (source.spec, source.describe, source.commit[:12], build_dir, log))
         start = time.monotonic()
         with open(log, "wb") as out:
-            src = _checkout(source, os.path.join(folder, "src"), out)
-            config, unset = _configure(src, build_dir, fragment or FRAGMENT, out)
-            _make(src, build_dir, out, log, source, start, jobs, ["bzImage"])
+            run = _Runner(out, lock)
+            src = _checkout(source, os.path.join(folder, "src"), run)
+            config, unset = _configure(src, build_dir, fragment or FRAGMENT, run)
+            _make(src, build_dir, run, log, source, start, jobs, ["bzImage"])
         seconds = time.monotonic() - start
         release = _kernel_release(build_dir)
         context = {"kernel_tree": source.path, "kernel_tree_commit": source.commit,
@@ -216,44 +218,89 @@ def _minutes(seconds):
     return "%dm%02ds" % divmod(int(round(seconds)), 60)
 
 
-def _run(command, out, cwd=None, stdin=None):
-    out.write(("$ %s\n" % " ".join(command)).encode())
-    out.flush()
-    env = dict(os.environ, LC_ALL="C")
-    # ccache's objects beside perfscale's other kept things, unless the user keeps them
-    # elsewhere.
-    env.setdefault("CCACHE_DIR", os.path.join(cache.CACHE, "ccache"))
-    done = subprocess.run(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
-                          input=stdin, env=env)
-    return done.returncode
+class _Runner:
+    """Runs the build's commands, their output in the build's log. Each runs in a process
+    group of its own that goes with us: interrupted (Ctrl-C, or an exception of ours), we
+    stop the whole group (make and its compilers) before the lock is let go. And each
+    holds the build lock too: were we killed outright (SIGKILL, a crash), the lock stays
+    held until the orphaned make is done, so the next build of this tree waits for it
+    instead of running a second make in the same folder (which reads a half-written
+    vmlinux as up to date, and fails or boots a broken kernel)."""
+
+    def __init__(self, out, lock):
+        self.out = out
+        self.lock = lock
+
+    @property
+    def name(self):
+        return self.out.name
+
+    def __call__(self, command, cwd=None, stdin=None):
+        out = self.out
+        out.write(("$ %s\n" % " ".join(command)).encode())
+        out.flush()
+        env = dict(os.environ, LC_ALL="C")
+        # ccache's objects beside perfscale's other kept things, unless the user keeps them
+        # elsewhere.
+        env.setdefault("CCACHE_DIR", os.path.join(cache.CACHE, "ccache"))
+        process = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.PIPE if stdin is not None else None,
+                                   env=env, start_new_session=True,
+                                   pass_fds=(self.lock.fileno(),))
+        try:
+            process.communicate(stdin)
+        except BaseException:
+            _stop_group(process)
+            raise
+        return process.returncode
 
 
-def _checkout(source, src, out):
+def _stop_group(process, grace=10.0):
+    """Stops `process` and everything it started (its own process group): SIGTERM, under
+    which make deletes the target it was writing, then SIGKILL after `grace` seconds."""
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, None)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            process.wait(timeout=wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    # What is left of the group after make itself exited (a compiler between signals).
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _checkout(source, src, run):
     """Our clone of the user's tree, at the source's commit with its uncommitted changes.
     A clone whose borrowed objects are gone (the tree moved, gc) is made again."""
     for attempt in (1, 2):
         if not os.path.isdir(os.path.join(src, ".git")):
             shutil.rmtree(src, ignore_errors=True)
-            if _run(["git", "clone", "--quiet", "--shared", "--no-checkout", source.path,
-                     src], out) != 0:
-                raise VmError("cannot clone %s for building (log: %s)" % (source.path, out.name))
-        if _run(["git", "-C", src, "checkout", "--quiet", "--force", "--detach",
-                 source.commit], out) == 0:
+            if run(["git", "clone", "--quiet", "--shared", "--no-checkout", source.path,
+                    src]) != 0:
+                raise VmError("cannot clone %s for building (log: %s)" % (source.path, run.name))
+        if run(["git", "-C", src, "checkout", "--quiet", "--force", "--detach",
+                source.commit]) == 0:
             break
         if attempt == 2:
             raise VmError("cannot check %s out of %s (log: %s)"
-                          % (source.commit[:12], source.path, out.name))
+                          % (source.commit[:12], source.path, run.name))
         shutil.rmtree(src, ignore_errors=True)
-    if _run(["git", "-C", src, "clean", "--quiet", "-d", "--force", "-x"], out) != 0:
-        raise VmError("cannot clean the build's checkout %s (log: %s)" % (src, out.name))
-    if source.diff and _run(["git", "-C", src, "apply", "--binary", "--whitespace=nowarn"],
-                            out, stdin=source.diff) != 0:
+    if run(["git", "-C", src, "clean", "--quiet", "-d", "--force", "-x"]) != 0:
+        raise VmError("cannot clean the build's checkout %s (log: %s)" % (src, run.name))
+    if source.diff and run(["git", "-C", src, "apply", "--binary", "--whitespace=nowarn"],
+                           stdin=source.diff) != 0:
         raise VmError("the uncommitted changes of %s do not apply to %s (log: %s)"
-                      % (source.path, source.commit[:12], out.name))
+                      % (source.path, source.commit[:12], run.name))
     return src
 
 
-def _configure(src, build_dir, fragment, out):
+def _configure(src, build_dir, fragment, run):
     """The tree's defconfig with the fragment merged, in build_dir/.config; returns (its
     path, the fragment's options it lacks). Made again only when the defconfig or the
     fragment changed since the folder's last one: a commit that changes a Kconfig file is
@@ -269,14 +316,14 @@ def _configure(src, build_dir, fragment, out):
             inputs = digest(f.read() + b"\0" + fragment_bytes(fragment))
     except OSError:
         raise VmError("%s has no arch/x86/configs/%s to start the config from (log: %s)"
-                      % (src, DEFCONFIG, out.name))
+                      % (src, DEFCONFIG, run.name))
     try:
         with open(stamp) as f:
             configured = f.read().strip() == inputs and os.path.isfile(config)
     except OSError:
         configured = False
     if configured:
-        out.write(b"perfscale: the defconfig and the fragment are as at the last build: "
+        run.out.write(b"perfscale: the defconfig and the fragment are as at the last build: "
                   b"the config is kept\n")
         with open(config, "rb") as f:
             return config, options_not_set(fragment_bytes(fragment).decode(errors="replace"),
@@ -290,10 +337,10 @@ def _configure(src, build_dir, fragment, out):
               config, fragment],
              list(MAKE) + ["-C", src, "O=" + build_dir, "olddefconfig"]]
     for step in steps:
-        if _run(step, out, cwd=src) != 0:
+        if run(step, cwd=src) != 0:
             raise VmError("configuring the kernel failed at `%s` (log: %s)"
                           % (" ".join(os.path.basename(s) if s.startswith("/") else s
-                                      for s in step[:4]), out.name))
+                                      for s in step[:4]), run.name))
     with open(config, "rb") as f:
         after = f.read()
     if before and before[0] == after:
@@ -311,13 +358,13 @@ def options_not_set(fragment, config):
             if line.startswith("CONFIG_") and line.strip() not in have]
 
 
-def _make(src, build_dir, out, log, source, start, jobs, targets):
+def _make(src, build_dir, run, log, source, start, jobs, targets):
     command = list(MAKE) + ["-C", src, "O=" + build_dir, "-j%d" % (jobs or os.cpu_count() or 1)]
     if shutil.which("ccache"):
         command.append("CC=ccache " + COMPILER)
-    status = _run(command + targets, out, cwd=src)
+    status = run(command + targets, cwd=src)
     if status != 0:
-        out.flush()
+        run.out.flush()
         raise VmError("building %s (%s) failed after %s: %s (log: %s)"
                       % (source.spec, source.describe, _minutes(time.monotonic() - start),
                          _first_error(log), log))
