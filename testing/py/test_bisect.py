@@ -129,7 +129,7 @@ class StandIn:
         self.context = context or {}
         self.started, self.done, self.names = 0, [], []
 
-    def __call__(self, candidate, out, names):
+    def __call__(self, candidate, out, names, profile=False):
         self.started += 1
         if self.interrupt_at == self.started:
             raise KeyboardInterrupt
@@ -146,7 +146,7 @@ class StandIn:
             levels = {n: v for n, v in levels.items() if n in names}
         seed = int(hashlib.sha256(("%s/%s" % (candidate.name, kind)).encode()).hexdigest(), 16)
         context = dict(self.context, kernel_tree_commit=candidate.name)
-        if self.profile:  # as --profile writes it: each benchmark's symbols and shares
+        if self.profile or profile:  # as --profile writes it: each benchmark's symbols
             context["profile_file"] = out + ".profile.json"
             walk = 0.40 if bad else 0.02
             with open(context["profile_file"], "w", encoding="utf-8") as f:
@@ -218,7 +218,10 @@ def test_bisect_names_the_first_bad_commit_and_confirms_it(tree, tmp_path, first
     assert stand_in.names[:2] == [None, None] and set(map(tuple, stand_in.names[2:])) == {
         (SLOW,)}
     assert len(steps) <= bisect.steps_left(COMMITS - 1) == 4
-    assert stand_in.done[-2:] == [(shas[first_bad - 1], "confirm"), (shas[first_bad], "confirm")]
+    # Then the two once more, profiled, for the mail (the run options did not profile).
+    assert stand_in.done[-4:] == [(shas[first_bad - 1], "confirm"), (shas[first_bad], "confirm"),
+                                  (shas[first_bad - 1], "profile"), (shas[first_bad], "profile")]
+    assert stand_in.names[-2:] == [[SLOW], [SLOW]]
     assert len(stand_in.done) == len(set(stand_in.done))
     assert "bisect: 15 commit(s) left to test, about 4 step(s); now " in "\n".join(lines)
     assert snapshot(root) == before
@@ -325,10 +328,10 @@ from perfscale.commands import bisect as command
 from perfscale.suite import bisect
 
 class Crashing(test_bisect.StandIn):
-    def __call__(self, candidate, out, names):
+    def __call__(self, candidate, out, names, profile=False):
         if len(self.done) == 5:  # in the middle of the sixth: the power goes
             os.kill(os.getpid(), signal.SIGKILL)
-        return super().__call__(candidate, out, names)
+        return super().__call__(candidate, out, names, profile)
 
 bisect.vm_measure = lambda settings, log=None: Crashing(sys.argv[4].split(","), 9)
 command.main(["--tree", sys.argv[3], "--good", "v1.0", "--bad", "perf-series", "--out",
@@ -521,7 +524,7 @@ def test_the_mail_names_the_commit_its_files_what_moved_and_how_to_reproduce(
     assert "+100.0%" in rows[1] and rows[1].split()[0] == "2"
     assert not any(l.endswith(OTHER + ".real_time_ns") for l in lines)  # it did not move
     assert any(l.startswith("  %s: slower (" % SLOW) for l in lines)
-    # The profile difference of the parent's and the commit's last measurements.
+    # The profile difference of the parent's and the commit's profiled measurements.
     profile = lines.index("profile (perf cpu-clock, self share of each benchmark's samples):")
     assert lines[profile + 3].split() == ["2.00%", "+38.00", "40.00%", "toggle_bp_slot"]
     assert "  kernel_config_sha256: c0ffee" in lines and \
@@ -539,6 +542,47 @@ def test_the_mail_names_the_commit_its_files_what_moved_and_how_to_reproduce(
                                    % (root, shas[9]))
     assert reproduce[2] == "        tools/perfscale compare base.json head.json"
     assert reproduce[3].startswith("        tools/perfscale bisect --tree %s --good v1.0" % root)
+
+
+class ProfileFails(StandIn):
+    def __call__(self, candidate, out, names, profile=False):
+        if profile:
+            raise bisect.Skipped("does not boot: the guest ran out of memory")
+        return super().__call__(candidate, out, names)
+
+
+@pytest.mark.parametrize("run_args,profiled", [
+    (["--", "--benchmark_filter=BM_"], True),            # profiled once more for the mail
+    (["--profile", "--", "--benchmark_filter=BM_"], False),  # every measurement has one
+])
+def test_the_mail_has_the_profile_difference_whether_the_runs_profiled_or_not(
+        tree, tmp_path, run_args, profiled):
+    root, shas = tree
+    stand_in = StandIn(shas, 9, profile=not profiled)
+    sequence, state, chosen, lines, run = bisect_tree(tree, tmp_path, stand_in,
+                                                      run_args=run_args)
+    outcome = run()
+    assert outcome.confirmed
+    assert any(kind == "profile" for _name, kind in stand_in.done) == profiled
+    text = bisect.mail_text(sequence, chosen, outcome, ["tools/perfscale", "bisect"])
+    assert "profile (perf cpu-clock, self share of each benchmark's samples):" in text
+    assert "toggle_bp_slot" in text
+    assert runs_profiled_said(lines) == profiled
+
+
+def runs_profiled_said(lines):
+    return any(line.startswith("bisect: profiling ") for line in lines)
+
+
+def test_a_profile_that_cannot_be_had_costs_the_mail_its_profile_not_the_finding(tree, tmp_path):
+    root, shas = tree
+    stand_in = ProfileFails(shas, 9)
+    sequence, state, chosen, lines, run = bisect_tree(tree, tmp_path, stand_in)
+    outcome = run()
+    assert outcome.confirmed and outcome.first_bad == 9
+    text = bisect.mail_text(sequence, chosen, outcome, ["tools/perfscale", "bisect"])
+    assert "profile: not profiled: does not boot: the guest ran out of memory" in text
+    assert "bisect: not profiled: does not boot: the guest ran out of memory" in lines
 
 
 def test_the_mail_text_from_recorded_results():

@@ -363,6 +363,7 @@ class BisectFinding:
     reproduce: list
     base_profile: object = None
     head_profile: object = None
+    profile_note: str = ""    # why there is no profile difference, when there is none
 
 
 def bisect_subject(finding):
@@ -412,6 +413,8 @@ def bisect_mail(finding):
     if deltas:
         out += ["profile (perf cpu-clock, self share of each benchmark's samples):", ""]
         out += deltas
+    elif finding.profile_note:
+        out += ["profile: %s" % finding.profile_note, ""]
     out += ["bisection (each %s judged by the gate against the good and the bad end):"
             % finding.what]
     out += ["  " + line for line in finding.steps] or ["  (no %s between the ends)"

@@ -48,8 +48,10 @@ from perfscale.vm import errors, kernel, qemu
 # What a candidate's measurements are called in the state: `full` with every benchmark the
 # run options select (the ends only), `focus` with the benchmarks that moved alone (the
 # ends again, where `full` had others, and every step), `confirm` the first bad one and
-# its parent once more.
-FULL, FOCUS, CONFIRM = "full", "focus", "confirm"
+# its parent once more, `profile` the two once more with --profile for the mail's profile
+# difference (one repetition, not judged: profiling costs time of its own), where the run
+# options did not profile every measurement already.
+FULL, FOCUS, CONFIRM, PROFILE = "full", "focus", "confirm", "profile"
 STATE_FILE = "bisect-state.json"
 STATE_VERSION = 1
 MAIL_FILE = "mail.txt"
@@ -331,6 +333,8 @@ class Outcome:
     base_results: list = dataclasses.field(default_factory=list)  # their ResultSets
     head_results: list = dataclasses.field(default_factory=list)
     judging: Optional[bisection.Judging] = None
+    profiles: list = dataclasses.field(default_factory=list)  # (parent's, first bad's) results
+    profile_note: str = ""    # why the mail has no profile difference, if it has none
 
 
 def minutes(seconds):
@@ -374,7 +378,8 @@ def first_bad(sequence, settings, state, measure, log=lambda line: None):
             log("bisect: measuring %s %s (%s)" % (kind_word, candidate.title, kind))
             start = time.monotonic()
             try:
-                facts = measure(candidate, out, names) or {}
+                facts = (measure(candidate, out, names, profile=True) if kind == PROFILE
+                         else measure(candidate, out, names)) or {}
             except Skipped as why:
                 record = {"skipped": str(why), "seconds": round(time.monotonic() - start, 1)}
             else:
@@ -473,7 +478,30 @@ def first_bad(sequence, settings, state, measure, log=lambda line: None):
     if len(possible) > 1:
         return outcome
     _confirm(outcome, candidates, measured, good_ref, bad_ref, focus_needed, log)
+    if outcome.confirmed:
+        _profile_both(outcome, candidates, measured, settings, log)
     return outcome
+
+
+def _profile_both(outcome, candidates, measured, settings, log):
+    """The first bad candidate and its parent measured once more with --profile, for the
+    mail's profile difference; a failure here costs the mail that part, not the finding."""
+    if runs_profiled(settings.run_args):
+        return  # every measurement has its profile already
+    log("bisect: profiling %s and its parent for the mail"
+        % candidates[outcome.first_bad].title)
+    try:
+        outcome.profiles = [measured(index, PROFILE, outcome.names)
+                            for index in (outcome.parent, outcome.first_bad)]
+    except (Skipped, BisectError) as why:
+        outcome.profile_note = "not profiled: %s" % why
+        log("bisect: %s" % outcome.profile_note)
+
+
+def runs_profiled(run_args):
+    """Whether run's options (before any `--`) ask for --profile."""
+    options = run_args[:run_args.index("--")] if "--" in run_args else run_args
+    return "--profile" in options
 
 
 def _step(state, candidate, verdict, lines):
@@ -564,7 +592,7 @@ def vm_measure(settings, log_to=None):
     measurement's output goes to OUT.log beside its results, quiet unless it fails."""
     ready = []
 
-    def measure(candidate, out, names):
+    def measure(candidate, out, names, profile=False):
         if not ready:  # QEMU and busybox, as `vm` installs them, before the first guest
             status = subprocess.call([os.path.join(runner.REPO_ROOT, "tools", "setup"), "vm"])
             if status != 0:
@@ -573,7 +601,8 @@ def vm_measure(settings, log_to=None):
             ready.append(True)
         log_path = out[:-len(".json")] + ".log"
         parsed = runner.parse_args(settings.run_args_for(names))
-        options = dataclasses.replace(parsed, repetitions=settings.repetitions, out=out)
+        options = dataclasses.replace(parsed, repetitions=1 if profile else settings.repetitions,
+                                      out=out, profile=parsed.profile or profile)
         if log_to:
             log_to("bisect:   log: %s" % log_path)
         with runner.output_to(log_path):
@@ -690,14 +719,15 @@ def mail_text(sequence, settings, outcome, command):
         config=["%s: %s" % (k, context[k]) for k in sorted(context)
                 if k.startswith(("kernel_", "vm_kernel"))],
         reproduce=reproduce,
-        base_profile=_profile(outcome.base_results),
-        head_profile=_profile(outcome.head_results)))
+        base_profile=_profile(outcome.profiles[:1] + outcome.base_results[::-1]),
+        head_profile=_profile(outcome.profiles[1:] + outcome.head_results[::-1]),
+        profile_note=outcome.profile_note))
 
 
 def _profile(results_list):
-    """The --profile document of the last measurement that has one (None without)."""
+    """The --profile document of the first measurement that has one (None without)."""
     from perfscale.results import profile
-    for results in reversed(results_list):
+    for results in results_list:
         try:
             found = profile.find_profile(results)
             if found:
