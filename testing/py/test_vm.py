@@ -107,6 +107,24 @@ def test_output_files_point_into_the_guest():
                      "--profile_out=/tmp/out/1-r.json.profile.json"]
 
 
+def test_the_profile_file_a_guests_results_name_is_the_one_brought_home(tmp_path):
+    # It named the guest's /tmp/out/1-r.json.profile.json, which no host command found
+    # (the bisect demo of 2026-12-07 mailed no profile difference for it).
+    outputs, _flags = vm._split_out_flags(["--benchmark_out=/host/r.json",
+                                           "--profile_out=/host/r.json.profile.json"])
+    homes = {vm.GUEST_OUT_DIR + "/" + guest: host for guest, (_p, host) in outputs.items()}
+    vmlinuz = tmp_path / "vmlinuz"
+    vmlinuz.write_bytes(b"kernel")
+    with open(data("base.json")) as f:
+        document = json.load(f)
+    document["context"]["profile_file"] = "/tmp/out/1-r.json.profile.json"
+    guest_kernel = kernel.Kernel("debian:6.12-cloud", str(vmlinuz), "debian:6.12-cloud", {})
+    context = json.loads(vm.guest_results(json.dumps(document).encode(),
+                                          vm.Machine("debian:6.12-cloud", 2), guest_kernel,
+                                          "tcg", 2, None, homes))["context"]
+    assert context["profile_file"] == "/host/r.json.profile.json"
+
+
 def guest_context(vmlinuz, machine, carried=None, **context):
     with open(data("base.json")) as f:
         document = json.load(f)

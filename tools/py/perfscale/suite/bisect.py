@@ -490,10 +490,17 @@ def _profile_both(outcome, candidates, measured, settings, log):
         return  # every measurement has its profile already
     log("bisect: profiling %s and its parent for the mail"
         % candidates[outcome.first_bad].title)
+    from perfscale.results import profile
     try:
         outcome.profiles = [measured(index, PROFILE, outcome.names)
                             for index in (outcome.parent, outcome.first_bad)]
-    except (Skipped, BisectError) as why:
+        for results in outcome.profiles:
+            found = profile.find_profile(results)
+            if not found:
+                raise profile.ProfileError("%s names no profile file" % results.source)
+            profile.load_profile(found)
+    except (Skipped, BisectError, profile.ProfileError, OSError) as why:
+        outcome.profiles = []
         outcome.profile_note = "not profiled: %s" % why
         log("bisect: %s" % outcome.profile_note)
 

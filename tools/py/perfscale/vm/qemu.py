@@ -411,16 +411,21 @@ def launcher(machine):
             "--tcg-threads", machine.tcg_threads, "--clock", machine.clock, "--"]
 
 
-def guest_results(data, args, guest_kernel, accel, host_cpus, carried_config=None):
+def guest_results(data, args, guest_kernel, accel, host_cpus, carried_config=None,
+                  homes=None):
     """The guest's results file (bytes) with what only the host knows added to its context:
     how the guest ran (comparability.vm_context), the config digest of the kernel under
     test (the guest has no /boot: from the /proc/config.gz it sent home, else the
     boot/config-RELEASE kept beside its vmlinuz), where the kernel came from (a tree's
     commit: kernel.Kernel.context), and, on the real clock, the host's identity, at whose
     pace the guest ran (the instruction clock's figures are the same on every host, so
-    its lineage spans them)."""
+    its lineage spans them). homes: {guest path: host path} of the files brought home, so
+    that the profile file the context names is the host's (report, compare and bisect's
+    mail find it by that name)."""
     parsed = json.loads(data)
     context = parsed.setdefault("context", {})
+    if homes and context.get("profile_file") in homes:
+        context["profile_file"] = homes[context["profile_file"]]
     context["kernel_config_sha256"] = identity.config_digest(
         context.get("kernel_release", ""), carried_config, os.path.dirname(guest_kernel.vmlinuz))
     context.update(guest_kernel.context)
@@ -480,7 +485,9 @@ def run_guest(args, command):
         data = files[name]
         if results_file:
             data = guest_results(data, args, guest_kernel, accel, host_cpus,
-                                 files.get(KERNEL_CONFIG))
+                                 files.get(KERNEL_CONFIG),
+                                 {GUEST_OUT_DIR + "/" + guest: host
+                                  for guest, (_prefix, host) in outputs.items()})
         with open(host_path, "wb") as f:
             f.write(data)
     return code
