@@ -527,3 +527,27 @@ def test_the_releases_page_draws_a_line_per_lineage_and_marks_the_steps(tmp_path
     assert [(p["verdict"], p["step"]) for p in line["points"]] == [(None, False),
                                                                    ("slower", True)]
     assert '<tr class="step">' in text and "compare</a>" in text
+
+
+def test_sources_the_archive_lists_but_does_not_serve_are_named_as_such(tmp_path, monkeypatch):
+    # 2026-12-07: trixie-backports listed linux 6.19.14-1~bpo13+1 and answered 404 for its
+    # files; the step page said "no suite has it".
+    import subprocess
+
+    def apt(command, cwd=None, capture_output=True, text=True):
+        suite_listed = "trixie-backports" in " ".join(command) and "linux=" in command[-1]
+        stderr = ("E: Failed to fetch http://archive.invalid/pool/main/l/linux/"
+                  "linux_6.19.14.orig.tar.xz  404  Not Found\nE: Failed to fetch some archives.\n"
+                  if suite_listed else "E: Unable to find a source package for linux\n")
+        return subprocess.CompletedProcess(command, 100, "", stderr)
+
+    monkeypatch.setattr(sources.subprocess, "run", apt)
+    monkeypatch.setattr(sources, "apt_command", lambda tool, suite: [tool, "--suite", str(suite)])
+    tried = []
+    release = sources.Release("6.19", "6.19.14-1~bpo13+1")
+    assert sources._upstream_tarball(release, str(tmp_path / "root"), lambda line: None,
+                                     tried) is None
+    assert tried == ["apt-get source --download-only linux=6.19.14-1~bpo13+1: trixie-backports "
+                     "lists linux 6.19.14-1~bpo13+1, but its archive did not serve it: Failed to "
+                     "fetch http://archive.invalid/pool/main/l/linux/linux_6.19.14.orig.tar.xz  "
+                     "404  Not Found"]

@@ -110,6 +110,7 @@ def _upstream_tarball(release, root, log, tried):
     """`apt-get source --download-only` of the source package (linux, or linux-LINE as
     Debian 12's 6.12 is named) at the release's version: its upstream tarball, kept as
     the tree (without Debian's patches)."""
+    unserved = None  # a suite that lists the package but whose archive would not serve it
     for suite in SUITES:
         for source in ("linux", "linux-" + release.line):
             scratch = tempfile.mkdtemp(prefix="perfscale-src-")
@@ -119,6 +120,12 @@ def _upstream_tarball(release, root, log, tried):
                     cwd=scratch, capture_output=True, text=True)
                 tarballs = glob.glob(os.path.join(scratch, "*.orig.tar.*"))
                 if got.returncode != 0 or len(tarballs) != 1:
+                    failed = [line for line in got.stderr.splitlines()
+                              if line.startswith("E: Failed to fetch")]
+                    if failed and unserved is None:
+                        unserved = "%s lists %s %s, but its archive did not serve it: %s" % (
+                            suite or "this machine's apt", source, release.version,
+                            failed[0][len("E: "):].strip())
                     continue
                 log("fetched %s %s's upstream tarball (%s)"
                     % (source, release.version, suite or "this machine's apt"))
@@ -126,7 +133,8 @@ def _upstream_tarball(release, root, log, tried):
                 return root
             finally:
                 shutil.rmtree(scratch, ignore_errors=True)
-    tried.append("apt-get source --download-only linux=%s: no suite has it" % release.version)
+    tried.append("apt-get source --download-only linux=%s: %s" % (
+        release.version, unserved or "no suite has it"))
     return None
 
 
