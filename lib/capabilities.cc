@@ -179,7 +179,8 @@ absl::Status JudgeBreakpointProbe(const absl::Status& opened, absl::StatusOr<uin
   if (*counted == 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         "hardware breakpoints open but never fire on this machine: a write breakpoint counted "
-        "0 of ", kBreakpointProbeWrites,
+        "0 of ",
+        kBreakpointProbeWrites,
         " writes (the hypervisor does not deliver debug exceptions to this guest); what needs "
         "a breakpoint to fire cannot run here, the families' figures (breakpoints that never "
         "fire) stand"));
@@ -197,8 +198,9 @@ absl::Status BreakpointsFire() {
     if (const char* assume = std::getenv(kAssumeBreakpointsNeverFire);
         assume != nullptr && std::string(assume) == "1") {
       absl::Status never = JudgeBreakpointProbe(absl::OkStatus(), uint64_t{0});
-      return new absl::Status(never.code(), absl::StrCat(never.message(), " (assumed: ",
-                                                         kAssumeBreakpointsNeverFire, "=1)"));
+      return new absl::Status(
+          never.code(),
+          absl::StrCat(never.message(), " (assumed: ", kAssumeBreakpointsNeverFire, "=1)"));
     }
     static volatile uint32_t watched_word = 0;
     BreakpointSpec spec;

@@ -191,7 +191,8 @@ TEST(JudgeBreakpointProbeTest, AFailedOpenOrReadIsPassedOn) {
   EXPECT_EQ(JudgeBreakpointProbe(absl::OkStatus(), unread), unread);
 }
 
-// The real probe against what a breakpoint of the test's own sees on this machine. Whatever the hypervisor does, the two must agree.
+// The real probe against what a breakpoint of the test's own sees on this machine. Whatever the
+// hypervisor does, the two must agree.
 TEST(BreakpointsFireTest, AgreesWithABreakpointOfItsOwn) {
   if (absl::Status pmu = ProbeCapabilities().RequireBreakpointPmu(); !pmu.ok()) {
     GTEST_SKIP() << pmu.message();

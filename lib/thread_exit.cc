@@ -34,7 +34,8 @@ absl::StatusOr<bool> StatSaysExiting(absl::string_view stat) {
       absl::StrSplit(stat.substr(close + 1), ' ', absl::SkipEmpty());
   constexpr size_t kFlagsAfterCommand = 6;
   uint64_t flags = 0;
-  if (fields.size() <= kFlagsAfterCommand || !absl::SimpleAtoi(fields[kFlagsAfterCommand], &flags)) {
+  if (fields.size() <= kFlagsAfterCommand ||
+      !absl::SimpleAtoi(fields[kFlagsAfterCommand], &flags)) {
     return absl::InvalidArgumentError(
         absl::StrCat("a task's stat without a flags field: '", stat.substr(0, 80), "'"));
   }

@@ -116,7 +116,8 @@ RunContext CollectRunContext() {
       DetectHypervisor(cpuinfo.ok() ? *cpuinfo : "", hypervisor_type.ok() ? *hypervisor_type : "");
   context.clocksource = Trimmed(
       ReadTextFile("/sys/devices/system/clocksource/clocksource0/current_clocksource"), "unknown");
-  context.breakpoints_fire = DescribeBreakpointsFire(ProbeCapabilities().RequireFiringBreakpoints());
+  context.breakpoints_fire =
+      DescribeBreakpointsFire(ProbeCapabilities().RequireFiringBreakpoints());
   context.perfscale_revision = FindPerfscaleRevision();
   return context;
 }

@@ -226,9 +226,10 @@ TEST(RunContextTest, FieldsHaveStableNamesAndOrder) {
   context.breakpoints_fire = "yes";
   context.perfscale_revision = "abc1234";
   std::vector<std::pair<std::string, std::string>> expected = {
-      {"kernel_release", "6.1.0"},       {"perf_event_paranoid", "2"}, {"online_cpus", "0-1"},
-      {"num_online_cpus", "2"},          {"hypervisor", "kvm"},        {"clocksource", "tsc"},
-      {"breakpoints_fire", "yes"},       {"perfscale_revision", "abc1234"},
+      {"kernel_release", "6.1.0"}, {"perf_event_paranoid", "2"},
+      {"online_cpus", "0-1"},      {"num_online_cpus", "2"},
+      {"hypervisor", "kvm"},       {"clocksource", "tsc"},
+      {"breakpoints_fire", "yes"}, {"perfscale_revision", "abc1234"},
   };
   EXPECT_EQ(context.Fields(), expected);
 }

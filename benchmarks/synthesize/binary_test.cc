@@ -214,9 +214,10 @@ void ExpectNothingLeftAfter(int signal) {
     if (reaped > 0) {
       // Exit 0: the keep-alive saw its pipe close. kChildOrphaned: a child forked as the
       // signal came, whose parent was gone before it could tie its life to it.
-      const bool ended = (WIFEXITED(orphan_status) && (WEXITSTATUS(orphan_status) == 0 ||
-                                                       WEXITSTATUS(orphan_status) == kChildOrphaned)) ||
-                         (WIFSIGNALED(orphan_status) && WTERMSIG(orphan_status) == SIGKILL);
+      const bool ended =
+          (WIFEXITED(orphan_status) &&
+           (WEXITSTATUS(orphan_status) == 0 || WEXITSTATUS(orphan_status) == kChildOrphaned)) ||
+          (WIFSIGNALED(orphan_status) && WTERMSIG(orphan_status) == SIGKILL);
       EXPECT_TRUE(ended) << "pid " << reaped << " status " << orphan_status;
       continue;
     }
