@@ -660,6 +660,27 @@ def test_two_syncs_at_once_store_each_run_once_and_both_exit_0(tmp_path):
         assert history.counts(conn)["runs"] == 12
 
 
+def test_a_run_another_sync_claims_while_this_one_lists_is_no_error(tmp_path, monkeypatch):
+    """CI saw it: a second sync listed the spool, the first claimed run-00, and reading
+    run-00's time to order the list raised ENOENT: exit 2. The run the other took is now
+    left to it; this sync stores the rest."""
+    spool_dir = tmp_path / "spool"
+    for key in ("run-a", "run-b"):
+        _spool_a_run(spool_dir, key)
+    real_getmtime = os.path.getmtime
+    taken = []
+
+    def another_sync_claims_run_a_first(path):
+        if os.path.basename(path) == "run-a" and not taken:
+            os.rename(path, os.path.join(os.path.dirname(path), ".claimed-1-run-a"))
+            taken.append(path)
+        return real_getmtime(path)
+
+    monkeypatch.setattr(spool.os.path, "getmtime", another_sync_claims_run_a_first)
+    assert spool.pending(str(spool_dir)) == [str(spool_dir / "run-b")]
+    assert taken
+
+
 def test_two_db_starts_at_once_on_a_fresh_folder_both_get_the_server(tmp_path):
     """They took turns at nothing: both failed (a vanished .initdb-pw, initdb's "not
     empty") and every later start failed on a missing perfscale-db.json. Now one sets the

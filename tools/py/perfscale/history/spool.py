@@ -52,9 +52,16 @@ def pending(spool_dir):
     """The spooled runs' folders, oldest first."""
     if not os.path.isdir(spool_dir):
         return []
-    found = [os.path.join(spool_dir, n) for n in os.listdir(spool_dir)
-             if not n.startswith(".") and os.path.isfile(os.path.join(spool_dir, n, _INFO))]
-    return sorted(found, key=os.path.getmtime)
+    found = []
+    for name in os.listdir(spool_dir):
+        folder = os.path.join(spool_dir, name)
+        if name.startswith(".") or not os.path.isfile(os.path.join(folder, _INFO)):
+            continue
+        try:
+            found.append((os.path.getmtime(folder), folder))
+        except FileNotFoundError:
+            continue  # a sync beside this one claimed it between the listing and here
+    return [folder for _, folder in sorted(found)]
 
 
 class UnusableRun(Exception):
