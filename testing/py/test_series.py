@@ -529,25 +529,74 @@ def test_the_releases_page_draws_a_line_per_lineage_and_marks_the_steps(tmp_path
     assert '<tr class="step">' in text and "compare</a>" in text
 
 
-def test_sources_the_archive_lists_but_does_not_serve_are_named_as_such(tmp_path, monkeypatch):
-    # 2026-12-07: trixie-backports listed linux 6.19.14-1~bpo13+1 and answered 404 for its
-    # files; the step page said "no suite has it".
+def _source_archive(tmp_path, served):
+    """A real apt source repository (a flat one, file: URIs) listing linux 6.19.14 and
+    6.19.10 of trixie-backports' kind, whose archive holds the upstream tarballs of the
+    versions in `served` only; apt reads it through options of its own."""
+    import hashlib
     import subprocess
+    import tarfile
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    stanzas = []
+    for version in ("6.19.14-1~bpo13+1", "6.19.10-1~bpo13+1"):
+        upstream = version.split("-")[0]
+        name = "linux_%s.orig.tar.xz" % upstream
+        tree = tmp_path / "tree" / ("linux-" + upstream)
+        (tree / "kernel" / "events").mkdir(parents=True)
+        (tree / "kernel" / "events" / "core.c").write_text(
+            "static int perf_release(void)\n{\n\treturn %s;\n}\n" % upstream.split(".")[-1])
+        with tarfile.open(repo / name, "w:xz") as archive:
+            archive.add(tree, arcname=tree.name)
+        data = (repo / name).read_bytes()
+        if upstream not in served:
+            (repo / name).unlink()  # listed, not served: the archive's 404
+        stanzas.append(
+            "Package: linux\nBinary: linux-source-6.19\nVersion: %s\nMaintainer: k <k@k>\n"
+            "Architecture: all\nFormat: 3.0 (quilt)\nDirectory: .\nFiles:\n %s %d %s\n"
+            "Checksums-Sha256:\n %s %d %s\n" % (
+                version, hashlib.md5(data).hexdigest(), len(data), name,
+                hashlib.sha256(data).hexdigest(), len(data), name))
+    (repo / "Sources").write_text("\n".join(stanzas))
+    state = tmp_path / "apt"
+    for folder in ("lists/partial", "cache/archives/partial"):
+        (state / folder).mkdir(parents=True)
+    (state / "list").write_text("deb-src [trusted=yes] file:%s ./\n" % repo)
+    options = ["-o", "Dir::Etc::SourceList=%s" % (state / "list"),
+               "-o", "Dir::Etc::SourceParts=/nonexistent", "-o", "Dir::State::Lists=%s"
+               % (state / "lists"), "-o", "Dir::Cache=%s" % (state / "cache")]
+    subprocess.run(["apt-get"] + options + ["update", "-qq"], check=True,
+                   capture_output=True)
+    return lambda tool, suite: [tool] + options
 
-    def apt(command, cwd=None, capture_output=True, text=True):
-        suite_listed = "trixie-backports" in " ".join(command) and "linux=" in command[-1]
-        stderr = ("E: Failed to fetch http://archive.invalid/pool/main/l/linux/"
-                  "linux_6.19.14.orig.tar.xz  404  Not Found\nE: Failed to fetch some archives.\n"
-                  if suite_listed else "E: Unable to find a source package for linux\n")
-        return subprocess.CompletedProcess(command, 100, "", stderr)
 
-    monkeypatch.setattr(sources.subprocess, "run", apt)
-    monkeypatch.setattr(sources, "apt_command", lambda tool, suite: [tool, "--suite", str(suite)])
-    tried = []
-    release = sources.Release("6.19", "6.19.14-1~bpo13+1")
-    assert sources._upstream_tarball(release, str(tmp_path / "root"), lambda line: None,
-                                     tried) is None
-    assert tried == ["apt-get source --download-only linux=6.19.14-1~bpo13+1: trixie-backports "
-                     "lists linux 6.19.14-1~bpo13+1, but its archive did not serve it: Failed to "
-                     "fetch http://archive.invalid/pool/main/l/linux/linux_6.19.14.orig.tar.xz  "
-                     "404  Not Found"]
+def test_a_version_whose_tarball_is_not_served_has_its_line_neighbour_stand_in(
+        tmp_path, monkeypatch):
+    # 2026-12-07: trixie-backports listed linux 6.19.14-1~bpo13+1 and answered 404 for its
+    # files, while it served 6.19.10's tarball; the step was left unexplained.
+    monkeypatch.setattr(sources, "apt_command", _source_archive(tmp_path, {"6.19.10"}))
+    monkeypatch.setattr(sources, "SUITES", (None,))
+    tree = sources.tree_for(sources.Release("6.19", "6.19.14-1~bpo13+1"),
+                            cache=str(tmp_path / "cache"))
+    assert tree.label == "linux-6.19.10"
+    assert tree.origin.startswith("linux-6.19.10 standing in for 6.19.14-1~bpo13+1")
+    assert "did not serve linux_6.19.14.orig.tar.xz" in tree.origin
+    assert tree.find("perf_release") == {
+        "kernel/events/core.c": ["static int perf_release(void)\n{\n\treturn 10;\n}"]}
+
+
+def test_a_version_served_is_its_own_tree_and_nothing_served_is_named(tmp_path, monkeypatch):
+    monkeypatch.setattr(sources, "apt_command", _source_archive(tmp_path, {"6.19.14"}))
+    monkeypatch.setattr(sources, "SUITES", (None,))
+    tree = sources.tree_for(sources.Release("6.19", "6.19.14-1~bpo13+1"),
+                            cache=str(tmp_path / "cache"))
+    assert tree.label == "linux-6.19.14" and "standing in" not in tree.origin
+    assert "upstream tarball of 6.19.14-1~bpo13+1" in tree.origin
+    (tmp_path / "repo" / "linux_6.19.14.orig.tar.xz").unlink()
+    with pytest.raises(sources.SourceError) as raised:
+        sources.fetch(sources.Release("6.19", "6.19.10-1~bpo13+1"), str(tmp_path / "cache"))
+    message = str(raised.value)
+    assert "no sources of Debian's linux 6.19.10-1~bpo13+1" in message
+    assert "did not serve linux_6.19.10.orig.tar.xz" in message
+    assert "did not serve linux_6.19.14.orig.tar.xz" in message
+    assert not (tmp_path / "cache" / "sources" / "6.19.10-1~bpo13+1").exists()

@@ -123,8 +123,11 @@ def benchmark_explanation(step, name, top=CANDIDATES):
     named = ", ".join("%s (%s, %s; its share moved %.1f points)" % (
         c.function.replace("sys:", "SYSCALL_DEFINE "), ", ".join(c.new_files or c.old_files),
         c.status, 100 * moved[c.symbol]) for c in changed[:top])
-    return EXPLAINED, "candidate cause: %s%s" % (
-        named, " and %d more" % (len(changed) - top) if len(changed) > top else "")
+    return EXPLAINED, "candidate cause: %s%s%s" % (
+        named, " and %d more" % (len(changed) - top) if len(changed) > top else "",
+        # A stand-in's tree is a neighbour of the kernel's; the reader must know.
+        " (sources of a stand-in version compared: see the page)"
+        if "standing in for" in (step.sources or "") else "")
 
 
 def explanation(step):

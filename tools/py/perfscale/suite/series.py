@@ -537,8 +537,7 @@ def _explain(settings, progress, series_steps, timings):
             behind = sorted({path for c in step.changes if c.changed
                              for path in c.old_files + c.new_files})
             step.files = sources.file_changes(trees[0], trees[1], behind)
-            step.sources = "%s against %s (Debian's sources of each kernel)" % (
-                trees[0].label, trees[1].label)
+            step.sources = "%s against %s" % (trees[0].origin, trees[1].origin)
         except (sources.SourceError, errors.VmError, io.ResultsError) as err:
             step.sources = str(err)
         timings["sources (fetch and diff)"] += time.monotonic() - begin

@@ -47,6 +47,7 @@ SUITES = (None, "bullseye", "bookworm-backports", "trixie", "trixie-backports", 
           "experimental")
 HUNK_LINES = 120  # of one function's diff on a page; the rest is counted, not shown
 _DONE = ".perfscale-complete"
+ORIGIN = ".perfscale-origin"  # what the kept tree is, in words: the package or the tarball
 
 
 class SourceError(Exception):
@@ -86,7 +87,8 @@ def fetch(release, cache=CACHE, log=lambda line: None):
             tarballs = glob.glob(os.path.join(scratch, "usr", "src", "linux-source-*.tar.*"))
             if len(tarballs) != 1:
                 raise SourceError("%s holds no single linux-source tarball" % package)
-            _keep_parts(tarballs[0], root)
+            _keep_parts(tarballs[0], root, "linux-%s (Debian's %s, patches applied)"
+                        % (release.version, package.replace("=", " ")))
             return root
         except VmError as err:
             tried.append("%s from %s: %s" % (package, suite or "this machine's apt", err))
@@ -107,40 +109,110 @@ def _has(package, suite):
 
 
 def _upstream_tarball(release, root, log, tried):
-    """`apt-get source --download-only` of the source package (linux, or linux-LINE as
-    Debian 12's 6.12 is named) at the release's version: its upstream tarball, kept as
-    the tree (without Debian's patches)."""
-    unserved = None  # a suite that lists the package but whose archive would not serve it
-    for suite in SUITES:
-        for source in ("linux", "linux-" + release.line):
-            scratch = tempfile.mkdtemp(prefix="perfscale-src-")
-            try:
-                got = subprocess.run(apt_command("apt-get", suite) + [
-                    "source", "--download-only", "%s=%s" % (source, release.version)],
-                    cwd=scratch, capture_output=True, text=True)
-                tarballs = glob.glob(os.path.join(scratch, "*.orig.tar.*"))
-                if got.returncode != 0 or len(tarballs) != 1:
-                    failed = [line for line in got.stderr.splitlines()
-                              if line.startswith("E: Failed to fetch")]
-                    if failed and unserved is None:
-                        unserved = "%s lists %s %s, but its archive did not serve it: %s" % (
-                            suite or "this machine's apt", source, release.version,
-                            failed[0][len("E: "):].strip())
-                    continue
-                log("fetched %s %s's upstream tarball (%s)"
-                    % (source, release.version, suite or "this machine's apt"))
-                _keep_parts(tarballs[0], root)
-                return root
-            finally:
-                shutil.rmtree(scratch, ignore_errors=True)
-    tried.append("apt-get source --download-only linux=%s: %s" % (
-        release.version, unserved or "no suite has it"))
+    """The upstream tarball of the release's version, kept as the tree (without Debian's
+    patches). Only the tarball is fetched (`apt-get source --print-uris` names it and its
+    hash, apt-helper fetches and checks it): the archive sometimes lists a version whose
+    .dsc it no longer serves while it still serves the tarball (6.18.15-1~bpo13+1 on
+    2026-12-07). When no suite serves the version's own tarball, the nearest version of
+    the same release line the archive serves stands in, and the tree says so (ORIGIN)."""
+    upstream = _upstream_version(release.version)
+    unserved = []  # what the archive lists but would not serve, for the message
+    for suite, source, version in _listed_versions(release):
+        tarball = _tarball_uri(suite, source, version)
+        if tarball is None or any(tarball[1] == name for name, _ in unserved):
+            continue
+        uri, name, digest = tarball
+        scratch = tempfile.mkdtemp(prefix="perfscale-src-")
+        try:
+            path = os.path.join(scratch, name)
+            got = subprocess.run(["/usr/lib/apt/apt-helper", "download-file", uri, path,
+                                  digest], capture_output=True, text=True)
+            if got.returncode != 0 or not os.path.isfile(path):
+                failed = [line[len("E: "):].strip() for line in got.stderr.splitlines()
+                          if line.startswith("E: ")]
+                unserved.append((name, "%s lists %s %s, but its archive did not serve %s%s"
+                                 % (suite or "this machine's apt", source, version, name,
+                                    ": " + failed[0] if failed else "")))
+                continue
+            if _upstream_version(version) == upstream:
+                origin = "linux-%s (the upstream tarball of %s, without Debian's patches)" % (
+                    upstream, release.version)
+            else:
+                origin = ("linux-%s standing in for %s: the archive serves no tarball of "
+                          "%s (%s); the nearest version of the %s line it serves was "
+                          "compared, so a change between the two stable versions can "
+                          "show as a change between the releases" % (
+                              _upstream_version(version), release.version, upstream,
+                              "; ".join(text for _, text in unserved) or "not listed",
+                              release.line))
+            log("fetched %s" % origin)
+            _keep_parts(path, root, origin)
+            return root
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    tried.append("the upstream tarball of linux %s: %s" % (
+        release.version, "; ".join(text for _, text in unserved) or
+        "no suite lists a linux source package of the %s line" % release.line))
     return None
 
 
-def _keep_parts(tarball, root):
+def _upstream_version(version):
+    """6.17.13 of 6.17.13-1~bpo13+1 (an epoch dropped)."""
+    return version.split(":", 1)[-1].rsplit("-", 1)[0]
+
+
+def _patch_level(version):
+    match = re.match(r"\d+\.\d+\.(\d+)$", _upstream_version(version))
+    return int(match.group(1)) if match else 0
+
+
+def _listed_versions(release):
+    """(suite, source package, version) of every linux source of the release's line the
+    suites list: the release's own version first, then its upstream version in other
+    suites, then the other versions of the line, nearest patch level first."""
+    upstream = _upstream_version(release.version)
+    found = []
+    for suite in SUITES:
+        for source in ("linux", "linux-" + release.line):
+            shown = subprocess.run(apt_command("apt-cache", suite) + ["showsrc", source],
+                                   capture_output=True, text=True)
+            package = None
+            for line in shown.stdout.splitlines():
+                if line.startswith("Package: "):
+                    package = line.split(None, 1)[1].strip()
+                elif line.startswith("Version: ") and package == source:
+                    version = line.split(None, 1)[1].strip()
+                    other = _upstream_version(version)
+                    if other == release.line or other.startswith(release.line + "."):
+                        found.append((suite, source, version))
+    wanted = _patch_level(release.version)
+
+    def order(entry):
+        version = entry[2]
+        return (version != release.version, _upstream_version(version) != upstream,
+                abs(_patch_level(version) - wanted), -_patch_level(version))
+
+    return sorted(dict.fromkeys(found), key=order)
+
+
+def _tarball_uri(suite, source, version):
+    """(uri, file name, hash) of the upstream tarball of `source` at `version` as `suite`
+    lists it, or None."""
+    listed = subprocess.run(apt_command("apt-get", suite) + [
+        "source", "--print-uris", "-qq", "%s=%s" % (source, version)],
+        capture_output=True, text=True)
+    if listed.returncode != 0:
+        return None
+    for line in listed.stdout.splitlines():
+        match = re.match(r"'([^']+)' (\S+\.orig\.tar\.\w+) \d+ (\S+)", line)
+        if match:
+            return match.group(1), match.group(2), match.group(3)
+    return None
+
+
+def _keep_parts(tarball, root, origin):
     """Extracts KEPT from a kernel tarball (its top folder stripped) into root, whole or
-    not at all."""
+    not at all; ORIGIN says what it is."""
     partial = root + ".partial"
     shutil.rmtree(partial, ignore_errors=True)
     os.makedirs(partial)
@@ -161,6 +233,8 @@ def _keep_parts(tarball, root):
                 os.makedirs(os.path.dirname(target), exist_ok=True)
                 with archive.extractfile(member) as src, open(target, "wb") as out:
                     shutil.copyfileobj(src, out)
+        with open(os.path.join(partial, ORIGIN), "w") as told:
+            told.write(origin + "\n")
         with open(os.path.join(partial, _DONE), "w") as done:
             done.write(_kept_text())  # kept again when KEPT changes
         shutil.rmtree(root, ignore_errors=True)
@@ -319,6 +393,7 @@ class Tree:
 
     def __init__(self, root, label):
         self.root, self.label = root, label
+        self.origin = label
         self.files = searched_files(root)
         self._texts = {}
 
@@ -394,5 +469,11 @@ def file_changes(old, new, paths):
 
 
 def tree_for(release, fetch_log=lambda line: None, cache=CACHE):
-    """The Tree of `release`, fetched when needed (raises SourceError)."""
-    return Tree(fetch(release, cache, fetch_log), "linux-" + release.version)
+    """The Tree of `release`, fetched when needed (raises SourceError); its label names
+    the sources it holds, its origin says what they are (a stand-in says so)."""
+    root = fetch(release, cache, fetch_log)
+    origin = _read(os.path.join(root, ORIGIN)).strip() or (
+        "linux-%s (Debian's sources)" % release.version)
+    tree = Tree(root, origin.split()[0])
+    tree.origin = origin
+    return tree
