@@ -580,7 +580,7 @@ def test_a_version_whose_tarball_is_not_served_has_its_line_neighbour_stand_in(
                             cache=str(tmp_path / "cache"))
     assert tree.label == "linux-6.19.10"
     assert tree.origin.startswith("linux-6.19.10 standing in for 6.19.14-1~bpo13+1")
-    assert "did not serve linux_6.19.14.orig.tar.xz" in tree.origin
+    assert "did not serve linux_6.19.14.orig.tar.xz (File not found" in tree.origin
     assert tree.find("perf_release") == {
         "kernel/events/core.c": ["static int perf_release(void)\n{\n\treturn 10;\n}"]}
 
@@ -600,3 +600,12 @@ def test_a_version_served_is_its_own_tree_and_nothing_served_is_named(tmp_path, 
     assert "did not serve linux_6.19.10.orig.tar.xz" in message
     assert "did not serve linux_6.19.14.orig.tar.xz" in message
     assert not (tmp_path / "cache" / "sources" / "6.19.10-1~bpo13+1").exists()
+
+
+def test_a_download_failure_is_named_without_the_archive_address():
+    # apt-helper's own line, as the archive answered on 2026-12-07 (address made up).
+    stderr = ("W: Download is performed unsandboxed as root\n"
+              "E: Failed to fetch http://archive.invalid/debian/pool/main/l/linux/"
+              "linux_6.16.12.orig.tar.xz  404  Not Found [IP: 203.0.113.80 80]\n"
+              "E: Download Failed\n")
+    assert sources._fetch_failure(stderr) == "404 Not Found"

@@ -128,11 +128,9 @@ def _upstream_tarball(release, root, log, tried):
             got = subprocess.run(["/usr/lib/apt/apt-helper", "download-file", uri, path,
                                   digest], capture_output=True, text=True)
             if got.returncode != 0 or not os.path.isfile(path):
-                failed = [line[len("E: "):].strip() for line in got.stderr.splitlines()
-                          if line.startswith("E: ")]
-                unserved.append((name, "%s lists %s %s, but its archive did not serve %s%s"
+                unserved.append((name, "%s lists %s %s, but its archive did not serve %s (%s)"
                                  % (suite or "this machine's apt", source, version, name,
-                                    ": " + failed[0] if failed else "")))
+                                    _fetch_failure(got.stderr))))
                 continue
             if _upstream_version(version) == upstream:
                 origin = "linux-%s (the upstream tarball of %s, without Debian's patches)" % (
@@ -154,6 +152,18 @@ def _upstream_tarball(release, root, log, tried):
         release.version, "; ".join(text for _, text in unserved) or
         "no suite lists a linux source package of the %s line" % release.line))
     return None
+
+
+def _fetch_failure(stderr):
+    """apt's reason a download failed ("404  Not Found"), without the address: the
+    archive's host is the machine's business, not the page's."""
+    for line in stderr.splitlines():
+        if line.startswith("E: Failed to fetch "):
+            reason = re.sub(r"^E: Failed to fetch \S+\s*", "", line)
+            return " ".join(re.sub(r"\[IP: [^\]]*\]", "", reason).split()) or "no reason given"
+    errors = [line[len("E: "):].strip() for line in stderr.splitlines()
+              if line.startswith("E: ")]
+    return errors[0] if errors else "no reason given"
 
 
 def _upstream_version(version):
