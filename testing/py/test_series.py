@@ -431,6 +431,10 @@ def test_a_series_judges_each_release_against_the_one_before_and_explains_it(tmp
     index = (tmp_path / "out" / "index.md").read_text()
     assert re.search(r"\| 130\.\d \(\+30\.\d% slower\) \|", index) and "## Wall time" in index
     assert "steps/" + first["page"] in index
+    # The HTML index reads on to the HTML step pages, which sit beside the .md ones.
+    html_page = first["page"][:-len(".md")] + ".html"
+    assert 'href="steps/%s"' % html_page in (tmp_path / "out" / "index.html").read_text()
+    assert (tmp_path / "out" / "steps" / html_page).is_file()
     assert "ETA" in said and "step 1, 5.10.0-46-cloud-amd64 -> 6.1.0-57-cloud-amd64: 1 " \
         "benchmark(s) moved" in said
     # The history: one lineage of the series' own, each run against the one before.

@@ -27,10 +27,12 @@ class Page:
         if items:
             self.blocks.append(("bullets", list(items)))
 
-    def links(self, items):
-        """A list of (text, href) links; href relative to the page's folder."""
+    def links(self, items, pages=False):
+        """A list of (text, href) links; href relative to the page's folder. With pages,
+        each href is the stem of a Page written both ways, linked as .md from the Markdown
+        and as .html from the HTML, so each reads on in its own kind."""
         if items:
-            self.blocks.append(("links", [(str(t), str(h)) for t, h in items]))
+            self.blocks.append(("links", [(str(t), str(h)) for t, h in items], pages))
 
     def table(self, header, rows):
         if rows:
@@ -54,7 +56,8 @@ class Page:
             elif kind == "bullets":
                 out += ["- " + item for item in block[1]] + [""]
             elif kind == "links":
-                out += ["- [%s](%s)" % (_md_link_text(t), h.replace(" ", "%20"))
+                out += ["- [%s](%s)" % (_md_link_text(t),
+                                         (h + (".md" if block[2] else "")).replace(" ", "%20"))
                         for t, h in block[1]] + [""]
             elif kind == "table":
                 out.append("| " + " | ".join(_md_cell(c) for c in block[1]) + " |")
@@ -92,7 +95,8 @@ class Page:
                 out.append("<ul>%s</ul>" % "".join("<li>%s</li>" % e(i) for i in block[1]))
             elif kind == "links":
                 out.append("<ul>%s</ul>" % "".join(
-                    "<li><a href=\"%s\">%s</a></li>" % (e(h), e(t)) for t, h in block[1]))
+                    "<li><a href=\"%s\">%s</a></li>" % (e(h + (".html" if block[2] else "")), e(t))
+                    for t, h in block[1]))
             elif kind == "table":
                 out.append("<table><tr>%s</tr>%s</table>" % (
                     "".join("<th>%s</th>" % e(c) for c in block[1]),

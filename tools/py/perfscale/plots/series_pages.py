@@ -276,9 +276,8 @@ def index_page(title, settings_rows, kernel_rows, series_steps, table, timing_ro
                      ", ".join("%d %s" % (n, v) for v, n in sorted(counts.items())) or
                      "no step", state, why])
     page.table(["step", "releases", "flagged", "explanation", "why"], rows)
-    page.links([(_title(step), os.path.relpath(os.path.join(steps_dir, step.stem + ".md"),
-                                                page_dir))
-                for step in series_steps if step.flagged])
+    page.links([(_title(step), os.path.relpath(os.path.join(steps_dir, step.stem), page_dir))
+                for step in series_steps if step.flagged], pages=True)
     page.heading("Benchmark x release")
     header, table_rows = table
     page.table(header, table_rows)
