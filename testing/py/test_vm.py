@@ -441,6 +441,35 @@ def test_usage_errors_name_the_flag(tmp_path):
     assert result.returncode == 2 and "needs --tcg-threads single" in result.stderr
 
 
+def perfscale_to_a_gone_reader(tmp_path, stream, *args):
+    """`tools/perfscale ARGS` with `stream` (stdout or stderr) a pipe whose reader has
+    closed, buffered as it is wherever PYTHONUNBUFFERED is not set; (status, the other
+    stream's text)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    env["TMPDIR"] = str(tmp_path)
+    reader, writer = os.pipe()
+    os.close(reader)
+    try:
+        other = "stderr" if stream == "stdout" else "stdout"
+        result = subprocess.run([PERFSCALE] + list(args), env=env, text=True, timeout=60,
+                                **{stream: writer, other: subprocess.PIPE})
+    finally:
+        os.close(writer)
+    return result.returncode, getattr(result, other)
+
+
+def test_a_reader_gone_before_the_exit_flush_is_a_closed_pipe_not_status_120(tmp_path):
+    # Output still buffered when the command returned was flushed by Python's exit,
+    # which turns a failed flush into status 120 ("Exception ignored ... BrokenPipeError"):
+    # how a `vm` whose reader had gone could end.
+    for args in (["vm", "--help"], ["--help"]):
+        code, err = perfscale_to_a_gone_reader(tmp_path, "stdout", *args)
+        assert (code, err) == (141, ""), args
+    code, _ = perfscale_to_a_gone_reader(tmp_path, "stderr", "vm", "--kernel", "debian:6.1",
+                                         "--cpus", "0", "--", "run")
+    assert code == 141
+
+
 def test_a_hung_guest_times_out_and_leaves_no_qemu(tmp_path):
     reason = qemu_missing()
     if reason:

@@ -131,13 +131,33 @@ def _reopen_closed_standard_fds():
                 setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False))
 
 
-def _quiet_stdout():
-    """Points stdout at /dev/null, so that flushing at exit does not fail again."""
+def _quiet_stdout(stream=None):
+    """Points stdout (or `stream`) at /dev/null, so that flushing at exit does not fail
+    again."""
     try:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        os.dup2(os.open(os.devnull, os.O_WRONLY), (stream or sys.stdout).fileno())
     except OSError:
         pass
 
 
+def exit_status(argv):
+    """main(argv)'s status, with what is still buffered flushed here: Python's own flush
+    at exit turns a reader gone by then into status 120 and an 'Exception ignored' line;
+    here it is 141, what main says for any write to a closed pipe."""
+    try:
+        status = main(argv)
+    except SystemExit as stop:  # argparse's --help and usage errors end this way
+        status = stop.code
+    except BrokenPipeError:  # main's own --help and usage lines, unbuffered
+        status = 141
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BrokenPipeError:
+            _quiet_stdout(stream)
+            status = 141
+    return status
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(exit_status(sys.argv[1:]))
