@@ -408,10 +408,13 @@ def start_builder(tmp_path, root, sleep):
     script = tmp_path / "builder.py"
     script.write_text(BUILDER % (os.path.join(runner.REPO_ROOT, "tools", "py"), str(tmp_path / "make.py"),
                                  str(tmp_path / "cache"), "tree:%s@v7.3-rc2" % root))
+    # Ctrl-C's default action, as a terminal leaves it: a test run started in the
+    # background by a script inherits SIGINT ignored, and the builder would never see it.
     builder = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE,
                                env=dict(os.environ, FAKE_MAKE_MARKS=str(marks),
-                                        FAKE_MAKE_SLEEP=str(sleep)))
+                                        FAKE_MAKE_SLEEP=str(sleep)),
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 30
     while not (marks.exists() and "sub" in marks.read_text()):
         assert builder.poll() is None, builder.communicate()
