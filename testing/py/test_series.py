@@ -533,17 +533,17 @@ def test_the_releases_page_draws_a_line_per_lineage_and_marks_the_steps(tmp_path
     assert '<tr class="step">' in text and "compare</a>" in text
 
 
-def _source_archive(tmp_path, served):
-    """A real apt source repository (a flat one, file: URIs) listing linux 6.19.14 and
-    6.19.10 of trixie-backports' kind, whose archive holds the upstream tarballs of the
-    versions in `served` only; apt reads it through options of its own."""
+def _source_archive(tmp_path, served, listed=("6.19.14-1~bpo13+1", "6.19.10-1~bpo13+1")):
+    """A real apt source repository (a flat one, file: URIs) listing linux at `listed`
+    (6.19.14 and 6.19.10 of trixie-backports' kind), whose archive holds the upstream
+    tarballs of the versions in `served` only; apt reads it through options of its own."""
     import hashlib
     import subprocess
     import tarfile
     repo = tmp_path / "repo"
     repo.mkdir()
     stanzas = []
-    for version in ("6.19.14-1~bpo13+1", "6.19.10-1~bpo13+1"):
+    for version in listed:
         upstream = version.split("-")[0]
         name = "linux_%s.orig.tar.xz" % upstream
         tree = tmp_path / "tree" / ("linux-" + upstream)
@@ -613,3 +613,16 @@ def test_a_download_failure_is_named_without_the_archive_address():
               "linux_6.16.12.orig.tar.xz  404  Not Found [IP: 203.0.113.80 80]\n"
               "E: Download Failed\n")
     assert sources._fetch_failure(stderr) == "404 Not Found"
+
+
+def test_a_release_candidate_is_its_own_tree_and_never_a_stand_in(tmp_path, monkeypatch):
+    listed = ("7.3~rc7-1~exp1", "7.3.4-1~bpo13+1")
+    monkeypatch.setattr(sources, "apt_command",
+                        _source_archive(tmp_path, {"7.3~rc7"}, listed))
+    monkeypatch.setattr(sources, "SUITES", (None,))
+    tree = sources.tree_for(sources.Release("7.3", "7.3~rc7-1~exp1"),
+                            cache=str(tmp_path / "cache"))
+    assert tree.label == "linux-7.3~rc7" and "standing in" not in tree.origin
+    with pytest.raises(sources.SourceError) as raised:
+        sources.fetch(sources.Release("7.3", "7.3.4-1~bpo13+1"), str(tmp_path / "cache"))
+    assert "did not serve linux_7.3.4.orig.tar.xz" in str(raised.value)

@@ -193,7 +193,10 @@ def _listed_versions(release):
                 elif line.startswith("Version: ") and package == source:
                     version = line.split(None, 1)[1].strip()
                     other = _upstream_version(version)
-                    if other == release.line or other.startswith(release.line + "."):
+                    # The release's own version (a 7.3~rc7 too), or a stable one of its
+                    # line; a release candidate never stands in for another version.
+                    if version == release.version or other == release.line or \
+                            other.startswith(release.line + "."):
                         found.append((suite, source, version))
     wanted = _patch_level(release.version)
 
