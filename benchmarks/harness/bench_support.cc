@@ -7,8 +7,11 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "benchmarks/harness/flags.h"
@@ -67,7 +70,50 @@ bool KernelPredatesAttribution() {
 // --attribution is a boolean that also takes "timed" (FlagInfo::also).
 bool TimedAsked() { return attribution_flag.is_set() && attribution_flag.value() == "timed"; }
 
+// KeepTracepointsForRow's: the row (State::name) and what it keeps. Benchmarks run one
+// at a time, on Google Benchmark's thread.
+struct RowTracepoints {
+  std::string row;
+  std::vector<std::string> asked;
+  std::unique_ptr<TracepointKeepAlive> kept;
+};
+RowTracepoints& Row() {
+  static RowTracepoints* row = new RowTracepoints();
+  return *row;
+}
+
+void ReleaseUnlessRow(const std::string& name) {
+  RowTracepoints& row = Row();
+  if (row.kept != nullptr && row.row != name) ReleaseRowTracepoints();
+}
+
 }  // namespace
+
+std::vector<std::string> KeepTracepointsForRow(const benchmark::State& state,
+                                               const std::vector<std::string>& tracepoints) {
+  RowTracepoints& row = Row();
+  // The same tracepoints for the next row too (sched, then sched with callchains): kept.
+  if (row.kept != nullptr && row.asked != tracepoints) ReleaseRowTracepoints();
+  row.row = state.name();
+  if (row.kept == nullptr && !tracepoints.empty()) {
+    absl::StatusOr<std::unique_ptr<TracepointKeepAlive>> kept =
+        TracepointKeepAlive::Open(tracepoints);
+    if (kept.ok() && !(*kept)->held().empty()) {
+      row.kept = *std::move(kept);
+      row.asked = tracepoints;
+    }
+  }
+  return row.kept != nullptr ? row.kept->held() : std::vector<std::string>{};
+}
+
+void ReleaseRowTracepoints() {
+  RowTracepoints& row = Row();
+  row.kept.reset();
+  row.asked.clear();
+  row.row.clear();
+}
+
+pid_t RowTracepointsKeeper() { return Row().kept != nullptr ? Row().kept->pid() : 0; }
 
 Attribution AttributionMode() {
   if (TimedAsked()) return Attribution::kTimed;
@@ -317,6 +363,7 @@ int64_t CountingIterations(int64_t count_iterations, int64_t timed_iterations, d
 }
 
 void RunPasses(benchmark::State& state, const PassOptions& options, const PassBody& body) {
+  ReleaseUnlessRow(state.name());  // another row's tracepoints go before this row's setup
   const Attribution mode = AttributionMode();
   BenchmarkPass timed(state, options, /*counting=*/false,
                       /*attribute=*/mode == Attribution::kTimed, 0);

@@ -88,6 +88,24 @@ const char* AttributionName(Attribution mode);  // "off", "counting_pass", "time
 // other modes, or where the process cannot start (the counting pass then pays them).
 std::unique_ptr<TracepointKeepAlive> KeepCountingTracepoints();
 
+// Keeps a row's own tracepoints registered with perf (a TracepointKeepAlive) from this
+// call of the row until another row starts (RunPasses lets them go first) or
+// ReleaseRowTracepoints. Google Benchmark calls a row once per step of its iteration
+// search (1, 10, 100... iterations) and RunPasses once more for the counting pass, and a
+// recorded row opens and closes its recorder each time: the last close of a tracepoint's
+// events waits for RCU grace periods (about 40 ms per tracepoint, one tracepoint after
+// another: the kernel holds event_mutex through each wait), most of a recorded row's time
+// in the quick suite. What is timed does not change: the recorder's
+// events are on while timing either way, and the kept ones, bound to an idle process, are
+// on no CPU's list while it waits (TracepointKeepAlive). Call it before RunPasses; where the
+// process cannot start, each call pays as before. Returns the tracepoints held.
+std::vector<std::string> KeepTracepointsForRow(const benchmark::State& state,
+                                               const std::vector<std::string>& tracepoints);
+// Lets the row's tracepoints go (main, once the benchmarks ran; tests after a run).
+void ReleaseRowTracepoints();
+// The process holding them for the running row (0: none), for tests.
+pid_t RowTracepointsKeeper();
+
 // The run context's "counter_sources": a JSON object from each counter's name prefix
 // (ipis_sent, ..., ipis_system, sys_us) to where it came from (and from which pass), or
 // "unavailable: why"; `kept` (may be null) says which tracepoints were kept registered.

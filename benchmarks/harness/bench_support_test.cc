@@ -3,16 +3,21 @@
 // with the inherited counters, and the row gets the timed pass's figures with the
 // counting pass's counts (count_ops says how many operations); --attribution=timed and
 // false do what they say. The body lists this process's perf event fds while it iterates.
+// KeepTracepointsForRow: a row's tracepoints held across its calls, let go before another
+// row's setup.
 #include "benchmarks/harness/bench_support.h"
 
+#include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <condition_variable>
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -285,6 +290,59 @@ TEST(RunPasses, ExistingThreadsAboveTheHardFdLimitSkipTheRowSayingHow) {
         _exit(0);
       },
       ::testing::ExitedWithCode(0), "row skipped: counting pass: needs .*ulimit -Hn");
+}
+
+// KeepTracepointsForRow: what each call of each row saw holding its tracepoints.
+std::vector<pid_t> keepers_seen;  // one per call, in order: RowTracepointsKeeper() in the body
+
+void RunRowKeeping(benchmark::State& state, const std::vector<std::string>& tracepoints) {
+  if (!tracepoints.empty()) KeepTracepointsForRow(state, tracepoints);
+  RunPasses(state, PassOptions(), [&](BenchmarkPass& pass) {
+    if (pass.timed()) keepers_seen.push_back(RowTracepointsKeeper());
+    if (!pass.Start()) return;
+    for (auto _ : pass) {
+    }
+    if (!pass.Stop()) return;
+    pass.SetOps(static_cast<double>(pass.iterations()));
+  });
+}
+void BM_RowKeepsSwitch(benchmark::State& state) { RunRowKeeping(state, {"sched:sched_switch"}); }
+void BM_RowKeepsSwitchToo(benchmark::State& state) { RunRowKeeping(state, {"sched:sched_switch"}); }
+void BM_RowKeepsWakeup(benchmark::State& state) { RunRowKeeping(state, {"sched:sched_wakeup"}); }
+void BM_RowKeepsNothing(benchmark::State& state) { RunRowKeeping(state, {}); }
+// Two calls of each (repetitions), in this order.
+BENCHMARK(BM_RowKeepsSwitch)->Iterations(3)->Repetitions(2);
+BENCHMARK(BM_RowKeepsSwitchToo)->Iterations(3)->Repetitions(2);
+BENCHMARK(BM_RowKeepsWakeup)->Iterations(3)->Repetitions(2);
+BENCHMARK(BM_RowKeepsNothing)->Iterations(3)->Repetitions(2);
+
+bool Reaped(pid_t pid) { return kill(pid, 0) != 0 && errno == ESRCH; }
+
+// Kept across a row's calls and into the next row that records the same; let go before
+// the setup of a row that records something else or nothing, and after the run.
+TEST(KeepTracepointsForRow, HoldsForTheRowAndGoesBeforeTheNextRowsSetup) {
+  Parse({"--attribution=false"});  // the counting keeper is main's, not started here
+  keepers_seen.clear();
+  std::vector<BenchmarkRun> runs;
+  EXPECT_TRUE(::perfscale::testing::LeavesProcessAsFound(
+      [&] { runs = ::perfscale::testing::RunBenchmarks("BM_RowKeeps"); }));
+  for (const BenchmarkRun& run : runs) EXPECT_TRUE(::perfscale::testing::Timed(run));
+  ASSERT_EQ(keepers_seen.size(), 8u);
+  if (keepers_seen[0] == 0) {
+    GTEST_SKIP() << "sched:sched_switch cannot be kept here (no perf events or tracefs)";
+  }
+  EXPECT_EQ(keepers_seen[1], keepers_seen[0]) << "a second call of the row started its own";
+  EXPECT_EQ(keepers_seen[2], keepers_seen[0]) << "the next row records the same: kept";
+  EXPECT_EQ(keepers_seen[3], keepers_seen[0]);
+  EXPECT_NE(keepers_seen[4], 0);
+  EXPECT_NE(keepers_seen[4], keepers_seen[0]) << "another tracepoint: another keeper";
+  EXPECT_EQ(keepers_seen[5], keepers_seen[4]);
+  EXPECT_EQ(keepers_seen[6], 0) << "a row that records nothing ran with another row's kept";
+  EXPECT_EQ(keepers_seen[7], 0);
+  EXPECT_TRUE(Reaped(keepers_seen[0]));
+  EXPECT_TRUE(Reaped(keepers_seen[4]));
+  EXPECT_EQ(RowTracepointsKeeper(), 0) << "still kept after the run";
+  ResetFlagsForTest();
 }
 
 TEST(AttributionFlag, TakesBooleansAndTimedOnly) {

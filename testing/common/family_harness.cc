@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "benchmarks/harness/bench_support.h"
 #include "benchmarks/harness/family.h"
 #include "benchmarks/harness/flags.h"
 #include "testing/common/benchmark_json.h"
@@ -45,6 +46,7 @@ void InitializeBenchmark(const std::vector<std::string>& flags) {
 std::vector<BenchmarkRun> RunBenchmarks(const std::string& filter) {
   CollectingReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter, filter);
+  ReleaseRowTracepoints();  // as main does once the benchmarks ran
   return reporter.runs();
 }
 
