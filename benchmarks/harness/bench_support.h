@@ -95,10 +95,10 @@ std::unique_ptr<TracepointKeepAlive> KeepCountingTracepoints();
 // recorded row opens and closes its recorder each time: the last close of a tracepoint's
 // events waits for RCU grace periods (about 40 ms per tracepoint, one tracepoint after
 // another: the kernel holds event_mutex through each wait), most of a recorded row's time
-// in the quick suite. What is timed does not change: the recorder's
-// events are on while timing either way, and the kept ones, bound to an idle process, are
-// on no CPU's list while it waits (TracepointKeepAlive). Call it before RunPasses; where the
-// process cannot start, each call pays as before. Returns the tracepoints held.
+// in the quick suite. What is timed does not change: the recorder's events are on while
+// timing either way, and the kept ones, bound to an idle process, are on no CPU's list
+// while it waits (TracepointKeepAlive). Call it before RunPasses; where the process
+// cannot start, each call pays as before. Returns the tracepoints held.
 std::vector<std::string> KeepTracepointsForRow(const benchmark::State& state,
                                                const std::vector<std::string>& tracepoints);
 // Lets the row's tracepoints go (main, once the benchmarks ran; tests after a run).
