@@ -404,9 +404,9 @@ def _matching(text, index, opening, closing):
 class Tree:
     """One release's kept sources: its searched files, read once."""
 
-    def __init__(self, root, label):
+    def __init__(self, root, label, origin=None):
         self.root, self.label = root, label
-        self.origin = label
+        self.origin = origin or label  # what the sources are, in words (a stand-in says so)
         self.files = searched_files(root)
         self._texts = {}
 
@@ -487,6 +487,4 @@ def tree_for(release, fetch_log=lambda line: None, cache=CACHE):
     root = fetch(release, cache, fetch_log)
     origin = _read(os.path.join(root, ORIGIN)).strip() or (
         "linux-%s (Debian's sources)" % release.version)
-    tree = Tree(root, origin.split()[0])
-    tree.origin = origin
-    return tree
+    return Tree(root, origin.split()[0], origin)
