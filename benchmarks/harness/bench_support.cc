@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "benchmarks/harness/flags.h"
 #include "benchmarks/harness/json_string.h"
 #include "benchmarks/harness/profile_support.h"
@@ -70,50 +71,76 @@ bool KernelPredatesAttribution() {
 // --attribution is a boolean that also takes "timed" (FlagInfo::also).
 bool TimedAsked() { return attribution_flag.is_set() && attribution_flag.value() == "timed"; }
 
-// KeepTracepointsForRow's: the row (State::name) and what it keeps. Benchmarks run one
-// at a time, on Google Benchmark's thread.
-struct RowTracepoints {
+// The kept row fixture: the row (State::name) that last asked for it, and its key.
+struct KeptFixture {
   std::string row;
-  std::vector<std::string> asked;
-  std::unique_ptr<TracepointKeepAlive> kept;
+  std::string key;
+  std::unique_ptr<RowFixture> fixture;
 };
-RowTracepoints& Row() {
-  static RowTracepoints* row = new RowTracepoints();
-  return *row;
+KeptFixture& Kept() {
+  static KeptFixture* kept = new KeptFixture();
+  return *kept;
 }
 
 void ReleaseUnlessRow(const std::string& name) {
-  RowTracepoints& row = Row();
-  if (row.kept != nullptr && row.row != name) ReleaseRowTracepoints();
+  if (Kept().fixture != nullptr && Kept().row != name) ReleaseRowFixtures();
 }
+
+struct KeptTracepoints : RowFixture {
+  std::unique_ptr<TracepointKeepAlive> keeper;
+};
 
 }  // namespace
 
+RowFixture* KeptRowFixture(const benchmark::State& state, const std::string& key) {
+  KeptFixture& kept = Kept();
+  if (kept.fixture == nullptr) return nullptr;
+  if (kept.key != key) {
+    ReleaseRowFixtures();
+    return nullptr;
+  }
+  kept.row = state.name();
+  return kept.fixture.get();
+}
+
+RowFixture* KeepRowFixture(const benchmark::State& state, const std::string& key,
+                           std::unique_ptr<RowFixture> fixture) {
+  ReleaseRowFixtures();
+  KeptFixture& kept = Kept();
+  kept.row = state.name();
+  kept.key = key;
+  kept.fixture = std::move(fixture);
+  return kept.fixture.get();
+}
+
+void ReleaseRowFixtures() {
+  KeptFixture& kept = Kept();
+  kept.fixture.reset();
+  kept.key.clear();
+  kept.row.clear();
+}
+
 std::vector<std::string> KeepTracepointsForRow(const benchmark::State& state,
                                                const std::vector<std::string>& tracepoints) {
-  RowTracepoints& row = Row();
-  // The same tracepoints for the next row too (sched, then sched with callchains): kept.
-  if (row.kept != nullptr && row.asked != tracepoints) ReleaseRowTracepoints();
-  row.row = state.name();
-  if (row.kept == nullptr && !tracepoints.empty()) {
-    absl::StatusOr<std::unique_ptr<TracepointKeepAlive>> kept =
-        TracepointKeepAlive::Open(tracepoints);
-    if (kept.ok() && !(*kept)->held().empty()) {
-      row.kept = *std::move(kept);
-      row.asked = tracepoints;
-    }
-  }
-  return row.kept != nullptr ? row.kept->held() : std::vector<std::string>{};
+  if (tracepoints.empty()) return {};
+  const std::string key = absl::StrCat("tracepoints ", absl::StrJoin(tracepoints, ","));
+  absl::StatusOr<KeptTracepoints*> kept = RowFixtureFor<KeptTracepoints>(
+      state, key, [&]() -> absl::StatusOr<std::unique_ptr<KeptTracepoints>> {
+        absl::StatusOr<std::unique_ptr<TracepointKeepAlive>> keeper =
+            TracepointKeepAlive::Open(tracepoints);
+        if (!keeper.ok()) return keeper.status();
+        if ((*keeper)->held().empty()) return absl::UnavailableError("none of them kept");
+        auto fixture = std::make_unique<KeptTracepoints>();
+        fixture->keeper = *std::move(keeper);
+        return fixture;
+      });
+  return kept.ok() ? (*kept)->keeper->held() : std::vector<std::string>{};
 }
 
-void ReleaseRowTracepoints() {
-  RowTracepoints& row = Row();
-  row.kept.reset();
-  row.asked.clear();
-  row.row.clear();
+pid_t RowTracepointsKeeper() {
+  auto* kept = dynamic_cast<KeptTracepoints*>(Kept().fixture.get());
+  return kept != nullptr ? kept->keeper->pid() : 0;
 }
-
-pid_t RowTracepointsKeeper() { return Row().kept != nullptr ? Row().kept->pid() : 0; }
 
 Attribution AttributionMode() {
   if (TimedAsked()) return Attribution::kTimed;
@@ -363,7 +390,7 @@ int64_t CountingIterations(int64_t count_iterations, int64_t timed_iterations, d
 }
 
 void RunPasses(benchmark::State& state, const PassOptions& options, const PassBody& body) {
-  ReleaseUnlessRow(state.name());  // another row's tracepoints go before this row's setup
+  ReleaseUnlessRow(state.name());  // another row's fixture goes before this row's setup
   const Attribution mode = AttributionMode();
   BenchmarkPass timed(state, options, /*counting=*/false,
                       /*attribute=*/mode == Attribution::kTimed, 0);

@@ -88,21 +88,49 @@ const char* AttributionName(Attribution mode);  // "off", "counting_pass", "time
 // other modes, or where the process cannot start (the counting pass then pays them).
 std::unique_ptr<TracepointKeepAlive> KeepCountingTracepoints();
 
-// Keeps a row's own tracepoints registered with perf (a TracepointKeepAlive) from this
-// call of the row until another row starts (RunPasses lets them go first) or
-// ReleaseRowTracepoints. Google Benchmark calls a row once per step of its iteration
-// search (1, 10, 100... iterations) and RunPasses once more for the counting pass, and a
-// recorded row opens and closes its recorder each time: the last close of a tracepoint's
-// events waits for RCU grace periods (about 40 ms per tracepoint, one tracepoint after
-// another: the kernel holds event_mutex through each wait), most of a recorded row's time
-// in the quick suite. What is timed does not change: the recorder's events are on while
-// timing either way, and the kept ones, bound to an idle process, are on no CPU's list
-// while it waits (TracepointKeepAlive). Call it before RunPasses; where the process
-// cannot start, each call pays as before. Returns the tracepoints held.
+// What a row's calls, and the rows after it that ask for the same, share: a fixture whose
+// setup or teardown costs far more than the row measures, and which is the same for each
+// of them (a tracepoint's last close waits for RCU grace periods; a 1,000-task process
+// tree takes 75 ms to start and stop). Google Benchmark calls a row once per step of its
+// iteration search (1, 10, 100... iterations), and RunPasses calls the body once more for
+// the counting pass: each repeats a setup of its own. A fixture is kept from the first
+// call that asks for it until a row that does not ask for it starts (RunPasses lets it go
+// before that row's setup), or ReleaseRowFixtures. One at a time: asking for another key
+// lets the kept one go first. Benchmarks run one at a time, on Google Benchmark's thread,
+// and a fixture is made and destroyed there.
+class RowFixture {
+ public:
+  virtual ~RowFixture() = default;
+};
+
+// The fixture kept under `key`, now this row's; nullptr when none is (another key's goes).
+RowFixture* KeptRowFixture(const benchmark::State& state, const std::string& key);
+// Keeps `fixture` under `key` for this row; returns it.
+RowFixture* KeepRowFixture(const benchmark::State& state, const std::string& key,
+                           std::unique_ptr<RowFixture> fixture);
+// The kept fixture under `key` (T: what was kept under it), or a new one from `make`
+// (absl::StatusOr<std::unique_ptr<T>>()), kept.
+template <typename T, typename Make>
+absl::StatusOr<T*> RowFixtureFor(const benchmark::State& state, const std::string& key, Make make) {
+  if (RowFixture* kept = KeptRowFixture(state, key)) return static_cast<T*>(kept);
+  absl::StatusOr<std::unique_ptr<T>> made = make();
+  if (!made.ok()) return made.status();
+  return static_cast<T*>(KeepRowFixture(state, key, *std::move(made)));
+}
+// Lets the kept fixture go (a fixture found broken; main once the benchmarks ran; tests
+// after a run).
+void ReleaseRowFixtures();
+
+// Keeps a row's own tracepoints registered with perf (a TracepointKeepAlive) as a row
+// fixture: a recorded row opens and closes its recorder on each call, and the last close
+// of a tracepoint's events waits for RCU grace periods (about 40 ms per tracepoint, one
+// tracepoint after another: the kernel holds event_mutex through each wait), most of a
+// recorded row's time in the quick suite. What is timed does not change: the recorder's
+// events are on while timing either way, and the kept ones, bound to an idle process, are
+// on no CPU's list while it waits (TracepointKeepAlive). Call it before RunPasses; where
+// the process cannot start, each call pays as before. Returns the tracepoints held.
 std::vector<std::string> KeepTracepointsForRow(const benchmark::State& state,
                                                const std::vector<std::string>& tracepoints);
-// Lets the row's tracepoints go (main, once the benchmarks ran; tests after a run).
-void ReleaseRowTracepoints();
 // The process holding them for the running row (0: none), for tests.
 pid_t RowTracepointsKeeper();
 

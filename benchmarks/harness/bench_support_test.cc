@@ -3,8 +3,8 @@
 // with the inherited counters, and the row gets the timed pass's figures with the
 // counting pass's counts (count_ops says how many operations); --attribution=timed and
 // false do what they say. The body lists this process's perf event fds while it iterates.
-// KeepTracepointsForRow: a row's tracepoints held across its calls, let go before another
-// row's setup.
+// Row fixtures (KeepTracepointsForRow among them): kept across a row's calls and for the
+// rows that ask for the same, let go before another row's setup.
 #include "benchmarks/harness/bench_support.h"
 
 #include <signal.h>
@@ -21,7 +21,9 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "benchmarks/harness/flags.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "lib/capabilities.h"
 #include "testing/common/family_harness.h"
@@ -342,6 +344,67 @@ TEST(KeepTracepointsForRow, HoldsForTheRowAndGoesBeforeTheNextRowsSetup) {
   EXPECT_TRUE(Reaped(keepers_seen[0]));
   EXPECT_TRUE(Reaped(keepers_seen[4]));
   EXPECT_EQ(RowTracepointsKeeper(), 0) << "still kept after the run";
+  ResetFlagsForTest();
+}
+
+// Row fixtures: what each call saw kept, and when each fixture was made and let go.
+std::vector<std::string> fixture_log;
+struct LoggedFixture : RowFixture {
+  explicit LoggedFixture(int made) : id(made) { fixture_log.push_back(absl::StrCat("make ", id)); }
+  ~LoggedFixture() override { fixture_log.push_back(absl::StrCat("drop ", id)); }
+  int id;
+};
+int fixtures_made = 0;
+
+void RunWithFixture(benchmark::State& state, const std::string& key) {
+  LoggedFixture* fixture = nullptr;
+  if (!key.empty()) {
+    absl::StatusOr<LoggedFixture*> kept = RowFixtureFor<LoggedFixture>(state, key, [] {
+      return absl::StatusOr<std::unique_ptr<LoggedFixture>>(
+          std::make_unique<LoggedFixture>(++fixtures_made));
+    });
+    ASSERT_TRUE(kept.ok());
+    fixture = *kept;
+  }
+  RunPasses(state, PassOptions(), [&](BenchmarkPass& pass) {
+    if (pass.timed()) {
+      const std::string row = state.name().substr(0, state.name().find('/'));
+      fixture_log.push_back(
+          absl::StrCat(row, " with ", fixture != nullptr ? absl::StrCat(fixture->id) : "none"));
+    }
+    if (!pass.Start()) return;
+    for (auto _ : pass) {
+    }
+    if (!pass.Stop()) return;
+    pass.SetOps(static_cast<double>(pass.iterations()));
+  });
+}
+void BM_FixtureA(benchmark::State& state) { RunWithFixture(state, "a"); }
+void BM_FixtureAToo(benchmark::State& state) { RunWithFixture(state, "a"); }
+void BM_FixtureB(benchmark::State& state) { RunWithFixture(state, "b"); }
+void BM_FixtureNone(benchmark::State& state) { RunWithFixture(state, ""); }
+BENCHMARK(BM_FixtureA)->Iterations(3)->Repetitions(2);
+BENCHMARK(BM_FixtureAToo)->Iterations(3)->Repetitions(2);
+BENCHMARK(BM_FixtureB)->Iterations(3)->Repetitions(2);
+BENCHMARK(BM_FixtureNone)->Iterations(3)->Repetitions(2);
+
+// Made once for the rows that ask for the same key, let go before the setup of a row that
+// asks for another or for none, and after the run.
+TEST(RowFixture, SharedByTheRowsThatAskAndGoneBeforeTheNextRowsSetup) {
+  Parse({"--attribution=false"});
+  fixture_log.clear();
+  fixtures_made = 0;
+  ::perfscale::testing::RunBenchmarks("BM_Fixture");
+  EXPECT_THAT(fixture_log,
+              ::testing::ElementsAre("make 1", "BM_FixtureA with 1", "BM_FixtureA with 1",
+                                     "BM_FixtureAToo with 1", "BM_FixtureAToo with 1", "drop 1",
+                                     "make 2", "BM_FixtureB with 2", "BM_FixtureB with 2", "drop 2",
+                                     "BM_FixtureNone with none", "BM_FixtureNone with none"));
+  fixture_log.clear();
+  ::perfscale::testing::RunBenchmarks("BM_FixtureB");
+  EXPECT_THAT(fixture_log, ::testing::ElementsAre("make 3", "BM_FixtureB with 3",
+                                                  "BM_FixtureB with 3", "drop 3"))
+      << "the last row's fixture outlived the run";
   ResetFlagsForTest();
 }
 

@@ -180,7 +180,7 @@ int main(int argc, char** argv) {
   }
   size_t matched = benchmark::RunSpecifiedBenchmarks(&planned_display, planned_file.get());
   injector.reset();  // the injected work stops with the benchmarks
-  perfscale::ReleaseRowTracepoints();
+  perfscale::ReleaseRowFixtures();
   kept_tracepoints.reset();
   perfscale::SetStartListener(nullptr);
   benchmark::Shutdown();

@@ -46,7 +46,7 @@ void InitializeBenchmark(const std::vector<std::string>& flags) {
 std::vector<BenchmarkRun> RunBenchmarks(const std::string& filter) {
   CollectingReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter, filter);
-  ReleaseRowTracepoints();  // as main does once the benchmarks ran
+  ReleaseRowFixtures();  // as main does once the benchmarks ran
   return reporter.runs();
 }
 

@@ -84,7 +84,7 @@ absl::Status RegisterFamily(absl::string_view family, const std::vector<std::str
 void InitializeBenchmark(const std::vector<std::string>& flags);
 
 // Runs the registered benchmarks `filter` selects (Google Benchmark's regex) and returns
-// their reports; the tracepoints the last row kept (KeepTracepointsForRow) go, as in main.
+// their reports; what the last row kept (a row fixture: bench_support.h) goes, as in main.
 std::vector<BenchmarkRun> RunBenchmarks(const std::string& filter = ".");
 // The names of the registered benchmarks, in registration order.
 std::vector<std::string> ListBenchmarks();
