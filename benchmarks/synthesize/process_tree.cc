@@ -345,6 +345,14 @@ void ProcessTree::Stop() {
   pids_.clear();
 }
 
+bool ProcessTree::Intact() {
+  bool intact = !children_.empty();
+  for (ChildProcess& child : children_) {
+    if (child.pid() <= 0 || child.TryWait().has_value()) intact = false;  // each one reaped
+  }
+  return intact;
+}
+
 std::string ProcessTree::TaskName(int process, int thread) {
   char name[16];
   FormatTaskName(process, thread, name);

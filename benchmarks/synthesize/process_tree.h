@@ -70,6 +70,10 @@ class ProcessTree {
   // SIGKILL and reap every process; idempotent.
   void Stop();
 
+  // False once a process of the tree has ended (it is reaped): a tree kept for the next
+  // benchmark (synthesize.cc) would no longer give the records it gave before.
+  bool Intact();
+
   // The comm of process `process`'s task `thread` (0: its main thread): "psyn<p>" and
   // "psyn<p>.<t>".
   static std::string TaskName(int process, int thread);

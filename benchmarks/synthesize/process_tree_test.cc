@@ -156,6 +156,28 @@ TEST(ProcessTree, DestructorReaps) {
   EXPECT_FALSE(testing::HasChildren());
 }
 
+TEST(ProcessTree, IntactUntilOneOfItsProcessesEnds) {
+  ProcessTreeSpec spec;
+  spec.processes = 3;
+  spec.threads = 2;
+  absl::StatusOr<std::unique_ptr<ProcessTree>> tree = ProcessTree::Start(spec);
+  ASSERT_TRUE(tree.ok()) << tree.status();
+  EXPECT_TRUE((*tree)->Intact());
+  EXPECT_TRUE((*tree)->Intact()) << "asking changed it";
+  const pid_t victim = (*tree)->pids()[1];
+  ASSERT_EQ(kill(victim, SIGKILL), 0);
+  bool intact = true;
+  for (int i = 0; i < 2000 && intact; ++i) {  // the kill lands asynchronously
+    intact = (*tree)->Intact();
+    if (intact) usleep(1000);
+  }
+  EXPECT_FALSE(intact) << "process " << victim << " was killed";
+  EXPECT_FALSE((*tree)->Intact()) << "intact again once the dead one was reaped";
+  (*tree)->Stop();
+  EXPECT_FALSE((*tree)->Intact()) << "a stopped tree";
+  EXPECT_FALSE(testing::HasChildren());
+}
+
 TEST(ProcessTree, ValidateRejectsBadSpecs) {
   ProcessTreeSpec spec;
   spec.processes = 0;

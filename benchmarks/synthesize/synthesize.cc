@@ -168,11 +168,15 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 
 // The memory sink holds one iteration's output, so its size comes from the workload, not
 // a fixed reservation (1 GiB once skipped every run under a low `ulimit -v`): an untimed
-// synthesis into a buffer that doubles until the output fits, then room for twice what
-// it took (the system workload changes between iterations). Where the address space
-// runs out first, the reason suggests the file sink.
+// synthesis into a buffer that doubles until the output fits (`sized_bytes`: its size),
+// then a synthesizer of its own with room for twice that (the system workload changes
+// between iterations), so every benchmark times a synthesizer that has not run yet. Where
+// the address space runs out first, the reason suggests the file sink. `known_bytes`
+// (non-zero): the output's size, already found for the same processes.
 absl::StatusOr<std::unique_ptr<ParallelSynthesizer>> CreateSized(ParallelSynthesisOptions options,
-                                                                 const std::vector<pid_t>& pids) {
+                                                                 const std::vector<pid_t>& pids,
+                                                                 uint64_t known_bytes,
+                                                                 uint64_t* sized_bytes) {
   if (options.sink != OutputSink::kMemory) return ParallelSynthesizer::Create(options);
   auto create = [&options]() -> absl::StatusOr<std::unique_ptr<ParallelSynthesizer>> {
     absl::StatusOr<std::unique_ptr<ParallelSynthesizer>> synth =
@@ -182,40 +186,74 @@ absl::StatusOr<std::unique_ptr<ParallelSynthesizer>> CreateSized(ParallelSynthes
                        absl::StrCat(synth.status().message(),
                                     "; with this little memory, use --synthesize_sink=file"));
   };
+  uint64_t bytes = known_bytes;
   options.memory_capacity = size_t{1} << 20;
-  for (;;) {
+  while (bytes == 0) {
     absl::StatusOr<std::unique_ptr<ParallelSynthesizer>> synth = create();
     if (!synth.ok()) return synth;
     absl::StatusOr<SynthesisRunStats> sizing = (*synth)->Run(pids);
     if (sizing.ok()) {
-      size_t needed = 2 * static_cast<size_t>(sizing->counts.bytes);
-      if (needed <= options.memory_capacity) return synth;
-      options.memory_capacity = needed;
-      return create();
+      bytes = std::max<uint64_t>(sizing->counts.bytes, 1);
+    } else if (IsMemoryOutputFull(sizing.status())) {
+      options.memory_capacity *= 2;
+    } else {
+      return sizing.status();
     }
-    if (!IsMemoryOutputFull(sizing.status())) return sizing.status();
-    options.memory_capacity *= 2;
   }
+  if (sized_bytes != nullptr) *sized_bytes = bytes;
+  options.memory_capacity = std::max<size_t>(2 * static_cast<size_t>(bytes), size_t{1} << 20);
+  return create();
+}
+
+// The controlled workload's tree and its output's size, kept for the next benchmark that
+// synthesizes the same tree (a row fixture, bench_support.h): the tree takes 75 ms to start
+// and stop and the sizing run as long as a synthesis, most of a quick row's time, and the
+// tree's processes are idle and not what is measured. Every benchmark still times a
+// synthesizer that has not run (CreateSized), and the tree has been read before (by the
+// sizing run, or by the benchmark before). A tree missing a process starts anew.
+struct KeptTree : RowFixture {
+  std::unique_ptr<ProcessTree> tree;
+  uint64_t output_bytes = 0;  // the memory sink's output for it; 0 until sized
+};
+
+std::string TreeKey(const ProcessTreeSpec& spec) {
+  return absl::StrCat("synthesize tree ", spec.processes, "x", spec.threads, " exec ",
+                      spec.exec_mappings, " data ", spec.data_mappings);
+}
+
+absl::StatusOr<KeptTree*> KeepTree(const benchmark::State& state, const ProcessTreeSpec& spec) {
+  auto start = [&spec]() -> absl::StatusOr<std::unique_ptr<KeptTree>> {
+    absl::StatusOr<std::unique_ptr<ProcessTree>> started = ProcessTree::Start(spec);
+    if (!started.ok()) return started.status();
+    auto kept = std::make_unique<KeptTree>();
+    kept->tree = *std::move(started);
+    return kept;
+  };
+  absl::StatusOr<KeptTree*> kept = RowFixtureFor<KeptTree>(state, TreeKey(spec), start);
+  if (!kept.ok() || (*kept)->tree->Intact()) return kept;
+  ReleaseRowFixtures();
+  return RowFixtureFor<KeptTree>(state, TreeKey(spec), start);
 }
 
 void BM_Synthesize(benchmark::State& state, Params params, Settings settings) {
-  // The tree lives as long as this function: on every return path it is killed and
-  // reaped, before the next benchmark starts.
-  std::unique_ptr<ProcessTree> tree;
+  // The tree is kept for the next benchmark of the same tree, and killed and reaped before
+  // any other starts (KeptTree).
+  KeptTree* kept = nullptr;
   std::vector<pid_t> pids;
   // Defaults that do not fit this environment's thread limits skip with the reason
   // (values given explicitly were already rejected at registration).
+  // A kept tree's tasks exist already: the budget counts them as in use.
   uint64_t threads_needed = static_cast<uint64_t>(params.workers);
-  if (params.controlled) {
+  if (params.controlled && KeptRowFixture(state, TreeKey(settings.tree)) == nullptr) {
     threads_needed += static_cast<uint64_t>(settings.tree.processes) *
                       static_cast<uint64_t>(settings.tree.threads);
   }
   if (SkipIfError(state, ProbeCapabilities().RequireThreads(threads_needed))) return;
   if (params.controlled) {
-    absl::StatusOr<std::unique_ptr<ProcessTree>> started = ProcessTree::Start(settings.tree);
-    if (SkipIfError(state, started.status())) return;
-    tree = *std::move(started);
-    pids = tree->pids();
+    absl::StatusOr<KeptTree*> tree = KeepTree(state, settings.tree);
+    if (SkipIfError(state, tree.status())) return;
+    kept = *tree;
+    pids = kept->tree->pids();
   }
   ParallelSynthesisOptions options;
   options.strategy = params.strategy;
@@ -229,7 +267,9 @@ void BM_Synthesize(benchmark::State& state, Params params, Settings settings) {
     if (SkipIfError(state, all.status())) return;
     sizing_pids = *std::move(all);
   }
-  absl::StatusOr<std::unique_ptr<ParallelSynthesizer>> synth = CreateSized(options, sizing_pids);
+  absl::StatusOr<std::unique_ptr<ParallelSynthesizer>> synth =
+      CreateSized(options, sizing_pids, kept != nullptr ? kept->output_bytes : 0,
+                  kept != nullptr ? &kept->output_bytes : nullptr);
   if (SkipIfError(state, synth.status())) return;
 
   // The tree is shared by both passes: its processes are what is read, idle while timed,
@@ -347,7 +387,8 @@ absl::Status RegisterSynthesizeFamily() {
                            "/strategy:", strategy.name, "/workers:", w);
           file_sink_runs |= sink.value == OutputSink::kFile && WillRun(name);
           // Each task costs a /proc read (status, maps) shared among the workers; the
-          // controlled tree is built once per call of the function.
+          // controlled tree is built once per call of the function (an overestimate: the
+          // rows after the first reuse it, KeptTree).
           const bool is_controlled = params.controlled;
           RegisterPlanned(
               name, TimeMode::kManual,
