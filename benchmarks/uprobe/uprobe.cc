@@ -192,13 +192,26 @@ class HitWorkers {
  public:
   static absl::StatusOr<std::unique_ptr<HitWorkers>> Start(int threads, int64_t calls) {
     std::unique_ptr<HitWorkers> workers(new HitWorkers(calls));
-    for (int i = 0; i < threads; ++i) {
-      pthread_t thread;
-      int err = pthread_create(&thread, nullptr, &HitWorkers::Main, workers.get());
-      if (err != 0) return ErrnoStatus(err, "pthread_create (uprobe hit worker)");
-      workers->threads_.push_back(thread);
-    }
+    if (absl::Status grown = workers->GrowTo(threads); !grown.ok()) return grown;
     return workers;
+  }
+
+  // Adds threads until there are `threads` (they inherit what this thread's inheritable
+  // events are then).
+  absl::Status GrowTo(int threads) {
+    while (static_cast<int>(threads_.size()) < threads) {
+      pthread_t thread;
+      int err = pthread_create(&thread, nullptr, &HitWorkers::Main, this);
+      if (err != 0) return ErrnoStatus(err, "pthread_create (uprobe hit worker)");
+      absl::MutexLock lock(&mu_);
+      threads_.push_back(thread);
+    }
+    return absl::OkStatus();
+  }
+
+  int size() {
+    absl::MutexLock lock(&mu_);
+    return static_cast<int>(threads_.size());
   }
 
   ~HitWorkers() {
@@ -236,11 +249,13 @@ class HitWorkers {
 
   static void* Main(void* arg) {
     auto* self = static_cast<HitWorkers*>(arg);
+    // A thread added to a kept pool (GrowTo) waits for the next round, not the last one.
+    int64_t seen = 0;
     {
       absl::MutexLock lock(&self->mu_);
       self->tids_.push_back(static_cast<pid_t>(syscall(SYS_gettid)));
+      seen = self->round_;
     }
-    int64_t seen = 0;
     for (;;) {
       {
         absl::MutexLock lock(&self->mu_);
@@ -301,9 +316,56 @@ struct HitParams {
   int64_t calls;
 };
 
+// BM_UprobeHit's probe (opened first, so that the threads inherit it) and threads, kept for
+// the next row with the same probe and calls, which adds threads up to its own count. Not
+// for a row with fewer threads: each thread's inherited copy is a consumer of the same
+// uprobe, and every hit runs through all of them, so a thread idle in this row would still
+// be timed. Members go in reverse: the threads first, then the probe.
+struct KeptHitSetup : RowFixture {
+  // The probe's path: each thread created while the probe is open copies it from here
+  // (UprobeAttr), so it lives as long as the probe.
+  CodeLocation location;
+  PerfEvent probe;  // not valid for the baseline (no probe)
+  std::unique_ptr<HitWorkers> workers;
+};
+
+absl::StatusOr<KeptHitSetup*> KeepHitSetup(const benchmark::State& state, const HitParams& params,
+                                           const Capabilities& caps, const UprobePmu& pmu,
+                                           const CodeLocation& location) {
+  const std::string key =
+      absl::StrCat("uprobe hit ", ProbeKindName(params.probe), " calls ", params.calls);
+  auto start = [&]() -> absl::StatusOr<std::unique_ptr<KeptHitSetup>> {
+    auto setup = std::make_unique<KeptHitSetup>();
+    setup->location = location;
+    if (params.probe != ProbeKind::kNone) {
+      absl::StatusOr<PerfEvent> opened = OpenUprobe(
+          pmu, setup->location, params.probe == ProbeKind::kUretprobe, 0, -1, /*inherit=*/true);
+      if (!opened.ok()) return opened.status();
+      setup->probe = *std::move(opened);
+    }
+    absl::StatusOr<std::unique_ptr<HitWorkers>> started = HitWorkers::Start(0, params.calls);
+    if (!started.ok()) return started.status();
+    setup->workers = *std::move(started);
+    return setup;
+  };
+  absl::StatusOr<KeptHitSetup*> setup = RowFixtureFor<KeptHitSetup>(state, key, start);
+  if (setup.ok() && (*setup)->workers->size() > params.threads) {
+    ReleaseRowFixtures();
+    setup = RowFixtureFor<KeptHitSetup>(state, key, start);
+  }
+  if (!setup.ok()) return setup.status();
+  // The thread budget counts the kept threads as in use.
+  const int more = params.threads - (*setup)->workers->size();
+  if (absl::Status fits = caps.RequireThreads(static_cast<uint64_t>(more)); !fits.ok()) return fits;
+  if (absl::Status grown = (*setup)->workers->GrowTo(params.threads); !grown.ok()) {
+    ReleaseRowFixtures();  // a partial pool would be timed as the row's
+    return grown;
+  }
+  return setup;
+}
+
 void BM_UprobeHit(benchmark::State& state, HitParams params) {
   Capabilities caps = ProbeCapabilities();
-  if (SkipIfError(state, caps.RequireThreads(static_cast<uint64_t>(params.threads)))) return;
   UprobePmu pmu;
   CodeLocation location;
   if (params.probe != ProbeKind::kNone) {
@@ -319,31 +381,16 @@ void BM_UprobeHit(benchmark::State& state, HitParams params) {
   PassOptions options;
   options.unit = "hit";
   options.count_iterations = 20;  // x threads x calls hits: thousands
-  // The counting pass reuses the timed pass's probe and threads, the counters attached to
-  // them once the timed pass is over. A fresh setup would give each new thread its own
-  // inherited probe event, and every uprobe event's close waits for grace periods, one
-  // after another: most of what counting added to a quick run
-  // (docs/measurements/2026-12-03-counting-pass-cost.md).
-  PerfEvent probe;
-  std::unique_ptr<HitWorkers> workers;
+  // The probe and the threads are a row fixture (KeptHitSetup), shared by both passes and
+  // by the next row with the same probe: every uprobe event's close waits for grace
+  // periods, the probe's and each thread's inherited copy's (at its exit), one after
+  // another, most of a quick row's time (docs/measurements/2026-12-03-counting-pass-cost.md).
+  absl::StatusOr<KeptHitSetup*> setup = KeepHitSetup(state, params, caps, pmu, location);
+  if (SkipIfError(state, setup.status())) return;
+  PerfEvent& probe = (*setup)->probe;
+  HitWorkers* workers = (*setup)->workers.get();
   RunPasses(state, options, [&](BenchmarkPass& pass) {
-    if (pass.timed()) {
-      // Before the threads, so that they inherit the probe (and, timed, the counters).
-      if (params.probe != ProbeKind::kNone) {
-        absl::StatusOr<PerfEvent> opened = OpenUprobe(
-            pmu, location, params.probe == ProbeKind::kUretprobe, 0, -1, /*inherit=*/true);
-        if (pass.SkipIfError(opened.status())) return;
-        probe = *std::move(opened);
-      }
-      pass.OpenCounters();
-      absl::StatusOr<std::unique_ptr<HitWorkers>> started =
-          HitWorkers::Start(params.threads, params.calls);
-      if (pass.SkipIfError(started.status())) return;
-      workers = *std::move(started);
-    } else {
-      if (workers == nullptr) return;
-      pass.OpenCounters(workers->Tids());
-    }
+    pass.OpenCounters(workers->Tids());
     uint64_t counted_before = 0;
     if (probe.valid()) {
       absl::StatusOr<uint64_t> counted = probe.ReadCount();

@@ -44,7 +44,9 @@ absl::StatusOr<int> ParseConfigBit(absl::string_view text);
 absl::StatusOr<UprobePmu> ProbeUprobePmu(const std::string& dir = kUprobePmuDir);
 
 // The counting attr for a probe of `location`; config1 points into location.path, which
-// must outlive the open.
+// must outlive the open, and with `inherit` the event: the kernel reads the path again
+// from that address for each inherited copy, when a thread or process is created
+// (perf_uprobe_init; a path gone by then fails the clone with ENOENT).
 perf_event_attr UprobeAttr(const UprobePmu& pmu, const CodeLocation& location, bool retprobe,
                            bool inherit);
 
