@@ -314,7 +314,10 @@ void BM_BreakpointEnable(benchmark::State& state, EnableParams params) {
     absl::StatusOr<std::unique_ptr<BackgroundThreads>> active =
         BackgroundThreads::Start(BackgroundThreads::kSpinning, params.active, placement->others);
     if (pass.SkipIfError(active.status())) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    // Threads settle (park, or start spinning); a row without any has nothing to wait for.
+    if (params.passive + params.active > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
 
     if (!pass.Start()) return;
     auto start = std::chrono::steady_clock::now();
@@ -422,7 +425,8 @@ absl::Status RegisterEnableFamily(const Flags& f, const Capabilities& caps) {
       RegisterPlanned(
           name, TimeMode::kReal,
           [threads](const UnitCosts& u) {
-            return Cost{threads * u.thread + 0.01, 2 * (threads + 1) * u.remote_op, 0};
+            const double settle = threads > 0 ? 0.01 : 0;
+            return Cost{threads * u.thread + settle, 2 * (threads + 1) * u.remote_op, 0};
           },
           BM_BreakpointEnable, params)
           ->Unit(benchmark::kMicrosecond);
