@@ -281,47 +281,6 @@ void BM_BreakpointThread(benchmark::State& state, ThreadParams params) {
   });
 }
 
-// BM_BreakpointEnable's setup: one inherited breakpoint on a byte never touched, then the
-// threads that inherit it (and the pass's counters, opened in between), settled.
-struct EnableSetup : RowFixture {
-  volatile char watched = 0;  // perf bench watches a stack byte; this one lives as long
-  PerfEvent breakpoint;
-  std::unique_ptr<BackgroundThreads> passive;
-  std::unique_ptr<BackgroundThreads> active;
-  ~EnableSetup() override {  // the threads first, then the breakpoint they inherited
-    active.reset();
-    passive.reset();
-  }
-};
-
-absl::StatusOr<std::unique_ptr<EnableSetup>> StartEnableSetup(const EnableParams& params,
-                                                              const Placement& placement,
-                                                              BenchmarkPass& pass) {
-  auto setup = std::make_unique<EnableSetup>();
-  BreakpointSpec spec;
-  spec.address = const_cast<char*>(&setup->watched);
-  spec.inherit = true;
-  absl::StatusOr<PerfEvent> breakpoint = PerfEvent::Open(BreakpointAttr(spec), 0, -1);
-  if (!breakpoint.ok()) return breakpoint.status();
-  setup->breakpoint = *std::move(breakpoint);
-  // Before the threads, so that they inherit the attribution counters too.
-  pass.OpenCounters();
-  // Created after the breakpoint so that they inherit it.
-  absl::StatusOr<std::unique_ptr<BackgroundThreads>> passive =
-      BackgroundThreads::Start(BackgroundThreads::kParked, params.passive, placement.others);
-  if (!passive.ok()) return passive.status();
-  setup->passive = *std::move(passive);
-  absl::StatusOr<std::unique_ptr<BackgroundThreads>> active =
-      BackgroundThreads::Start(BackgroundThreads::kSpinning, params.active, placement.others);
-  if (!active.ok()) return active.status();
-  setup->active = *std::move(active);
-  // Threads settle (park, or start spinning); a row without any has nothing to wait for.
-  if (params.passive + params.active > 0) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return setup;
-}
-
 void BM_BreakpointEnable(benchmark::State& state, EnableParams params) {
   Capabilities caps = ProbeCapabilities();
   if (SkipIfError(state, caps.RequireBreakpointPmu())) return;
@@ -333,33 +292,32 @@ void BM_BreakpointEnable(benchmark::State& state, EnableParams params) {
   if (SkipIfError(state, placement.status())) return;
   PassOptions options;
   options.count_iterations = 200;
-  // --attribution=timed counts in the timed pass: its threads must inherit the counters.
-  const bool keep = AttributionMode() != Attribution::kTimed;
-  const std::string key =
-      absl::StrCat("breakpoint enable ", params.passive, " ", params.active, " ", params.placement);
   RunPasses(state, options, [&](BenchmarkPass& pass) {
     // Restores the thread's affinity on every return path.
     absl::StatusOr<std::unique_ptr<ScopedAffinity>> pinned = PinDriver(*placement);
     if (pass.SkipIfError(pinned.status())) return;
-    auto start_setup = [&]() { return StartEnableSetup(params, *placement, pass); };
-    // The timed passes of Google Benchmark's calls of this row share one setup (a row
-    // fixture): its threads are the same parked or spinning threads either way, and each
-    // call would wait 10 ms for fresh ones to settle. The counting pass (the row's last
-    // call) lets it go and makes its own, so that its threads inherit the counters.
-    std::unique_ptr<EnableSetup> own;
-    EnableSetup* setup = nullptr;
-    if (pass.timed() && keep) {
-      absl::StatusOr<EnableSetup*> kept = RowFixtureFor<EnableSetup>(state, key, start_setup);
-      if (pass.SkipIfError(kept.status())) return;
-      setup = *kept;
-    } else {
-      ReleaseRowFixtures();
-      absl::StatusOr<std::unique_ptr<EnableSetup>> made = start_setup();
-      if (pass.SkipIfError(made.status())) return;
-      own = *std::move(made);
-      setup = own.get();
+
+    // A stack byte, as perf bench watches: never touched while the threads exist.
+    volatile char watched = 0;
+    BreakpointSpec spec;
+    spec.address = &watched;
+    spec.inherit = true;
+    absl::StatusOr<PerfEvent> breakpoint = PerfEvent::Open(BreakpointAttr(spec), 0, -1);
+    if (pass.SkipIfError(breakpoint.status())) return;
+
+    // Before the threads, so that they inherit the attribution counters too.
+    pass.OpenCounters();
+    // Created after the breakpoint so that they inherit it.
+    absl::StatusOr<std::unique_ptr<BackgroundThreads>> passive =
+        BackgroundThreads::Start(BackgroundThreads::kParked, params.passive, placement->others);
+    if (pass.SkipIfError(passive.status())) return;
+    absl::StatusOr<std::unique_ptr<BackgroundThreads>> active =
+        BackgroundThreads::Start(BackgroundThreads::kSpinning, params.active, placement->others);
+    if (pass.SkipIfError(active.status())) return;
+    // Threads settle (park, or start spinning); a row without any has nothing to wait for.
+    if (params.passive + params.active > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    PerfEvent* breakpoint = &setup->breakpoint;
 
     if (!pass.Start()) return;
     auto start = std::chrono::steady_clock::now();
