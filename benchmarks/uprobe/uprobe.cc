@@ -199,11 +199,14 @@ class HitWorkers {
   // Adds threads until there are `threads` (they inherit what this thread's inheritable
   // events are then).
   absl::Status GrowTo(int threads) {
+    absl::MutexLock lock(&mu_);
+    // A thread added to a kept pool runs from the next round on: the last one is over (no
+    // round runs while threads are added), and the next may start before it runs at all.
+    first_round_ = round_ + 1;
     while (static_cast<int>(threads_.size()) < threads) {
       pthread_t thread;
       int err = pthread_create(&thread, nullptr, &HitWorkers::Main, this);
       if (err != 0) return ErrnoStatus(err, "pthread_create (uprobe hit worker)");
-      absl::MutexLock lock(&mu_);
       threads_.push_back(thread);
     }
     return absl::OkStatus();
@@ -249,12 +252,11 @@ class HitWorkers {
 
   static void* Main(void* arg) {
     auto* self = static_cast<HitWorkers*>(arg);
-    // A thread added to a kept pool (GrowTo) waits for the next round, not the last one.
-    int64_t seen = 0;
+    int64_t seen = 0;  // the last round it ran
     {
       absl::MutexLock lock(&self->mu_);
       self->tids_.push_back(static_cast<pid_t>(syscall(SYS_gettid)));
-      seen = self->round_;
+      seen = self->first_round_ - 1;
     }
     for (;;) {
       {
@@ -278,6 +280,7 @@ class HitWorkers {
   std::vector<pthread_t> threads_;
   absl::Mutex mu_;
   int64_t round_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t first_round_ ABSL_GUARDED_BY(mu_) = 1;  // of the threads GrowTo adds
   int done_ ABSL_GUARDED_BY(mu_) = 0;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<pid_t> tids_ ABSL_GUARDED_BY(mu_);
@@ -329,36 +332,55 @@ struct KeptHitSetup : RowFixture {
   std::unique_ptr<HitWorkers> workers;
 };
 
-absl::StatusOr<KeptHitSetup*> KeepHitSetup(const benchmark::State& state, const HitParams& params,
-                                           const Capabilities& caps, const UprobePmu& pmu,
-                                           const CodeLocation& location) {
-  const std::string key =
-      absl::StrCat("uprobe hit ", ProbeKindName(params.probe), " calls ", params.calls);
-  auto start = [&]() -> absl::StatusOr<std::unique_ptr<KeptHitSetup>> {
-    auto setup = std::make_unique<KeptHitSetup>();
-    setup->location = location;
-    if (params.probe != ProbeKind::kNone) {
-      absl::StatusOr<PerfEvent> opened = OpenUprobe(
-          pmu, setup->location, params.probe == ProbeKind::kUretprobe, 0, -1, /*inherit=*/true);
-      if (!opened.ok()) return opened.status();
-      setup->probe = *std::move(opened);
-    }
-    absl::StatusOr<std::unique_ptr<HitWorkers>> started = HitWorkers::Start(0, params.calls);
-    if (!started.ok()) return started.status();
-    setup->workers = *std::move(started);
-    return setup;
-  };
-  absl::StatusOr<KeptHitSetup*> setup = RowFixtureFor<KeptHitSetup>(state, key, start);
-  if (setup.ok() && (*setup)->workers->size() > params.threads) {
-    ReleaseRowFixtures();
-    setup = RowFixtureFor<KeptHitSetup>(state, key, start);
+// The probe (none for the baseline), then no threads yet (HitWorkers::GrowTo).
+absl::StatusOr<std::unique_ptr<KeptHitSetup>> StartHitSetup(const HitParams& params,
+                                                            const UprobePmu& pmu,
+                                                            const CodeLocation& location) {
+  auto setup = std::make_unique<KeptHitSetup>();
+  setup->location = location;
+  if (params.probe != ProbeKind::kNone) {
+    absl::StatusOr<PerfEvent> opened = OpenUprobe(
+        pmu, setup->location, params.probe == ProbeKind::kUretprobe, 0, -1, /*inherit=*/true);
+    if (!opened.ok()) return opened.status();
+    setup->probe = *std::move(opened);
   }
-  if (!setup.ok()) return setup.status();
+  absl::StatusOr<std::unique_ptr<HitWorkers>> started = HitWorkers::Start(0, params.calls);
+  if (!started.ok()) return started.status();
+  setup->workers = *std::move(started);
+  return setup;
+}
+
+// The setup of this call of the row: kept (a row fixture) where it has a probe; the
+// baseline's made for the call (`own`), as it was before there were fixtures: nothing of
+// it waits for grace periods, and its round (1,000 calls of an empty function) is mostly
+// the threads' wake-up, slower for threads parked longer on a guest with cpuidle haltpoll
+// (kept threads read 13-68% higher there).
+absl::StatusOr<KeptHitSetup*> HitSetup(const benchmark::State& state, const HitParams& params,
+                                       const Capabilities& caps, const UprobePmu& pmu,
+                                       const CodeLocation& location,
+                                       std::unique_ptr<KeptHitSetup>& own) {
+  auto start = [&]() { return StartHitSetup(params, pmu, location); };
+  absl::StatusOr<KeptHitSetup*> setup;
+  if (params.probe == ProbeKind::kNone) {
+    absl::StatusOr<std::unique_ptr<KeptHitSetup>> made = start();
+    if (!made.ok()) return made.status();
+    own = *std::move(made);
+    setup = own.get();
+  } else {
+    const std::string key =
+        absl::StrCat("uprobe hit ", ProbeKindName(params.probe), " calls ", params.calls);
+    setup = RowFixtureFor<KeptHitSetup>(state, key, start);
+    if (setup.ok() && (*setup)->workers->size() > params.threads) {
+      ReleaseRowFixtures();
+      setup = RowFixtureFor<KeptHitSetup>(state, key, start);
+    }
+    if (!setup.ok()) return setup.status();
+  }
   // The thread budget counts the kept threads as in use.
   const int more = params.threads - (*setup)->workers->size();
   if (absl::Status fits = caps.RequireThreads(static_cast<uint64_t>(more)); !fits.ok()) return fits;
   if (absl::Status grown = (*setup)->workers->GrowTo(params.threads); !grown.ok()) {
-    ReleaseRowFixtures();  // a partial pool would be timed as the row's
+    if (own == nullptr) ReleaseRowFixtures();  // a partial pool would be timed as the row's
     return grown;
   }
   return setup;
@@ -381,16 +403,29 @@ void BM_UprobeHit(benchmark::State& state, HitParams params) {
   PassOptions options;
   options.unit = "hit";
   options.count_iterations = 20;  // x threads x calls hits: thousands
-  // The probe and the threads are a row fixture (KeptHitSetup), shared by both passes and
-  // by the next row with the same probe: every uprobe event's close waits for grace
-  // periods, the probe's and each thread's inherited copy's (at its exit), one after
-  // another, most of a quick row's time (docs/measurements/2026-12-03-counting-pass-cost.md).
-  absl::StatusOr<KeptHitSetup*> setup = KeepHitSetup(state, params, caps, pmu, location);
-  if (SkipIfError(state, setup.status())) return;
-  PerfEvent& probe = (*setup)->probe;
-  HitWorkers* workers = (*setup)->workers.get();
+  // The probe and the threads are shared by both passes and, as a row fixture, by the
+  // row's calls and the next row with the same probe (HitSetup): every uprobe event's
+  // close waits for grace periods, the probe's and each thread's inherited copy's (at its
+  // exit), one after another, most of a quick row's time
+  // (docs/measurements/2026-12-03-counting-pass-cost.md).
+  std::unique_ptr<KeptHitSetup> own;
+  KeptHitSetup* setup = nullptr;
   RunPasses(state, options, [&](BenchmarkPass& pass) {
-    pass.OpenCounters(workers->Tids());
+    if (pass.timed()) {  // right before timing, as the threads always were
+      absl::StatusOr<KeptHitSetup*> made = HitSetup(state, params, caps, pmu, location, own);
+      if (pass.SkipIfError(made.status())) return;
+      setup = *made;
+    } else if (setup == nullptr) {
+      return;
+    }
+    PerfEvent& probe = setup->probe;
+    HitWorkers* workers = setup->workers.get();
+    // Named only where they are counted: waiting for the threads to have started is not
+    // what the timed pass did before there were fixtures (its first round raced their
+    // start).
+    if (!pass.timed() || AttributionMode() == Attribution::kTimed) {
+      pass.OpenCounters(workers->Tids());
+    }
     uint64_t counted_before = 0;
     if (probe.valid()) {
       absl::StatusOr<uint64_t> counted = probe.ReadCount();
