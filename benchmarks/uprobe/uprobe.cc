@@ -354,7 +354,7 @@ absl::StatusOr<std::unique_ptr<KeptHitSetup>> StartHitSetup(const HitParams& par
 // baseline's made for the call (`own`), as it was before there were fixtures: nothing of
 // it waits for grace periods, and its round (1,000 calls of an empty function) is mostly
 // the threads' wake-up, slower for threads parked longer on a guest with cpuidle haltpoll
-// (kept threads read 13-68% higher there).
+// (kept, they read up to two thirds higher in A/Bs on one).
 absl::StatusOr<KeptHitSetup*> HitSetup(const benchmark::State& state, const HitParams& params,
                                        const Capabilities& caps, const UprobePmu& pmu,
                                        const CodeLocation& location,
