@@ -187,14 +187,10 @@ const FlagList<Flags> flags(
             .Quick("0,16"),
     });
 
-// The T threads of BM_UprobeHit: created once, each runs `calls` calls per round.
+// The T threads of BM_UprobeHit (none until GrowTo): each runs `calls` calls per round.
 class HitWorkers {
  public:
-  static absl::StatusOr<std::unique_ptr<HitWorkers>> Start(int threads, int64_t calls) {
-    std::unique_ptr<HitWorkers> workers(new HitWorkers(calls));
-    if (absl::Status grown = workers->GrowTo(threads); !grown.ok()) return grown;
-    return workers;
-  }
+  explicit HitWorkers(int64_t calls) : calls_(calls) {}
 
   // Adds threads until there are `threads` (they inherit what this thread's inheritable
   // events are then).
@@ -248,8 +244,6 @@ class HitWorkers {
   }
 
  private:
-  explicit HitWorkers(int64_t calls) : calls_(calls) {}
-
   static void* Main(void* arg) {
     auto* self = static_cast<HitWorkers*>(arg);
     int64_t seen = 0;  // the last round it ran
@@ -344,9 +338,7 @@ absl::StatusOr<std::unique_ptr<KeptHitSetup>> StartHitSetup(const HitParams& par
     if (!opened.ok()) return opened.status();
     setup->probe = *std::move(opened);
   }
-  absl::StatusOr<std::unique_ptr<HitWorkers>> started = HitWorkers::Start(0, params.calls);
-  if (!started.ok()) return started.status();
-  setup->workers = *std::move(started);
+  setup->workers = std::make_unique<HitWorkers>(params.calls);
   return setup;
 }
 
