@@ -11,12 +11,14 @@
 #define PERFSCALE_LIB_BACKGROUND_THREADS_H_
 
 #include <pthread.h>
+#include <sys/types.h>
 
 #include <atomic>
 #include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 namespace perfscale {
 
@@ -34,19 +36,29 @@ class BackgroundThreads {
   BackgroundThreads& operator=(const BackgroundThreads&) = delete;
   ~BackgroundThreads();
 
-  int size() const { return static_cast<int>(threads_.size()); }
+  int size() const { return static_cast<int>(members_.size()); }
+  // The threads' kernel ids, once each has started and said its own (Start does not wait
+  // for that: waiting would change where the scheduler puts the next thread);
+  // DeadlineExceeded when one has not within `timeout`.
+  absl::StatusOr<std::vector<pid_t>> Tids(absl::Duration timeout) const;
   // Releases and joins every thread; idempotent.
   void Stop();
 
  private:
+  struct Member {
+    BackgroundThreads* group;
+    std::atomic<pid_t> tid{0};
+    pthread_t thread;
+  };
+
   explicit BackgroundThreads(Kind kind) : kind_(kind) {}
-  static void* Parked(void* self);
-  static void* Spinning(void* self);
+  static void* Parked(void* member);
+  static void* Spinning(void* member);
 
   Kind kind_;
   // A plain int for the futex word; only touched through atomic builtins.
   alignas(64) int released_ = 0;
-  std::vector<pthread_t> threads_;
+  std::vector<std::unique_ptr<Member>> members_;
 };
 
 }  // namespace perfscale

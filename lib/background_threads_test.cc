@@ -80,6 +80,22 @@ TEST(BackgroundThreadsTest, DestructionStopsSpinnersToo) {
   EXPECT_EQ(*after, *before);
 }
 
+TEST(BackgroundThreadsTest, TidsAreTheThreadsItStarted) {
+  for (BackgroundThreads::Kind kind : {BackgroundThreads::kParked, BackgroundThreads::kSpinning}) {
+    std::vector<pid_t> before = Tasks();
+    absl::StatusOr<std::unique_ptr<BackgroundThreads>> group = BackgroundThreads::Start(kind, 5);
+    ASSERT_TRUE(group.ok()) << group.status();
+    absl::StatusOr<std::vector<pid_t>> tids = (*group)->Tids(absl::Seconds(10));
+    ASSERT_TRUE(tids.ok()) << tids.status();
+    std::sort(tids->begin(), tids->end());
+    EXPECT_EQ(*tids, NewTasks(before));
+    (*group)->Stop();
+    tids = (*group)->Tids(absl::ZeroDuration());
+    ASSERT_TRUE(tids.ok()) << tids.status();
+    EXPECT_TRUE(tids->empty());
+  }
+}
+
 TEST(BackgroundThreadsTest, ZeroThreadsIsEmpty) {
   absl::StatusOr<std::unique_ptr<BackgroundThreads>> none =
       BackgroundThreads::Start(BackgroundThreads::kParked, 0);

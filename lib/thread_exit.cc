@@ -12,34 +12,27 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "lib/errno_status.h"
 #include "lib/file_reader.h"
+#include "lib/task_stat.h"
 
 namespace perfscale {
 namespace {
 
 // include/linux/sched.h
 constexpr uint64_t kPfExiting = 0x00000004;
+constexpr int kFlagsField = 9;
 
 }  // namespace
 
 absl::StatusOr<bool> StatSaysExiting(absl::string_view stat) {
-  size_t close = stat.rfind(')');
-  if (close == absl::string_view::npos) {
-    return absl::InvalidArgumentError("a task's stat without its command in parentheses");
-  }
-  // After ") ": state(3) ppid(4) pgrp(5) session(6) tty_nr(7) tpgid(8) flags(9).
-  std::vector<absl::string_view> fields =
-      absl::StrSplit(stat.substr(close + 1), ' ', absl::SkipEmpty());
-  constexpr size_t kFlagsAfterCommand = 6;
-  uint64_t flags = 0;
-  if (fields.size() <= kFlagsAfterCommand ||
-      !absl::SimpleAtoi(fields[kFlagsAfterCommand], &flags)) {
+  absl::StatusOr<int64_t> flags = TaskStatField(stat, kFlagsField);
+  if (!flags.ok()) return flags.status();
+  if (*flags < 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("a task's stat without a flags field: '", stat.substr(0, 80), "'"));
+        absl::StrCat("a task's stat with negative flags: '", stat.substr(0, 80), "'"));
   }
-  return (flags & kPfExiting) != 0;
+  return (static_cast<uint64_t>(*flags) & kPfExiting) != 0;
 }
 
 absl::StatusOr<std::vector<pid_t>> ExitingThreads() {

@@ -25,8 +25,7 @@
 namespace perfscale {
 
 // Whether the text of /proc/PID/task/TID/stat says the task is exiting: PF_EXITING in the
-// flags, the 9th field, counted after the command's closing parenthesis (the command may
-// hold spaces and parentheses of its own).
+// flags, field 9 (TaskStatField).
 absl::StatusOr<bool> StatSaysExiting(absl::string_view stat);
 
 // The ids of this process's threads that are exiting now; a thread that finished between
