@@ -396,8 +396,13 @@ void RunPasses(benchmark::State& state, const PassOptions& options, const PassBo
                       /*attribute=*/mode == Attribution::kTimed, 0);
   body(timed);
   if (state.skipped() || !timed.measured_) return;
+  for (const auto& [name, value] : timed.figures_) state.counters[name] = value;
   SetSystemCounters(state, timed.cost_, timed.ops_, options.unit);
   if (mode == Attribution::kTimed) {
+    // The counts came from the timed pass: its setup is theirs.
+    for (const auto& [name, value] : timed.figures_) {
+      state.counters[absl::StrCat("count_", name)] = value;
+    }
     if (timed.cost_.tasks.has_value() && timed.meter_->task_counters() != nullptr) {
       SetTaskCounters(state, *timed.cost_.tasks, *timed.meter_->task_counters(), timed.ops_,
                       options.unit);
@@ -417,6 +422,9 @@ void RunPasses(benchmark::State& state, const PassOptions& options, const PassBo
   body(counting);
   state.counters = std::move(timed_counters);
   if (state.skipped() || !counting.measured_) return;
+  for (const auto& [name, value] : counting.figures_) {
+    state.counters[absl::StrCat("count_", name)] = value;
+  }
   if (counting.cost_.tasks.has_value() && counting.meter_->task_counters() != nullptr) {
     SetTaskCounters(state, *counting.cost_.tasks, *counting.meter_->task_counters(), counting.ops_,
                     options.unit);

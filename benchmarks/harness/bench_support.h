@@ -51,6 +51,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -234,6 +235,11 @@ class BenchmarkPass {
   int64_t iterations() const;
   // Operations of this pass in the unit (iterations x threads, records, fds...).
   void SetOps(double ops) { ops_ = ops; }
+  // A figure that describes this pass's setup rather than its operations (where the
+  // scheduler put its threads): the timed pass's as `name`, that of the pass the counts
+  // came from as count_<name> (the counting pass's; the timed pass's with
+  // --attribution=timed), so that counts per op are read against their own setup.
+  void SetFigure(const std::string& name, double value) { figures_[name] = value; }
   // Manual time: the timed pass only (a counting pass never touches the timer).
   void SetIterationTime(double seconds);
   // SkipIfError for the body; a failure of the counting pass names the pass.
@@ -262,6 +268,7 @@ class BenchmarkPass {
   KernelCost cost_;
   bool measured_ = false;  // a window was stopped
   double ops_ = 0;
+  std::map<std::string, double> figures_;
 };
 
 }  // namespace perfscale

@@ -63,6 +63,7 @@ void BM_Passes(benchmark::State& state) {
     (pass.timed() ? seen.timed_fds : seen.counting_fds) = fds;
     if (pass.counting()) seen.counting_iterations = pass.iterations();
     state.counters["pass"] = pass.timed() ? 1 : 2;  // the timed pass's must stay
+    pass.SetFigure("setup", pass.timed() ? 3 : 4);
   });
 }
 BENCHMARK(BM_Passes)->Iterations(50);
@@ -193,6 +194,8 @@ TEST(RunPasses, TimesWithoutPerfEventsAndCountsInAPassOfItsOwn) {
   EXPECT_EQ(seen.counting_iterations, 7);  // count_iterations, below the timed 50
   EXPECT_EQ(run.iterations, 50);
   EXPECT_EQ(run.counters.at("pass").value, 1);
+  EXPECT_EQ(run.counters.at("setup").value, 3);        // SetFigure of each pass, the
+  EXPECT_EQ(run.counters.at("count_setup").value, 4);  // counting pass's named so
   EXPECT_EQ(run.counters.at("count_ops").value, 14);  // SetOps of the counting pass
   ASSERT_TRUE(run.counters.count("ctx_switches/op"));
   EXPECT_TRUE(run.counters.count("ipis_system/op"));  // the timed pass's
@@ -231,6 +234,7 @@ TEST(RunPasses, TimedModeCountsDuringTheTimedIterations) {
   EXPECT_GT(seen.timed_fds, 0);
   EXPECT_EQ(seen.counting_fds, -1) << "no counting pass in the timed mode";
   EXPECT_EQ(run.counters.at("count_ops").value, 100);  // the timed pass's 50 x 2
+  EXPECT_EQ(run.counters.at("count_setup").value, 3);  // and its setup
   EXPECT_TRUE(run.counters.count("ctx_switches/op"));
 }
 
@@ -240,6 +244,8 @@ TEST(RunPasses, OffLeavesTheCountsOut) {
   EXPECT_EQ(seen.timed_fds, 0);
   EXPECT_EQ(seen.counting_fds, -1);
   EXPECT_FALSE(run.counters.count("count_ops"));
+  EXPECT_EQ(run.counters.at("setup").value, 3);
+  EXPECT_FALSE(run.counters.count("count_setup"));
   EXPECT_FALSE(run.counters.count("ctx_switches/op"));
   EXPECT_TRUE(run.counters.count("sys_us/op"));
 }
