@@ -219,6 +219,49 @@ TEST_F(BreakpointBinaryTest, CountsFromTheCountingPassEqualThoseCountedWhileTime
   EXPECT_NEAR(xcalls["timed"], 4.0, 4.0 * 0.05);
 }
 
+// Each enable row says how many inheriting threads last ran on another CPU than the
+// toggler's when its loop began, for the timed pass and for the pass its counts came
+// from: none where they share its CPU, every one where they do not, and, left to the
+// scheduler, some share of them. Pinned to other CPUs, each of those costs 2 cross-CPU
+// calls per toggle (xcalls/op).
+TEST_F(BreakpointBinaryTest, EachEnableRowSaysHowManyCopiesSatOnOtherCpus) {
+  if (absl::Status s = ProbeCapabilities().RequireBreakpointPmu(); !s.ok()) {
+    GTEST_SKIP() << s.message();
+  }
+  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "placement other_cpus needs 2 CPUs";
+  BinaryRun run = RunFamilyBinary(
+      kBinary, {"--breakpoint_passive=2", "--breakpoint_active=1",
+                "--breakpoint_placement=unpinned,same_cpu,other_cpus",
+                "--benchmark_filter=BM_BreakpointEnable", "--benchmark_min_time=0.02s"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ASSERT_TRUE(run.json.ok()) << run.json.status();
+  std::map<std::string, const BenchmarkResult*> rows;
+  for (const BenchmarkResult& benchmark : run.benchmarks) {
+    rows[benchmark.name.substr(0, benchmark.name.find("/real_time"))] = &benchmark;
+  }
+  const std::string prefix = "BM_BreakpointEnable/passive:2/active:1/placement:";
+  for (const char* placement : {"unpinned", "same_cpu", "other_cpus"}) {
+    SCOPED_TRACE(placement);
+    ASSERT_TRUE(rows.count(prefix + placement));
+    const BenchmarkResult& row = *rows.at(prefix + placement);
+    ASSERT_TRUE(row.Timed()) << row.message;
+    for (const char* figure : {"copies_on_other_cpus", "count_copies_on_other_cpus"}) {
+      ASSERT_TRUE(row.numbers.count(figure)) << figure;
+      const double copies = row.Number(figure);
+      if (std::string(placement) == "same_cpu") {
+        EXPECT_EQ(copies, 0.0) << figure;
+      } else if (std::string(placement) == "other_cpus") {
+        EXPECT_EQ(copies, 3.0) << figure;
+      }
+      EXPECT_GE(copies, 0.0) << figure;
+      EXPECT_LE(copies, 3.0) << figure;
+    }
+    if (std::string(placement) == "other_cpus" && row.numbers.count("xcalls/op")) {
+      EXPECT_NEAR(row.Number("xcalls/op"), 2 * row.Number("count_copies_on_other_cpus"), 0.3);
+    }
+  }
+}
+
 TEST_F(BreakpointBinaryTest, BenchmarkFilterSelectsAFamily) {
   ::perfscale::testing::CommandResult result = ::perfscale::testing::RunRunfile(
       kBinary,

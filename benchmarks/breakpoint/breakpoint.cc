@@ -18,7 +18,9 @@
 // with a function call on the CPU the copy's thread last ran on (task_function_call),
 // blocked threads included, so the cost depends on where the threads are: the placement
 // makes that a parameter (unpinned like perf bench, same_cpu: local calls, other_cpus:
-// an IPI for every inherited copy).
+// an IPI for every inherited copy), and each row says where they were
+// (copies_on_other_cpus). Each call runs on a new thread, as each perf bench run is a new
+// process: unpinned, where the threads land depends on it (RunOnNewThread).
 //
 // The parameters, their ranges and defaults: the table below, printed by --help.
 // Both time in real time: the work lands on other CPUs. Privileges: per-task user
@@ -26,6 +28,7 @@
 // (<= 2 everywhere; mainline at any level): the open decides.
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -33,6 +36,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -57,6 +61,7 @@
 #include "lib/perf_attr.h"
 #include "lib/perf_event.h"
 #include "lib/placement.h"
+#include "lib/task_stat.h"
 
 namespace perfscale {
 namespace {
@@ -281,11 +286,99 @@ void BM_BreakpointThread(benchmark::State& state, ThreadParams params) {
   });
 }
 
+// How many of the threads that inherited the breakpoint last ran on another CPU than the
+// calling thread's: each costs a toggle a cross-CPU call (an IPI) where one on this CPU is
+// a local call, so this decides the figure. Unpinned, the scheduler chose it when it
+// created each thread: an idle CPU if there was one, else the creator's, unless the
+// creator's CPU counted as fully busy from its recent past (families.md#breakpoint).
+absl::StatusOr<int> CopiesOnOtherCpus(const std::vector<const BackgroundThreads*>& groups) {
+  std::vector<pid_t> tids;
+  for (const BackgroundThreads* group : groups) {
+    absl::StatusOr<std::vector<pid_t>> some = group->Tids(absl::Seconds(10));
+    if (!some.ok()) return some.status();
+    tids.insert(tids.end(), some->begin(), some->end());
+  }
+  int cpu = sched_getcpu();
+  if (cpu < 0) return ErrnoStatus(errno, "sched_getcpu");
+  return ThreadsLastOnOtherCpus(tids, cpu);
+}
+
+// One call's run, perf bench's from its open to its last toggle, on the calling thread.
+void ToggleRun(benchmark::State& state, const EnableParams& params, const Placement& placement,
+               BenchmarkPass& pass) {
+  // Restores the thread's affinity on every return path.
+  absl::StatusOr<std::unique_ptr<ScopedAffinity>> pinned = PinDriver(placement);
+  if (pass.SkipIfError(pinned.status())) return;
+
+  // A stack byte, as perf bench watches: never touched while the threads exist.
+  volatile char watched = 0;
+  BreakpointSpec spec;
+  spec.address = &watched;
+  spec.inherit = true;
+  absl::StatusOr<PerfEvent> breakpoint = PerfEvent::Open(BreakpointAttr(spec), 0, -1);
+  if (pass.SkipIfError(breakpoint.status())) return;
+
+  // Before the threads, so that they inherit the attribution counters too.
+  pass.OpenCounters();
+  // Created after the breakpoint so that they inherit it.
+  absl::StatusOr<std::unique_ptr<BackgroundThreads>> passive =
+      BackgroundThreads::Start(BackgroundThreads::kParked, params.passive, placement.others);
+  if (pass.SkipIfError(passive.status())) return;
+  absl::StatusOr<std::unique_ptr<BackgroundThreads>> active =
+      BackgroundThreads::Start(BackgroundThreads::kSpinning, params.active, placement.others);
+  if (pass.SkipIfError(active.status())) return;
+  // Threads settle (park, or start spinning); a row without any has nothing to wait for.
+  if (params.passive + params.active > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  absl::StatusOr<int> elsewhere = CopiesOnOtherCpus({passive->get(), active->get()});
+  if (pass.SkipIfError(elsewhere.status())) return;
+
+  if (!pass.Start()) return;
+  auto start = std::chrono::steady_clock::now();
+  for (auto _ : pass) {
+    absl::Status disabled = breakpoint->Disable();
+    absl::Status enabled = breakpoint->Enable();
+    if (pass.SkipIfError(disabled.ok() ? enabled : disabled)) return;
+  }
+  double elapsed_us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+  if (!pass.Stop()) return;
+  double ops = static_cast<double>(pass.iterations());
+  pass.SetOps(ops);
+  if (pass.timed()) state.counters["usecs/op"] = elapsed_us / ops;
+  // The counting pass's threads inherit its counters, which slows their creation, and
+  // the scheduler may place them otherwise: its xcalls/op follow its own placement.
+  pass.SetFigure("copies_on_other_cpus", *elsewhere);
+}
+
+// Runs `run` on a new thread and waits for it. Where the kernel puts a new thread depends
+// on its creator's CPU's load, and that counts the creator's own estimated utilization
+// (util_est, kept from its past runs, not lowered by sleeping): after Google Benchmark's
+// earlier calls of a row had the benchmark thread toggle for up to a second, its CPU
+// looked fully busy and every thread it created went to another CPU: 4 of 4 passive
+// threads on the other vCPU in 102 of 120 calls, against 2 or 3 of 4 for perf bench,
+// which creates them from a fresh process, and 1.34x perf bench's figure
+// (docs/measurements/2026-12-07-enable-placement.md). A new thread is as fresh.
+absl::Status RunOnNewThread(const std::function<void()>& run) {
+  pthread_t thread;
+  void* (*trampoline)(void*) = [](void* arg) -> void* {
+    (*static_cast<const std::function<void()>*>(arg))();
+    return nullptr;
+  };
+  int err = pthread_create(&thread, nullptr, trampoline,
+                           const_cast<std::function<void()>*>(&run));
+  if (err != 0) return ErrnoStatus(err, "pthread_create (the toggling thread)");
+  pthread_join(thread, nullptr);
+  return absl::OkStatus();
+}
+
 void BM_BreakpointEnable(benchmark::State& state, EnableParams params) {
   Capabilities caps = ProbeCapabilities();
   if (SkipIfError(state, caps.RequireBreakpointPmu())) return;
+  // The inheriting threads and the one that toggles.
   if (SkipIfError(state, caps.RequireThreads(static_cast<uint64_t>(params.passive) +
-                                             static_cast<uint64_t>(params.active)))) {
+                                             static_cast<uint64_t>(params.active) + 1))) {
     return;
   }
   absl::StatusOr<Placement> placement = ResolvePlacement(params.placement);
@@ -293,45 +386,9 @@ void BM_BreakpointEnable(benchmark::State& state, EnableParams params) {
   PassOptions options;
   options.count_iterations = 200;
   RunPasses(state, options, [&](BenchmarkPass& pass) {
-    // Restores the thread's affinity on every return path.
-    absl::StatusOr<std::unique_ptr<ScopedAffinity>> pinned = PinDriver(*placement);
-    if (pass.SkipIfError(pinned.status())) return;
-
-    // A stack byte, as perf bench watches: never touched while the threads exist.
-    volatile char watched = 0;
-    BreakpointSpec spec;
-    spec.address = &watched;
-    spec.inherit = true;
-    absl::StatusOr<PerfEvent> breakpoint = PerfEvent::Open(BreakpointAttr(spec), 0, -1);
-    if (pass.SkipIfError(breakpoint.status())) return;
-
-    // Before the threads, so that they inherit the attribution counters too.
-    pass.OpenCounters();
-    // Created after the breakpoint so that they inherit it.
-    absl::StatusOr<std::unique_ptr<BackgroundThreads>> passive =
-        BackgroundThreads::Start(BackgroundThreads::kParked, params.passive, placement->others);
-    if (pass.SkipIfError(passive.status())) return;
-    absl::StatusOr<std::unique_ptr<BackgroundThreads>> active =
-        BackgroundThreads::Start(BackgroundThreads::kSpinning, params.active, placement->others);
-    if (pass.SkipIfError(active.status())) return;
-    // Threads settle (park, or start spinning); a row without any has nothing to wait for.
-    if (params.passive + params.active > 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-
-    if (!pass.Start()) return;
-    auto start = std::chrono::steady_clock::now();
-    for (auto _ : pass) {
-      absl::Status disabled = breakpoint->Disable();
-      absl::Status enabled = breakpoint->Enable();
-      if (pass.SkipIfError(disabled.ok() ? enabled : disabled)) return;
-    }
-    double elapsed_us =
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
-    if (!pass.Stop()) return;
-    double ops = static_cast<double>(pass.iterations());
-    pass.SetOps(ops);
-    if (pass.timed()) state.counters["usecs/op"] = elapsed_us / ops;
+    // The benchmark thread waits in the join: the pass and the state are the new
+    // thread's alone until it ends.
+    pass.SkipIfError(RunOnNewThread([&] { ToggleRun(state, params, *placement, pass); }));
   });
 }
 
@@ -426,7 +483,8 @@ absl::Status RegisterEnableFamily(const Flags& f, const Capabilities& caps) {
           name, TimeMode::kReal,
           [threads](const UnitCosts& u) {
             const double settle = threads > 0 ? 0.01 : 0;
-            return Cost{threads * u.thread + settle, 2 * (threads + 1) * u.remote_op, 0};
+            // The threads and the toggling thread (RunOnNewThread).
+            return Cost{(threads + 1) * u.thread + settle, 2 * (threads + 1) * u.remote_op, 0};
           },
           BM_BreakpointEnable, params)
           ->Unit(benchmark::kMicrosecond);

@@ -159,9 +159,10 @@ TEST_F(BreakpointHygieneTest, EachBenchmarkLeavesProcessAsFound) {
   }
 }
 
-// With every slot taken by this thread, the benchmarks that need a breakpoint must
-// skip with the kernel's reason, and still leave nothing behind (the enable family has
-// already pinned the thread when its open fails).
+// With every slot taken by this thread and by the threads it creates (the enable family
+// opens its breakpoint on a thread of its own), the benchmarks that need a breakpoint
+// must skip with the kernel's reason, and still leave nothing behind (the enable family
+// has already pinned its thread when its open fails).
 TEST_F(BreakpointHygieneTest, SkipsWhenSlotsAreTakenAndLeavesProcessAsFound) {
   absl::StatusOr<BreakpointSlots> slots = ProbeBreakpointSlots();
   ASSERT_TRUE(slots.ok()) << slots.status();
@@ -170,6 +171,7 @@ TEST_F(BreakpointHygieneTest, SkipsWhenSlotsAreTakenAndLeavesProcessAsFound) {
   for (int i = 0; i < slots->free; ++i) {
     BreakpointSpec spec;
     spec.address = &taken[i];
+    spec.inherit = true;
     absl::StatusOr<PerfEvent> event = PerfEvent::Open(BreakpointAttr(spec), 0, -1);
     ASSERT_TRUE(event.ok()) << event.status();
     held.push_back(*std::move(event));
