@@ -6,6 +6,7 @@ a build or the kernel."""
 import json
 import re
 import statistics
+import subprocess
 
 import pytest
 
@@ -206,6 +207,35 @@ def test_breakpoint_cases_of_the_users_choosing_replace_the_defaults():
     assert "--breakpoint_repeat=100" in case.ours_args
     assert "--benchmark_filter=^BM_BreakpointThread/breakpoints:2/parallelism:1/threads:10/" \
            "real_time$" in case.ours_args
+
+
+def test_breakpoint_enable_loops_as_long_as_perf_bench_did_in_its_round():
+    """A toggle costs less the longer the loop keeps the other CPUs awake: ours' enable
+    loop is given the time perf bench's took in the same round (its figure x --repeat)."""
+    session = parity_replay.load("breakpoint")
+    calls = session["calls"]
+    checked = 0
+    for index, call in enumerate(calls):
+        if call["cmd"][:2] != ["perf", "bench"] or "enable" not in call["cmd"]:
+            continue
+        repeat = int(call["cmd"][2].split("=")[1])
+        figure = pc.parse_perf_usecs_per_op(call["stdout"] + call["stderr"])
+        seen = {}
+
+        def run(cmd, **kwargs):
+            seen["cmd"] = cmd
+            return subprocess.CompletedProcess(cmd, 0, stdout=calls[index + 1]["stdout"],
+                                               stderr="")
+        from perfscale.parity import breakpoint
+        passive, active = int(call["cmd"][6]), int(call["cmd"][8])
+        (case,) = breakpoint.cases("0.5", thread_cases=[],
+                                   enable_cases=[(passive, active, repeat)])
+        with parity_replay._patched(subprocess, "run", run):
+            pc.run_ours(parity_replay.BINARY, case, figure)
+        (min_time,) = [a for a in seen["cmd"] if a.startswith("--benchmark_min_time=")]
+        assert min_time == "--benchmark_min_time=%.3fs" % max(0.01, figure * repeat / 1e6)
+        checked += 1
+    assert checked >= 2
 
 
 @pytest.mark.parametrize("argv, message", [

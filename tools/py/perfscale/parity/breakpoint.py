@@ -2,7 +2,8 @@
 //benchmarks:breakpoint on the same parameters.
 
 perf bench does one timed run of --repeat operations per invocation. Ours repeats the
-same run until --benchmark_min_time has passed, three times over (Google Benchmark
+same run until --benchmark_min_time has passed (thread churn: 0.5 s; enable: as long as
+perf bench's toggles took in the same round), three times over (Google Benchmark
 repetitions, each with fresh threads), and takes the median: where the threads land
 decides much of the figure, and three placements per round steady it.
 """
@@ -47,7 +48,12 @@ def cases(min_time: str, thread_cases=None, enable_cases=None):
             ours_args=["--breakpoint_breakpoints=0", "--breakpoint_parallelism=1",
                        "--breakpoint_passive=%d" % passive, "--breakpoint_active=%d" % active,
                        "--breakpoint_placement=unpinned",
-                       "--benchmark_filter=^%s$" % name, "--benchmark_min_time=%ss" % min_time],
+                       "--benchmark_filter=^%s$" % name],
+            # As long as perf bench's toggles took in the same round: a toggle's IPIs
+            # cost less the longer a loop keeps the other CPUs awake (0.75x perf bench's
+            # figure over 0.5 s against its 0.2 s, 0.98x over the same length:
+            # docs/measurements/2026-12-07-enable-placement.md).
+            ours_min_time=lambda usecs_per_op, repeat=repeat: usecs_per_op * repeat / 1e6,
             ours_repetitions=3))
     return result
 

@@ -49,6 +49,9 @@ class Case:
     ours_repetitions: int = 1
     # False for a reference that does different work (its ratio is shown, never judged).
     gating: bool = True
+    # Where ours should loop as long as the reference's run of the same round did: that
+    # run's figure -> ours' --benchmark_min_time in seconds (None: ours_args says).
+    ours_min_time: Optional[Callable[[float], float]] = None
 
 
 def parse_perf_usecs_per_op(stdout: str) -> float:
@@ -117,8 +120,11 @@ def parse_benchmark_json(text: str, what: str) -> List[dict]:
     return runs
 
 
-def run_ours(binary: str, case: Case) -> float:
+def run_ours(binary: str, case: Case, reference_figure: Optional[float] = None) -> float:
     cmd = [binary, "--benchmark_format=json"] + case.ours_args
+    if case.ours_min_time is not None and reference_figure is not None:
+        # Google Benchmark's shortest sensible loop is 10 ms.
+        cmd.append("--benchmark_min_time=%.3fs" % max(0.01, case.ours_min_time(reference_figure)))
     if case.ours_repetitions > 1:
         cmd += ["--benchmark_repetitions=%d" % case.ours_repetitions]
     runs = run_benchmark_json(cmd)
@@ -153,7 +159,7 @@ def run_parity(target: str, cases: List[Case], args, reference_name: str = "perf
         for round_index in range(args.rounds):
             for case in cases:
                 reference[case.label].append(run_reference(case))
-                ours[case.label].append(run_ours(binary, case))
+                ours[case.label].append(run_ours(binary, case, reference[case.label][-1]))
             print("round %d/%d done" % (round_index + 1, args.rounds), file=sys.stderr)
     except ParityError as err:
         print("perfscale parity: %s" % err, file=sys.stderr)
