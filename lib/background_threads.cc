@@ -50,8 +50,8 @@ absl::StatusOr<std::unique_ptr<BackgroundThreads>> BackgroundThreads::Start(
     }
     auto member = std::make_unique<Member>();
     member->group = group.get();
-    int err = pthread_create(&member->thread, &attr, kind == kParked ? &Parked : &Spinning,
-                             member.get());
+    int err =
+        pthread_create(&member->thread, &attr, kind == kParked ? &Parked : &Spinning, member.get());
     pthread_attr_destroy(&attr);
     if (err != 0) {
       group->Stop();
@@ -80,8 +80,8 @@ absl::StatusOr<std::vector<pid_t>> BackgroundThreads::Tids(absl::Duration timeou
     while ((tid = member->tid.load(std::memory_order_acquire)) == 0) {
       if (absl::Now() >= deadline) {
         return absl::DeadlineExceededError(
-            absl::StrCat("thread ", tids.size() + 1, " of ", members_.size(),
-                         " had not started ", absl::FormatDuration(timeout), " after its creation"));
+            absl::StrCat("thread ", tids.size() + 1, " of ", members_.size(), " had not started ",
+                         absl::FormatDuration(timeout), " after its creation"));
       }
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }

@@ -22,10 +22,10 @@ constexpr char kStat[] =
     "18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
 
 TEST(TaskStatFieldTest, NumbersFieldsAsProcDoesAfterTheCommand) {
-  EXPECT_EQ(TaskStatField(kStat, 4).value_or(-1), 1);         // ppid
-  EXPECT_EQ(TaskStatField(kStat, 9).value_or(-1), 4194368);   // flags
-  EXPECT_EQ(TaskStatField(kStat, 38).value_or(-1), 17);       // exit_signal
-  EXPECT_EQ(TaskStatField(kStat, 39).value_or(-1), 1);        // processor
+  EXPECT_EQ(TaskStatField(kStat, 4).value_or(-1), 1);        // ppid
+  EXPECT_EQ(TaskStatField(kStat, 9).value_or(-1), 4194368);  // flags
+  EXPECT_EQ(TaskStatField(kStat, 38).value_or(-1), 17);      // exit_signal
+  EXPECT_EQ(TaskStatField(kStat, 39).value_or(-1), 1);       // processor
 }
 
 TEST(TaskStatFieldTest, MalformedTextOrANonIntegerFieldIsAnError) {

@@ -366,8 +366,7 @@ absl::Status RunOnNewThread(const std::function<void()>& run) {
     (*static_cast<const std::function<void()>*>(arg))();
     return nullptr;
   };
-  int err = pthread_create(&thread, nullptr, trampoline,
-                           const_cast<std::function<void()>*>(&run));
+  int err = pthread_create(&thread, nullptr, trampoline, const_cast<std::function<void()>*>(&run));
   if (err != 0) return ErrnoStatus(err, "pthread_create (the toggling thread)");
   pthread_join(thread, nullptr);
   return absl::OkStatus();

@@ -196,7 +196,7 @@ TEST(RunPasses, TimesWithoutPerfEventsAndCountsInAPassOfItsOwn) {
   EXPECT_EQ(run.counters.at("pass").value, 1);
   EXPECT_EQ(run.counters.at("setup").value, 3);        // SetFigure of each pass, the
   EXPECT_EQ(run.counters.at("count_setup").value, 4);  // counting pass's named so
-  EXPECT_EQ(run.counters.at("count_ops").value, 14);  // SetOps of the counting pass
+  EXPECT_EQ(run.counters.at("count_ops").value, 14);   // SetOps of the counting pass
   ASSERT_TRUE(run.counters.count("ctx_switches/op"));
   EXPECT_TRUE(run.counters.count("ipis_system/op"));  // the timed pass's
   EXPECT_TRUE(run.counters.count("sys_us/op"));
