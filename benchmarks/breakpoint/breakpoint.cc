@@ -360,13 +360,13 @@ void ToggleRun(benchmark::State& state, const EnableParams& params, const Placem
 // threads on the other vCPU in 102 of 120 calls, against 2 or 3 of 4 for perf bench,
 // which creates them from a fresh process, and 1.34x perf bench's figure
 // (docs/measurements/2026-12-07-enable-placement.md). A new thread is as fresh.
-absl::Status RunOnNewThread(const std::function<void()>& run) {
+absl::Status RunOnNewThread(std::function<void()> run) {
   pthread_t thread;
   void* (*trampoline)(void*) = [](void* arg) -> void* {
-    (*static_cast<const std::function<void()>*>(arg))();
+    (*static_cast<std::function<void()>*>(arg))();
     return nullptr;
   };
-  int err = pthread_create(&thread, nullptr, trampoline, const_cast<std::function<void()>*>(&run));
+  int err = pthread_create(&thread, nullptr, trampoline, &run);
   if (err != 0) return ErrnoStatus(err, "pthread_create (the toggling thread)");
   pthread_join(thread, nullptr);
   return absl::OkStatus();

@@ -389,6 +389,16 @@ int64_t CountingIterations(int64_t count_iterations, int64_t timed_iterations, d
   return std::max(std::min(wanted, minimum), std::min(wanted, timed_iterations));
 }
 
+namespace {
+
+// A pass's SetFigure values as counters, each name after `prefix`.
+void SetFigures(benchmark::State& state, const std::map<std::string, double>& figures,
+                absl::string_view prefix) {
+  for (const auto& [name, value] : figures) state.counters[absl::StrCat(prefix, name)] = value;
+}
+
+}  // namespace
+
 void RunPasses(benchmark::State& state, const PassOptions& options, const PassBody& body) {
   ReleaseUnlessRow(state.name());  // another row's fixture goes before this row's setup
   const Attribution mode = AttributionMode();
@@ -396,13 +406,10 @@ void RunPasses(benchmark::State& state, const PassOptions& options, const PassBo
                       /*attribute=*/mode == Attribution::kTimed, 0);
   body(timed);
   if (state.skipped() || !timed.measured_) return;
-  for (const auto& [name, value] : timed.figures_) state.counters[name] = value;
+  SetFigures(state, timed.figures_, "");
   SetSystemCounters(state, timed.cost_, timed.ops_, options.unit);
   if (mode == Attribution::kTimed) {
-    // The counts came from the timed pass: its setup is theirs.
-    for (const auto& [name, value] : timed.figures_) {
-      state.counters[absl::StrCat("count_", name)] = value;
-    }
+    SetFigures(state, timed.figures_, "count_");  // the counts came from its setup
     if (timed.cost_.tasks.has_value() && timed.meter_->task_counters() != nullptr) {
       SetTaskCounters(state, *timed.cost_.tasks, *timed.meter_->task_counters(), timed.ops_,
                       options.unit);
@@ -422,9 +429,7 @@ void RunPasses(benchmark::State& state, const PassOptions& options, const PassBo
   body(counting);
   state.counters = std::move(timed_counters);
   if (state.skipped() || !counting.measured_) return;
-  for (const auto& [name, value] : counting.figures_) {
-    state.counters[absl::StrCat("count_", name)] = value;
-  }
+  SetFigures(state, counting.figures_, "count_");
   if (counting.cost_.tasks.has_value() && counting.meter_->task_counters() != nullptr) {
     SetTaskCounters(state, *counting.cost_.tasks, *counting.meter_->task_counters(), counting.ops_,
                     options.unit);
